@@ -1,0 +1,380 @@
+"""config.yml, parsed once into typed dataclasses.
+
+The top-level sections `settings`, `models`, `datasets` and `evals` keep the shape of the authors'
+config; `data`, `finetune`, `extract` and `aggregate` hold what benchprof adds. Every value is
+checked at load time and a bad one raises `ConfigError` with the YAML key in its message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional, Union
+
+from . import BenchprofError
+
+ABILITIES: tuple[str, ...] = (
+    "Analogical_Reasoning",
+    "Commonsense_Causal",
+    "Contextual_Recall",
+    "Deductive_Reasoning",
+    "Inductive_Reasoning",
+    "Long_Term_Knowledge",
+    "Quantitative_Reasoning",
+    "Semantic_Relationship",
+    "Spatial_Reasoning",
+    "Temporal_Reasoning",
+)
+REGIONS: tuple[str, ...] = ("top", "bottom", "random")
+RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
+
+
+class ConfigError(BenchprofError):
+    """A config value is missing or wrong; the message names the YAML key."""
+
+
+@dataclass
+class Settings:
+    """`settings:` run-wide values (the authors' keys plus a few of ours)."""
+
+    k_values: list[float] = field(
+        default_factory=lambda: [0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024]
+    )
+    front_removal: int = 0  # skip this many decoder layers at the front when selecting regions
+    back_removal: int = 0  # ... and this many at the back
+    cuda_visible_devices: str = ""  # "0,1,2,3": one evaluation worker per listed GPU
+    train_batch_size: int = 4  # importance pass, per process
+    eval_batch_size: int = 8  # lm-eval batch size given to HFLM
+    output_dir: str = "outputs"
+    seed: int = 1234
+
+    def devices(self) -> list[str]:
+        return [d.strip() for d in str(self.cuda_visible_devices).split(",") if d.strip()]
+
+
+@dataclass
+class ModelSpec:
+    """One entry of `models:`. `tag` names the model's folder under outputs/."""
+
+    name: str
+    tag: str = ""
+    tokenizer: str = ""  # tokenizer id or path; defaults to `name`
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.tag:
+            self.tag = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(self.name.rstrip("/")).name)
+        if not self.tokenizer:
+            self.tokenizer = self.name
+
+
+@dataclass
+class DatasetSpec:
+    """One entry of `datasets:` (the authors' form `name, path, key`).
+
+    `path` is a folder holding `train.jsonl` and `test.jsonl`, or a Hugging Face dataset id;
+    left empty, benchprof generates the ability's data under `data.dir`. `key` lists the record
+    fields that make up the prompt, as in the authors' config.
+    """
+
+    name: str
+    path: str = ""
+    key: str = "context,question,answer"
+    subset: str = ""  # Hugging Face dataset config name, if any
+
+    def keys(self) -> list[str]:
+        return [k.strip() for k in self.key.split(",") if k.strip()]
+
+
+@dataclass
+class DataSettings:
+    """`data:` how `benchprof data` generates the ability datasets."""
+
+    dir: str = "data"
+    train_size: int = 2000
+    test_size: int = 500
+    seed: int = 1234
+
+
+@dataclass
+class FinetuneSettings:
+    """`finetune:` the importance pass (no optimizer ever steps)."""
+
+    scope: Literal["mlp", "attention", "all"] = "mlp"
+    loss_on: Literal["all", "answer"] = "all"  # all tokens (authors) or the answer tokens only
+    max_samples: Optional[int] = None
+    max_length: int = 1024
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    gradient_checkpointing: bool = False
+    strategy: Literal["ddp", "fsdp", "deepspeed"] = "ddp"
+
+
+@dataclass
+class ExtractSettings:
+    """`extract:` how regions are selected from importance scores."""
+
+    selection: Literal["exact", "chunked"] = "exact"
+    chunk_size: int = 1_000_000  # only for selection: chunked (the authors' approximation)
+    regions: list[str] = field(default_factory=lambda: list(REGIONS))
+    random_seed: int = 0
+    score: str = "importance"  # which per-weight score ranks the weights
+
+
+@dataclass
+class EvalSettings:
+    """`evals:` which benchmarks to score and how.
+
+    A benchmark is a standard lm-eval task name, an ability name (its generated test split), or a
+    name under `composites`.
+    """
+
+    benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
+    num_fewshot: list[int] = field(default_factory=list)
+    backend: Literal["hf", "vllm"] = "hf"
+    limit: Optional[int] = None
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    tensor_parallel_size: int = 1
+    composites: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def fewshot(self, benchmark: str) -> int:
+        return self.num_fewshot[self.benchmarks.index(benchmark)] if self.num_fewshot else 0
+
+
+@dataclass
+class AggregateSettings:
+    """`aggregate:` how AIS tables and plots are made."""
+
+    report_k: Optional[float] = None  # defaults to the largest k
+    threshold: float = 0.05  # ribbon figure draws ability -> benchmark links above this AIS
+    bootstrap: int = 1000
+    seed: int = 0
+    metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
+
+
+@dataclass
+class Config:
+    """The whole config.yml."""
+
+    settings: Settings = field(default_factory=Settings)
+    models: list[ModelSpec] = field(default_factory=list)
+    datasets: list[DatasetSpec] = field(default_factory=list)
+    evals: EvalSettings = field(default_factory=EvalSettings)
+    data: DataSettings = field(default_factory=DataSettings)
+    finetune: FinetuneSettings = field(default_factory=FinetuneSettings)
+    extract: ExtractSettings = field(default_factory=ExtractSettings)
+    aggregate: AggregateSettings = field(default_factory=AggregateSettings)
+    path: Path = Path("config.yml")  # where it was read from; relative paths resolve against its folder
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the config, made absolute against the config file's folder."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.path.parent / p).resolve()
+
+    @property
+    def output_root(self) -> Path:
+        return self.resolve(self.settings.output_dir)
+
+    def model_source(self, spec: ModelSpec) -> tuple[str, str]:
+        """(model, tokenizer) to load: a path relative to the config when one exists there, else a hub id."""
+
+        def local(name: str) -> str:
+            candidate = self.resolve(name)
+            return str(candidate) if candidate.exists() else name
+
+        return local(spec.name), local(spec.tokenizer)
+
+    def abilities(self) -> list[str]:
+        return [d.name for d in self.datasets]
+
+    def dataset(self, ability: str) -> DatasetSpec:
+        for d in self.datasets:
+            if d.name == ability:
+                return d
+        raise ConfigError(f"datasets: no entry for ability {ability!r}")
+
+    def model(self, name_or_tag: Optional[str] = None) -> ModelSpec:
+        if name_or_tag is None:
+            return self.models[0]
+        for m in self.models:
+            if name_or_tag in (m.name, m.tag):
+                return m
+        raise ConfigError(f"models: no model named {name_or_tag!r}")
+
+
+def _cast(value: Any, hint: Any, key: str) -> Any:
+    """Check `value` against the type hint `hint` and cast where YAML is loose (1e-5 as a string)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _cast(value, inner[0], key)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{key}: {value!r} is not one of {', '.join(map(str, args))}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {value!r}")
+        return [_cast(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
+        return {str(k): _cast(v, args[1], f"{key}.{k}") for k, v in value.items()}
+    if hint is Any:
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"{key}: expected an integer, got {value!r}")
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{key}: expected an integer, got {value!r}") from None
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{key}: expected a number, got {value!r}")
+        try:
+            return float(value)  # YAML 1.1 reads 1e-5 as a string
+        except ValueError:
+            raise ConfigError(f"{key}: expected a number, got {value!r}") from None
+    if hint is str:
+        if isinstance(value, (list, dict)) or value is None:
+            raise ConfigError(f"{key}: expected a string, got {value!r}")
+        return str(value)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, key)
+    raise ConfigError(f"{key}: unsupported type {hint}")  # a bug in this module, not in the YAML
+
+
+def _build(cls: type, raw: Any, key: str) -> Any:
+    """Build dataclass `cls` from the mapping `raw`, rejecting unknown keys."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping, got {type(raw).__name__} {raw!r}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls) if f.name != "path"}
+    kwargs = {}
+    for name, value in raw.items():
+        sub = f"{key}.{name}" if key else str(name)
+        if name not in known:
+            raise ConfigError(f"{sub}: unknown key (known: {', '.join(sorted(known))})")
+        if name == "cuda_visible_devices" and isinstance(value, (int, list)):
+            value = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        kwargs[name] = _cast(value, hints[name], sub)
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+        and f.name not in kwargs
+    ]
+    if missing:
+        raise ConfigError(f"{key + '.' if key else ''}{missing[0]}: required key is missing")
+    return cls(**kwargs)
+
+
+def _validate(cfg: Config) -> None:
+    for i, k in enumerate(cfg.settings.k_values):
+        if not 0.0 < k < 1.0:
+            raise ConfigError(f"settings.k_values[{i}]: {k} must lie in (0, 1)")
+    if len(set(cfg.settings.k_values)) != len(cfg.settings.k_values):
+        raise ConfigError("settings.k_values: duplicate values")
+    for key in ("front_removal", "back_removal"):
+        if getattr(cfg.settings, key) < 0:
+            raise ConfigError(f"settings.{key}: must be >= 0")
+    for key in ("train_batch_size", "eval_batch_size"):
+        if getattr(cfg.settings, key) < 1:
+            raise ConfigError(f"settings.{key}: must be >= 1")
+    if not cfg.models:
+        raise ConfigError("models: at least one model is required")
+    tags = [m.tag for m in cfg.models]
+    if len(set(tags)) != len(tags):
+        raise ConfigError("models: two models share the tag; set models[i].tag")
+    for i, d in enumerate(cfg.datasets):
+        if d.name not in ABILITIES:
+            raise ConfigError(
+                f"datasets[{i}].name: unknown ability {d.name!r} (known: {', '.join(ABILITIES)})"
+            )
+        for k in d.keys():
+            if k not in RECORD_FIELDS:
+                raise ConfigError(f"datasets[{i}].key: unknown field {k!r} (known: {', '.join(RECORD_FIELDS)})")
+    if len(set(cfg.abilities())) != len(cfg.datasets):
+        raise ConfigError("datasets: an ability is listed twice")
+    ev = cfg.evals
+    if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
+        raise ConfigError(
+            f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks"
+        )
+    if len(set(ev.benchmarks)) != len(ev.benchmarks):
+        raise ConfigError("evals.benchmarks: a benchmark is listed twice")
+    if ev.limit is not None and ev.limit < 1:
+        raise ConfigError("evals.limit: must be >= 1")
+    for name, spec in ev.composites.items():
+        parts = spec.get("abilities") if isinstance(spec, dict) else None
+        if not isinstance(parts, list) or not parts:
+            raise ConfigError(f"evals.composites.{name}.abilities: a non-empty list of abilities is required")
+        for a in parts:
+            if a not in ABILITIES:
+                raise ConfigError(f"evals.composites.{name}.abilities: unknown ability {a!r}")
+        unknown = set(spec) - {"abilities", "size"}
+        if unknown:
+            raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
+    for r in cfg.extract.regions:
+        if r not in REGIONS:
+            raise ConfigError(f"extract.regions: unknown region {r!r} (known: {', '.join(REGIONS)})")
+    if cfg.extract.chunk_size < 1:
+        raise ConfigError("extract.chunk_size: must be >= 1")
+    for key in ("train_size", "test_size"):
+        if getattr(cfg.data, key) < 1:
+            raise ConfigError(f"data.{key}: must be >= 1")
+    if cfg.finetune.max_samples is not None and cfg.finetune.max_samples < 1:
+        raise ConfigError("finetune.max_samples: must be >= 1")
+    if cfg.finetune.max_length < 8:
+        raise ConfigError("finetune.max_length: must be >= 8")
+    rk = cfg.aggregate.report_k
+    if rk is not None and rk not in cfg.settings.k_values:
+        raise ConfigError(f"aggregate.report_k: {rk} is not one of settings.k_values")
+    if cfg.aggregate.bootstrap < 0:
+        raise ConfigError("aggregate.bootstrap: must be >= 0")
+
+
+def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:
+    """Build and validate a Config from an already-parsed YAML mapping."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    raw = dict(raw)
+    if "datasets" in raw:
+        ds = raw["datasets"]
+        if not isinstance(ds, list):
+            raise ConfigError("datasets: expected a list of {name, path, key} entries")
+    cfg = _build(Config, raw, "")
+    cfg.path = path.resolve()
+    _validate(cfg)
+    return cfg
+
+
+def load_config(path: Union[str, Path] = "config.yml") -> Config:
+    """Read, parse and validate config.yml; raise ConfigError naming the key on any problem."""
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', err)})") from None
+    return parse_config(raw, path)

@@ -1,0 +1,123 @@
+"""Atomic writes and manifests: no stage ever leaves or reads a half-written file.
+
+A file is written to a temporary name in its own folder and renamed into place; a stage writes its
+manifest last, so a folder whose manifest matches the current inputs is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Optional
+
+MANIFEST_VERSION = 1
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_text(path: Path, text: str) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def write_json(path: Path, obj: Any) -> None:
+    write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file; a corrupt one raises ValueError naming the file."""
+    try:
+        return json.loads(Path(path).read_text())
+    except json.JSONDecodeError as err:
+        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+
+
+def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: Optional[dict[str, str]] = None) -> None:
+    """safetensors.torch.save_file, atomically."""
+    from safetensors.torch import save_file
+
+    with atomic_path(path) as tmp:
+        save_file(dict(tensors), str(tmp), metadata=metadata)
+
+
+def file_hash(path: Path, chunk: int = 1 << 20) -> str:
+    """sha256 of a file's bytes (first 16 hex digits are plenty to tell inputs apart)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def value_hash(obj: Any) -> str:
+    """A stable hash of a JSON-serialisable value."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages whose behaviour the outputs depend on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for pkg in ("benchprof", "torch", "transformers", "lm_eval", "safetensors"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def write_manifest(directory: Path, inputs: dict[str, Any], extra: Optional[dict[str, Any]] = None,
+                   started: Optional[float] = None) -> dict[str, Any]:
+    """Record what produced `directory`: its inputs (whose hash decides staleness), versions, time."""
+    from .layout import manifest_path
+
+    manifest = {
+        "manifest_version": MANIFEST_VERSION,
+        "inputs": inputs,
+        "inputs_hash": value_hash(inputs),
+        "versions": versions(),
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+    if started is not None:
+        manifest["wall_seconds"] = round(time.time() - started, 3)
+    if extra:
+        manifest.update(extra)
+    write_json(manifest_path(directory), manifest)
+    return manifest
+
+
+def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
+    from .layout import manifest_path
+
+    path = manifest_path(directory)
+    if not path.is_file():
+        return None
+    try:
+        return read_json(path)
+    except ValueError:
+        return None  # a corrupt manifest means the work is redone
+
+
+def is_current(directory: Path, inputs: dict[str, Any]) -> bool:
+    """True when `directory` holds a manifest written from exactly these inputs."""
+    manifest = read_manifest(directory)
+    return manifest is not None and manifest.get("inputs_hash") == value_hash(inputs)

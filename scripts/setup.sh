@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv and install benchprof with its test extra. Safe to rerun.
+# torch is installed first, pinned to 2.13.0 (a CPU build here); on a GPU node install the CUDA
+# build of torch you want into the venv first and this script keeps it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "is ignored" || true
+.venv/bin/python -c "import benchprof, torch; print(f'benchprof ready (torch {torch.__version__})')"

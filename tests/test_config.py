@@ -1,0 +1,88 @@
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchprof.config import ConfigError, load_config, parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def base() -> dict:
+    return {
+        "settings": {"k_values": ["1e-5", 0.01]},
+        "models": [{"name": "some/model"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "evals": {"benchmarks": ["arc_challenge", "Spatial_Reasoning"], "num_fewshot": [25, 0]},
+    }
+
+
+def test_shipped_configs_load():
+    cfg = load_config(ROOT / "config.yml")
+    assert cfg.settings.k_values == [0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024]
+    assert len(cfg.datasets) == 10 and len(cfg.evals.benchmarks) == 10
+    assert cfg.models[0].name == "meta-llama/Llama-3.1-8B-Instruct"
+    assert cfg.evals.fewshot("arc_challenge") == 25
+    demo = load_config(ROOT / "configs" / "demo.yml")
+    assert demo.models
+
+
+def test_string_numbers_are_cast():
+    cfg = parse_config(base())
+    assert cfg.settings.k_values == [1e-5, 0.01]
+    assert isinstance(cfg.settings.k_values[0], float)
+    assert cfg.models[0].tag == "model"
+
+
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda c: c["settings"].update(bogus=1), "settings.bogus"),
+        (lambda c: c.update(extra={}), "extra"),
+        (lambda c: c["settings"].update(k_values=[0.5, 1.5]), "settings.k_values[1]"),
+        (lambda c: c["settings"].update(k_values=[0]), "settings.k_values[0]"),
+        (lambda c: c["settings"].update(k_values=["abc"]), "settings.k_values[0]"),
+        (lambda c: c["settings"].update(front_removal="two"), "settings.front_removal"),
+        (lambda c: c["settings"].update(train_batch_size=1.5), "settings.train_batch_size"),
+        (lambda c: c["datasets"].append({"name": "Telepathy"}), "datasets[1].name"),
+        (lambda c: c["datasets"][0].update(key="context,colour"), "datasets[0].key"),
+        (lambda c: c["evals"].update(num_fewshot=[0]), "evals.num_fewshot"),
+        (lambda c: c["evals"].update(backend="tgi"), "evals.backend"),
+        (lambda c: c["models"][0].pop("name"), "models[0].name"),
+        (lambda c: c.update(models=[]), "models"),
+        (lambda c: c.update(extract={"regions": ["top", "middle"]}), "extract.regions"),
+        (lambda c: c.update(finetune={"gradient_checkpointing": "yes"}), "finetune.gradient_checkpointing"),
+    ],
+)
+def test_bad_values_name_the_key(mutate, key):
+    raw = base()
+    mutate(raw)
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw)
+    assert str(err.value).startswith(key), str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_cli_bad_config_one_line_nonzero(tmp_path):
+    raw = base()
+    raw["evals"]["num_fewshot"] = [1, 2, 3]
+    path = tmp_path / "bad.yml"
+    path.write_text(yaml.safe_dump(raw))
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "extract", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "evals.num_fewshot" in lines[0], proc.stderr
+
+
+def test_help_lists_stages_without_torch():
+    code = ("import sys; from benchprof.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "assert 'torch' not in sys.modules, 'benchprof --help imported torch'")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={"PAGER": "cat", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    for stage in ("run", "data", "finetune", "extract", "damage", "evaluate", "aggregate"):
+        assert stage in proc.stdout + proc.stderr
