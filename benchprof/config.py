@@ -206,6 +206,31 @@ class Config:
         raise ConfigError(f"models: no model named {name_or_tag!r}")
 
 
+def select(given: Any, known: list, flag: str, cast: Any = str) -> list:
+    """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
+
+    Raises BenchprofError naming the flag for a value that is not in `known`.
+    """
+    if given is None:
+        return list(known)
+    if isinstance(given, str):
+        values = [v.strip() for v in given.split(",") if v.strip()]
+    elif isinstance(given, (list, tuple)):
+        values = list(given)
+    else:
+        values = [given]
+    out = []
+    for v in values:
+        try:
+            v = cast(v)
+        except ValueError:
+            raise BenchprofError(f"{flag}: {v!r} is not valid") from None
+        if v not in known:
+            raise BenchprofError(f"{flag}: {v!r} is not one of {', '.join(map(str, known))}")
+        out.append(v)
+    return out
+
+
 def _cast(value: Any, hint: Any, key: str) -> Any:
     """Check `value` against the type hint `hint` and cast where YAML is loose (1e-5 as a string)."""
     origin = typing.get_origin(hint)

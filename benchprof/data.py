@@ -1,16 +1,134 @@
-"""Stage `data`: not implemented yet (issue 3)."""
+"""Stage `data`: generate the ability datasets, and load any ability's split (generated, a JSONL
+folder or a Hugging Face dataset) with its schema checked."""
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
 from typing import Any, Optional
 
 from . import BenchprofError
+from .config import ABILITIES, Config, load_config, select
+from .io import is_current, write_manifest, write_text
+
+SPLITS = ("train", "test")
+SCHEMA: dict[str, type | tuple[type, ...]] = {
+    "id": (str, int),
+    "ability": str,
+    "question_type": str,
+    "context": str,
+    "question": str,
+    "options": list,
+    "answer": str,
+    "label": int,
+}
+
+
+def split_path(folder: Path, split: str) -> Path:
+    return Path(folder) / f"{split}.jsonl"
+
+
+def check_record(record: Any, where: str) -> dict[str, Any]:
+    """Raise BenchprofError naming `where` (file:line) if `record` breaks the schema."""
+    if not isinstance(record, dict):
+        raise BenchprofError(f"{where}: expected a JSON object, got {type(record).__name__}")
+    for key, kind in SCHEMA.items():
+        if key not in record:
+            raise BenchprofError(f"{where}: missing field {key!r}")
+        if not isinstance(record[key], kind) or isinstance(record[key], bool):
+            raise BenchprofError(f"{where}: field {key!r} has type {type(record[key]).__name__}")
+    options, label = record["options"], record["label"]
+    if len(options) < 2 or not all(isinstance(o, str) for o in options):
+        raise BenchprofError(f"{where}: 'options' must be a list of at least two strings")
+    if not 0 <= label < len(options):
+        raise BenchprofError(f"{where}: 'label' {label} is out of range for {len(options)} options")
+    if options[label] != record["answer"]:
+        raise BenchprofError(f"{where}: options[label] is {options[label]!r}, not the answer {record['answer']!r}")
+    return record
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Records of a JSONL file, each checked; an error names the file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise BenchprofError(f"{path}: file not found")
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise BenchprofError(f"{path}:{lineno}: not valid JSON ({err.msg})") from None
+            records.append(check_record(record, f"{path}:{lineno}"))
+    if not records:
+        raise BenchprofError(f"{path}: no records")
+    return records
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+
+
+def ability_folder(cfg: Config, ability: str) -> Path:
+    """Where an ability's train.jsonl/test.jsonl live: its `path`, or the generated folder."""
+    spec = cfg.dataset(ability)
+    return cfg.resolve(spec.path) if spec.path else cfg.resolve(cfg.data.dir) / ability
+
+
+def is_hub_id(cfg: Config, ability: str) -> bool:
+    spec = cfg.dataset(ability)
+    return bool(spec.path) and not cfg.resolve(spec.path).exists() and "/" in spec.path
+
+
+def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:
+    """An ability's split as checked records: from a JSONL folder, generated data or the hub."""
+    if split not in SPLITS:
+        raise BenchprofError(f"unknown split {split!r} (known: {', '.join(SPLITS)})")
+    spec = cfg.dataset(ability)
+    if is_hub_id(cfg, ability):
+        import datasets
+
+        try:
+            rows = datasets.load_dataset(spec.path, spec.subset or None, split=split)
+        except Exception as err:  # datasets raises many kinds; the message is what matters
+            raise BenchprofError(f"datasets.{ability}.path: cannot load {spec.path!r}: {err}") from None
+        return [check_record(dict(r), f"{spec.path}[{split}][{i}]") for i, r in enumerate(rows)]
+    path = split_path(ability_folder(cfg, ability), split)
+    if not path.is_file():
+        hint = " (run `benchprof data` first)" if not spec.path else ""
+        raise BenchprofError(f"{path}: file not found for datasets.{ability}{hint}")
+    return read_jsonl(path)
+
+
+def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed: int) -> dict[str, Any]:
+    """What a generated folder depends on (its manifest records these)."""
+    from . import __version__
+
+    return {"ability": ability, "train_size": train_size, "test_size": test_size, "seed": seed,
+            "generator_version": __version__}
+
+
+def generate_ability(folder: Path, ability: str, train_size: int, test_size: int, seed: int,
+                     inputs: dict[str, Any]) -> None:
+    """Write one ability's train/test JSONL files and its manifest (last)."""
+    from .abilities import generate
+
+    started = time.time()
+    train, test = generate(ability, train_size, test_size, seed)
+    write_jsonl(split_path(folder, "train"), train)
+    write_jsonl(split_path(folder, "test"), test)
+    write_manifest(folder, inputs, started=started)
 
 
 def data(config: str = "config.yml", ability: Optional[str] = None, out: Optional[str] = None,
          train_size: Optional[int] = None, test_size: Optional[int] = None, seed: Optional[int] = None,
          force: bool = False) -> None:
     """Generate the ability datasets: <dir>/<Ability>/{train,test}.jsonl.
+
+    Abilities whose `datasets:` entry has a `path` use the user's data and are not generated.
 
     Arguments:
         config: path of config.yml.
@@ -21,4 +139,37 @@ def data(config: str = "config.yml", ability: Optional[str] = None, out: Optiona
         seed: generator seed; default `data.seed`. Same seed, byte-identical files.
         force: regenerate even when the files match the requested sizes and seed.
     """
-    raise BenchprofError("benchprof data: not implemented yet (issue 3)")
+    cfg = load_config(config)
+    started = time.time()
+    names = select(ability, cfg.abilities() or list(ABILITIES), "--ability")
+    root = Path(out).resolve() if out else cfg.resolve(cfg.data.dir)
+    train_size = int(train_size or cfg.data.train_size)
+    test_size = int(test_size or cfg.data.test_size)
+    seed = cfg.data.seed if seed is None else int(seed)
+    written, skipped = [], []
+    for name in names:
+        if name in cfg.abilities() and cfg.dataset(name).path:
+            skipped.append(name)  # the user's own data
+            continue
+        folder = root / name
+        inputs = data_inputs(cfg, name, train_size, test_size, seed)
+        if not force and is_current(folder, inputs):
+            skipped.append(name)
+            continue
+        generate_ability(folder, name, train_size, test_size, seed, inputs)
+        written.append(name)
+    print(f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each), "
+          f"{len(skipped)} up to date or user-supplied, in {root} ({time.time() - started:.1f}s)")
+
+
+def ensure_data(cfg: Config, abilities: list[str]) -> None:
+    """Generate (or keep) the data of the generated abilities among `abilities`, as `run` does."""
+    for name in abilities:
+        spec = cfg.dataset(name)
+        if spec.path:
+            continue
+        folder = ability_folder(cfg, name)
+        inputs = data_inputs(cfg, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
+        if not is_current(folder, inputs):
+            generate_ability(folder, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed, inputs)
+

@@ -63,3 +63,9 @@ def encode_record(tokenizer: Any, record: dict[str, Any], keys: Sequence[str], m
     ids = tokenizer(full, add_special_tokens=False)["input_ids"][:max_length]
     n_prompt = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
     return ids, min(n_prompt, len(ids))
+
+
+def eval_prompt(record: dict[str, Any]) -> str:
+    """The text lm-eval shows before each option (tasks.DOC_TO_TEXT in Python); options follow after ' '."""
+    context = f"Context: {record['context']}\n" if record.get("context") else ""
+    return f"{context}Question: {record['question']}\nAnswer:"

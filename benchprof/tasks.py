@@ -1,0 +1,105 @@
+"""Local lm-eval tasks: each ability's test split, and composite benchmarks mixed from several.
+
+A benchmark name in `evals.benchmarks` that is an ability or a `evals.composites` entry becomes a
+generated `multiple_choice` task YAML with absolute data paths (lm-eval resolves relative paths
+against the working directory, and silently skips a YAML it cannot parse). Any other name is a
+standard lm-eval task and passes through unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from . import BenchprofError
+from .config import ABILITIES, Config
+from .io import write_text
+
+# Jinja for lm-eval; prompts.eval_prompt is the same text in Python (keep the two in step).
+DOC_TO_TEXT = "{% if context %}Context: {{context}}\n{% endif %}Question: {{question}}\nAnswer:"
+
+
+def task_name(benchmark: str) -> str:
+    """lm-eval task name of a local benchmark: 'Spatial_Reasoning' -> 'benchprof_spatial_reasoning'."""
+    return "benchprof_" + benchmark.lower()
+
+
+def is_local(cfg: Config, benchmark: str) -> bool:
+    return benchmark in ABILITIES or benchmark in cfg.evals.composites
+
+
+def tasks_dir(cfg: Config) -> Path:
+    """Generated task YAMLs and composite data live beside the models' folders under outputs/."""
+    return cfg.output_root / "tasks"
+
+
+def task_yaml(name: str, data_file: Path) -> str:
+    """One multiple_choice task over a JSONL file in the ability schema (JSON is valid YAML)."""
+    spec: dict[str, Any] = {
+        "task": name,
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(Path(data_file).resolve())}},
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        "doc_to_text": DOC_TO_TEXT,
+        "doc_to_choice": "{{options}}",
+        "doc_to_target": "label",
+        "target_delimiter": " ",
+        "metric_list": [
+            {"metric": "acc", "aggregation": "mean", "higher_is_better": True},
+            {"metric": "acc_norm", "aggregation": "mean", "higher_is_better": True},
+        ],
+        "metadata": {"version": 1.0},
+    }
+    return json.dumps(spec, indent=2) + "\n"
+
+
+def composite_records(cfg: Config, name: str) -> list[dict[str, Any]]:
+    """A composite benchmark's items: an equal share of each constituent ability's test split."""
+    from .data import load_split
+
+    spec = cfg.evals.composites[name]
+    abilities = spec["abilities"]
+    size = int(spec.get("size", 0)) or None
+    splits = [load_split(cfg, a, "test") for a in abilities]
+    share = (size // len(abilities)) if size else min(len(s) for s in splits)
+    records = []
+    for ability, split in zip(abilities, splits):
+        if len(split) < share:
+            raise BenchprofError(f"evals.composites.{name}.size: {ability} has only {len(split)} test items")
+        records.extend(split[:share])
+    return records
+
+
+def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:
+    """Write the YAMLs of every local benchmark; return (include path, benchmark -> task name)."""
+    from .data import ability_folder, is_hub_id, load_split, split_path, write_jsonl
+
+    folder = tasks_dir(cfg)
+    mapping = {}
+    for benchmark in cfg.evals.benchmarks:
+        if not is_local(cfg, benchmark):
+            mapping[benchmark] = benchmark
+            continue
+        name = task_name(benchmark)
+        if benchmark in cfg.evals.composites:
+            data_file = folder / f"{name}.jsonl"
+            write_jsonl(data_file, composite_records(cfg, benchmark))
+        elif is_hub_id(cfg, benchmark):
+            data_file = folder / f"{name}.jsonl"  # lm-eval reads a local copy in our schema
+            write_jsonl(data_file, load_split(cfg, benchmark, "test"))
+        else:
+            load_split(cfg, benchmark, "test")  # checks the schema, names file and line on error
+            data_file = split_path(ability_folder(cfg, benchmark), "test")
+        write_text(folder / f"{name}.yaml", task_yaml(name, data_file))
+        mapping[benchmark] = name
+    return folder, mapping
+
+
+def task_manager(cfg: Config, include_path: Path) -> Any:
+    """An lm-eval TaskManager that knows our local tasks (and the built-in ones only if needed)."""
+    from lm_eval.tasks import TaskManager
+
+    needs_defaults = any(not is_local(cfg, b) for b in cfg.evals.benchmarks)
+    return TaskManager(include_path=str(include_path), include_defaults=needs_defaults)
