@@ -195,6 +195,8 @@ class Config:
         for d in self.datasets:
             if d.name == ability:
                 return d
+        if ability in ABILITIES:  # e.g. a benchmark that is an ability not profiled: generated data
+            return DatasetSpec(name=ability)
         raise ConfigError(f"datasets: no entry for ability {ability!r}")
 
     def model(self, name_or_tag: Optional[str] = None) -> ModelSpec:
