@@ -1,0 +1,270 @@
+import csv
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+import yaml
+
+from benchprof import BenchprofError
+from benchprof.aggregate import (
+    CSV_COLUMNS,
+    aggregate,
+    bootstrap_ais,
+    cell_rng,
+    impact_score,
+    load_scores,
+    percentile_ci,
+    primary_metric,
+)
+from benchprof.config import load_config
+from benchprof.layout import Layout, Variant
+
+K = 0.01
+ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning"]
+B = 200  # bootstrap resamples in the config
+
+
+def write_config(tmp_path, **aggregate_settings):
+    raw = {
+        "settings": {"k_values": [K], "output_dir": "out"},
+        "models": [{"name": "x", "tag": "t"}],
+        "datasets": [{"name": a} for a in ABILITIES],
+        "evals": {"benchmarks": ["arc_easy", "gsm8k"]},
+        "aggregate": {"bootstrap": B, "seed": 7, **aggregate_settings},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def write_eval(cfg, variant, benchmark, results, samples, filter_name="none", extra_samples=()):
+    """An eval JSON (primary task = benchmark) and its samples JSONL; `samples` maps metric -> per-doc list."""
+    layout = Layout(cfg.output_root, "t")
+    path = layout.eval_file(variant, benchmark)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = len(next(iter(samples.values())))
+    path.write_text(json.dumps({
+        "benchmark": benchmark, "primary_task": benchmark,
+        "results": {benchmark: {"alias": benchmark, **results}},
+        "n_samples": n, "num_fewshot": 0, "limit": None,
+        "variant": {"ability": variant.ability, "k": variant.k, "region": variant.region},
+    }))
+    lines = [{"task": benchmark, "doc_id": i, "filter": filter_name, **{m: v[i] for m, v in samples.items()}}
+             for i in range(n)]
+    lines += list(extra_samples)
+    layout.samples_file(variant, benchmark).write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+# arc_easy per document (acc_norm): original 0.8; top 0.6 -> AIS 0.25; random 1.0 -> AIS -0.25;
+# bottom identical to the original -> AIS 0 with interval [0, 0]. acc (0.5) must not be chosen.
+ARC = {
+    None: [1, 1, 1, 1, 0],
+    "top": [1, 1, 1, 0, 0],
+    "random": [1, 1, 1, 1, 1],
+    "bottom": [1, 1, 1, 1, 0],
+}
+
+
+def arc(cfg, variant, correct):
+    write_eval(cfg, variant, "arc_easy",
+               {"acc,none": 0.5, "acc_stderr,none": 0.1, "acc_norm,none": float(np.mean(correct)),
+                "acc_norm_stderr,none": 0.1},
+               {"acc": [0.0] * len(correct), "acc_norm": [float(c) for c in correct]})
+
+
+def gsm8k(cfg, variant, strict):
+    # strict-match is the primary filter; flexible-extract lines must be ignored
+    flexible = [{"task": "gsm8k", "doc_id": i, "filter": "flexible-extract", "exact_match": 1.0} for i in range(4)]
+    write_eval(cfg, variant, "gsm8k",
+               {"exact_match,flexible-extract": 1.0, "exact_match_stderr,flexible-extract": 0.0,
+                "exact_match,strict-match": float(np.mean(strict)), "exact_match_stderr,strict-match": 0.0},
+               {"exact_match": [float(s) for s in strict]}, filter_name="strict-match", extra_samples=flexible)
+
+
+@pytest.fixture
+def results(tmp_path):
+    """Every evaluation of the tiny config except Temporal_Reasoning's top region on arc_easy."""
+    path = write_config(tmp_path)
+    cfg = load_config(path)
+    arc(cfg, Variant(), ARC[None])
+    gsm8k(cfg, Variant(), [0, 0, 0, 0])  # original score 0: AIS undefined
+    for ability in ABILITIES:
+        for region in ("top", "bottom", "random"):
+            if (ability, region) != ("Temporal_Reasoning", "top"):
+                arc(cfg, Variant(ability, K, region), ARC[region])
+            gsm8k(cfg, Variant(ability, K, region), [0, 1, 0, 0])
+    return path
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def loop_bootstrap(original, ablated_by_region, rng, resamples):
+    """Straightforward reference: one resample at a time, plain Python means."""
+    n = len(original)
+    out = {region: [] for region in ablated_by_region}
+    for _ in range(resamples):
+        idx = rng.integers(0, n, size=n)
+        s_orig = sum(original[i] for i in idx) / n
+        for region, values in ablated_by_region.items():
+            s_abl = sum(values[i] for i in idx) / n
+            out[region].append((s_orig - s_abl) / s_orig if s_orig != 0 else math.nan)
+    return out
+
+
+def finite_percentiles(values):
+    """The 95% percentile interval over resamples whose AIS is defined (original mean not 0)."""
+    return np.percentile([v for v in values if not math.isnan(v)], [2.5, 97.5])
+
+
+@pytest.mark.filterwarnings("error")
+def test_impact_score_by_hand():
+    assert impact_score(0.8, 0.6) == pytest.approx(0.25)
+    assert impact_score(0.8, 1.0) == pytest.approx(-0.25)  # removing the region helped
+    assert math.isnan(impact_score(0.0, 0.3))  # no division-by-zero warning (warnings are errors here)
+    arr = impact_score(np.array([0.5, 0.0]), np.array([[0.25, 0.1], [0.5, 0.0]]))
+    assert arr[0, 0] == pytest.approx(0.5) and arr[1, 0] == 0 and np.isnan(arr[:, 1]).all()
+
+
+def test_primary_metric_choice():
+    both = {"alias": "arc", "acc,none": 0.5, "acc_stderr,none": 0.1, "acc_norm,none": 0.6}
+    assert primary_metric(both) == "acc_norm,none"
+    assert primary_metric(both, override="acc") == "acc,none"
+    assert primary_metric(both, override="acc_norm,none") == "acc_norm,none"
+    assert primary_metric(both, override="f1") is None
+    gsm = {"exact_match,flexible-extract": 0.5, "exact_match_stderr,flexible-extract": 0.1,
+           "exact_match,strict-match": 0.4}
+    assert primary_metric(gsm) == "exact_match,strict-match"
+    assert primary_metric(gsm, override="exact_match,flexible-extract") == "exact_match,flexible-extract"
+    assert primary_metric({"exact_match,custom": 0.3, "exact_match,none": 0.2}) == "exact_match,none"
+    assert primary_metric({"pass@1,create_test": 0.3}) == "pass@1,create_test"
+    assert primary_metric({"bleu_stderr,none": 0.1, "bleu,none": 20.0, "rouge,none": 0.3}) == "bleu,none"
+    assert primary_metric({"alias": "x"}) is None
+
+
+def test_bootstrap_matches_a_loop():
+    rng = np.random.default_rng(11)
+    original = rng.integers(0, 2, size=9).astype(float)
+    original[0] = 1.0
+    ablated = rng.integers(0, 2, size=(2, 9)).astype(float)
+    resamples = 60
+    # a small max_elements forces several chunks; the draws are still one stream
+    fast = bootstrap_ais(original, ablated, resamples, np.random.default_rng(5), max_elements=50)
+    slow = loop_bootstrap(list(original), {0: list(ablated[0]), 1: list(ablated[1])},
+                          np.random.default_rng(5), resamples)
+    np.testing.assert_allclose(fast[0], slow[0])
+    np.testing.assert_allclose(fast[1], slow[1])
+    assert percentile_ci(fast[0]) == pytest.approx(tuple(finite_percentiles(slow[0])))
+
+
+@pytest.mark.filterwarnings("error")
+def test_identical_scores_give_a_zero_interval_and_all_zero_no_warning():
+    same = np.array([1.0, 0.0, 1.0, 1.0])
+    samples = bootstrap_ais(same, same[None, :], 100, np.random.default_rng(0))
+    assert percentile_ci(samples[0]) == (0.0, 0.0)
+    zero = bootstrap_ais(np.zeros(4), np.ones((1, 4)), 50, np.random.default_rng(0))
+    assert np.isnan(zero).all()
+    assert all(math.isnan(v) for v in percentile_ci(zero[0]))
+
+
+def test_aggregate_end_to_end(results, capsys):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no numpy division or all-NaN warnings
+        aggregate(str(results))
+    cfg = load_config(results)
+    folder = Layout(cfg.output_root, "t").profile_dir
+    rows = read_csv(folder / "ais.csv")
+    assert tuple(rows[0]) == CSV_COLUMNS
+
+    def get(ability, benchmark, region):
+        [row] = [r for r in rows if (r["ability"], r["benchmark"], r["region"]) == (ability, benchmark, region)]
+        return row
+
+    top = get("Quantitative_Reasoning", "arc_easy", "top")
+    assert top["metric"] == "acc_norm,none" and top["k"] == "0.01"
+    assert float(top["score_original"]) == pytest.approx(0.8) and float(top["score_ablated"]) == pytest.approx(0.6)
+    assert float(top["ais"]) == pytest.approx(0.25)
+    assert float(get("Quantitative_Reasoning", "arc_easy", "random")["ais"]) == pytest.approx(-0.25)
+    adjusted = get("Quantitative_Reasoning", "arc_easy", "top-random")
+    assert float(adjusted["ais"]) == pytest.approx(0.5) and adjusted["score_ablated"] == ""
+    bottom = get("Quantitative_Reasoning", "arc_easy", "bottom")
+    assert (float(bottom["ais"]), float(bottom["ci_low"]), float(bottom["ci_high"])) == (0.0, 0.0, 0.0)
+    assert bottom["significant"] == "false" and bottom["n_docs"] == "5"
+
+    # intervals: the same resamples as a plain loop over this cell's generator, top and random paired
+    slow = loop_bootstrap(ARC[None], {"top": ARC["top"], "random": ARC["random"]},
+                          cell_rng(7, "Quantitative_Reasoning", K, "arc_easy"), B)
+    low, high = finite_percentiles(slow["top"])
+    assert float(top["ci_low"]) == pytest.approx(low) and float(top["ci_high"]) == pytest.approx(high)
+    assert top["significant"] == ("true" if low > 0 or high < 0 else "false")
+    diff = [t - r for t, r in zip(slow["top"], slow["random"])]
+    low, high = finite_percentiles(diff)
+    assert float(adjusted["ci_low"]) == pytest.approx(low) and float(adjusted["ci_high"]) == pytest.approx(high)
+    assert adjusted["significant"] == ("true" if low > 0 or high < 0 else "false")
+
+    # zero original score: undefined AIS and interval, written as empty cells
+    zero = get("Temporal_Reasoning", "gsm8k", "top")
+    assert zero["metric"] == "exact_match,strict-match" and float(zero["score_original"]) == 0.0
+    assert zero["ais"] == zero["ci_low"] == zero["ci_high"] == zero["significant"] == ""
+
+    # the missing evaluation is listed, and its cells render as gaps
+    data = json.loads((folder / "ais.json").read_text())
+    assert [(m["benchmark"], m["variant"], m["reason"]) for m in data["missing"]] == [
+        ("arc_easy", "Temporal_Reasoning/k0.01/top", "missing")]
+    assert not any(r["ability"] == "Temporal_Reasoning" and r["benchmark"] == "arc_easy"
+                   and r["region"] in ("top", "top-random") for r in rows)
+    markdown = (folder / "ais.md").read_text()
+    missing_section = markdown.split("## Missing evaluations")[1]
+    assert "Temporal_Reasoning" in missing_section and "k0.01/top" in missing_section
+    assert "| Temporal_Reasoning | – | n/a |" in markdown
+    assert "| Quantitative_Reasoning | +0.250" in markdown
+    assert "| Quantitative_Reasoning | +0.500" in markdown.split("Control-adjusted")[1]
+
+    for name in ("heatmap", "ribbons", "profile_arc_easy", "ksweep_arc_easy", "profile_gsm8k", "ksweep_gsm8k"):
+        png = folder / f"{name}.png"
+        assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    out = capsys.readouterr().out
+    assert "rows" in out and "1 missing" in out and str(folder) in out.splitlines()[-1]
+
+
+def test_load_scores_matrix(results):
+    profile = load_scores(results, progress=False, bootstrap=0)
+    matrix = profile.matrix()
+    assert matrix["Quantitative_Reasoning"]["arc_easy"] == pytest.approx(0.25)
+    assert "arc_easy" not in matrix["Temporal_Reasoning"]
+    assert math.isnan(matrix["Temporal_Reasoning"]["gsm8k"])
+    assert profile.matrix(region="top-random")["Quantitative_Reasoning"]["arc_easy"] == pytest.approx(0.5)
+    assert math.isnan(profile.row("Quantitative_Reasoning", "arc_easy").ci_low)  # bootstrap 0: no interval
+    assert profile.metrics == {"arc_easy": "acc_norm,none", "gsm8k": "exact_match,strict-match"}
+
+
+def test_metric_override_and_missing_original(tmp_path):
+    path = write_config(tmp_path, metrics={"arc_easy": "acc"})
+    cfg = load_config(path)
+    arc(cfg, Variant(), ARC[None])
+    arc(cfg, Variant("Quantitative_Reasoning", K, "top"), ARC["top"])
+    gsm8k(cfg, Variant("Quantitative_Reasoning", K, "top"), [0, 1, 0, 0])  # no original gsm8k
+    corrupt = Layout(cfg.output_root, "t").eval_file(Variant("Temporal_Reasoning", K, "top"), "arc_easy")
+    corrupt.parent.mkdir(parents=True)
+    corrupt.write_text("{oops")
+    profile = load_scores(path, progress=False, bootstrap=20)
+    assert profile.metrics == {"arc_easy": "acc,none"}
+    reasons = {(m.benchmark, m.variant): m.reason for m in profile.missing}
+    assert reasons[("gsm8k", "original")] == "missing"
+    assert reasons[("gsm8k", "Quantitative_Reasoning/k0.01/top")] == "no usable original score"
+    assert reasons[("arc_easy", "Temporal_Reasoning/k0.01/top")].startswith("unreadable")
+    assert len(profile.missing) == 1 + 6 + 4 + 1  # original, all gsm8k variants, arc bottom/random, corrupt
+
+
+def test_nothing_to_aggregate(tmp_path):
+    with pytest.raises(BenchprofError, match="no evaluation results"):
+        aggregate(str(write_config(tmp_path)))
+
+
+def test_report_k_must_be_a_configured_k(results):
+    with pytest.raises(BenchprofError, match="report_k"):
+        aggregate(str(results), report_k=0.5, plots=False)
