@@ -1,17 +1,346 @@
-"""Stage `extract`: not implemented yet (issue 4)."""
+"""Stage `extract`: top, bottom and random regions per ability and k (DESIGN.md 1.2).
+
+n = floor(k * total_params), total_params read from the importance file's metadata (all of the
+model's parameters). Candidates are the eligible weights of layers front_removal <= l < L - back_removal.
+
+- Order. All candidate weights form one sequence: parameter names sorted as strings, each tensor
+  flattened row-major (its flat index). Weights are ranked by (score descending, position
+  ascending); that total order breaks every tie deterministically. **top** = the first n of it,
+  **bottom** = the last n (so the n smallest scores, ties going to the *later* positions). Top and
+  bottom are therefore disjoint whenever 2n <= the candidate count, even for constant scores.
+- Exact and streamed (`selection: exact`, the default). A radix select over the scores' float bits
+  finds the exact n-th score without ever concatenating the scores: pass 1 histograms the top 16
+  bits of every score, pass 2 the low 16 bits inside the bin holding the n-th score, pass 3
+  collects the indices beyond that threshold plus the tied ones the order admits. Memory is one
+  tensor's scores and keys plus the selected indices; every k and both regions share the passes.
+- **random** = n positions drawn uniformly without replacement among the candidates, from a seed
+  derived from (extract.random_seed, ability, k), so a region never depends on which other k or
+  ability ran with it. Recorded in the file's metadata (`seed`, `random_seed`).
+- `selection: chunked` is a compatibility mode reproducing the authors' approximation: the
+  candidate sequence is cut into chunks of max(extract.chunk_size, floor(sqrt(N / f))) weights
+  (N candidates, f = n / N, the authors' adaptive size) and each chunk of length c gives its
+  ceil(f * c) largest (top) and smallest (bottom) scores, so the count is slightly above n and the
+  region is spread evenly over the layers. Random regions are the same as in exact mode.
+
+Files (`layout.mask_file(ability, k, region)`): safetensors keyed by parameter name, each value the
+sorted int64 flat indices selected in that tensor; **tensors with no selected weight are
+omitted**. Metadata (all strings): fingerprint, total_params, n, k, region, ability, model,
+selection, selected (the actual count), eligible, scope, n_layers, front_removal, back_removal,
+order; random adds seed and random_seed, chunked adds chunk_size. `stats.csv` has one row per
+candidate tensor and region (tensor, layer, numel, region, selected, fraction), then manifest.json.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import csv
+import hashlib
+import io as stdio
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Optional
 
 from . import BenchprofError
+from .config import REGIONS, load_config, select
+from .io import file_hash, is_current, read_manifest, save_tensors, write_manifest, write_text
+from .layout import Layout, format_k
+from .modeling import is_eligible, layer_index
+
+ORDER = "score desc, then position asc (parameter names sorted, row-major flat index)"
+BINS = 1 << 16
+
+
+# ---- reading importance files --------------------------------------------------------------
+
+
+def _open(path: Path) -> Any:
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise BenchprofError(f"{path}: file not found")
+    try:
+        return safe_open(str(path), framework="pt", device="cpu")
+    except Exception as err:  # safetensors raises its own error types for a bad header
+        raise BenchprofError(f"{path}: not a readable safetensors file ({str(err).splitlines()[0]})") from None
+
+
+@dataclass
+class Scores:
+    """The candidate weights of one importance file, read one tensor at a time."""
+
+    path: Path
+    metadata: dict[str, str]
+    names: list[str]  # candidate tensors in the order of the ranking (sorted names)
+    numels: list[int]
+    device: str = "cpu"
+    offsets: list[int] = field(default_factory=list)  # global position of each tensor's first weight
+
+    def __post_init__(self) -> None:
+        self.offsets = [0]
+        for numel in self.numels:
+            self.offsets.append(self.offsets[-1] + numel)
+
+    @property
+    def total(self) -> int:
+        return self.offsets[-1]
+
+    def __iter__(self) -> Iterator[tuple[str, Any]]:
+        """(name, flat fp32 scores) for each candidate tensor, in order."""
+        import torch
+
+        handle = _open(self.path)
+        for name in self.names:
+            try:
+                scores = handle.get_tensor(name)
+            except Exception as err:
+                raise BenchprofError(f"{self.path}: cannot read tensor {name!r} ({str(err).splitlines()[0]})") from None
+            scores = scores.to(self.device, torch.float32).reshape(-1)
+            if torch.isnan(scores).any():
+                raise BenchprofError(f"{self.path}: tensor {name!r} holds NaN scores")
+            yield name, scores
+
+
+def open_scores(path: Path, front_removal: int = 0, back_removal: int = 0, device: str = "cpu") -> Scores:
+    """An importance file's candidate tensors (eligible for its scope, within the layer range)."""
+    handle = _open(path)
+    metadata = dict(handle.metadata() or {})
+    missing = [key for key in ("total_params", "n_layers", "scope") if key not in metadata]
+    if missing:
+        raise BenchprofError(f"{path}: not an importance file (metadata lacks {', '.join(missing)})")
+    n_layers = int(metadata["n_layers"])
+    names = sorted(n for n in handle.keys()
+                   if is_eligible(n, metadata["scope"], n_layers, front_removal, back_removal))
+    numels = [math.prod(handle.get_slice(n).get_shape()) for n in names]
+    return Scores(Path(path), metadata, names, numels, device)
+
+
+def load_region(path: Path) -> dict[str, Any]:
+    """A mask file's {parameter name: sorted int64 flat indices}; tensors with none are absent."""
+    handle = _open(path)
+    return {name: handle.get_tensor(name) for name in handle.keys()}
+
+
+def region_metadata(path: Path) -> dict[str, str]:
+    """A mask (or importance) file's metadata."""
+    return dict(_open(path).metadata() or {})
+
+
+# ---- exact selection -----------------------------------------------------------------------
+
+
+def order_keys(scores: Any) -> Any:
+    """int32 keys that sort exactly like the float32 scores (a < b iff key(a) < key(b)).
+
+    IEEE-754 bits of a non-negative float already sort as integers; for a negative one all bits
+    but the sign are flipped. Adding 0.0 first turns -0.0 into 0.0 so equal scores get equal keys.
+    """
+    import torch
+
+    bits = (scores.to(torch.float32) + 0.0).view(torch.int32)
+    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+
+
+def _high(keys: Any) -> Any:
+    return (keys >> 16) + (BINS // 2)  # top 16 bits as a bin in [0, 65536)
+
+
+def _low(keys: Any) -> Any:
+    return keys & 0xFFFF
+
+
+def _locate(hist: Any, rank: int, largest: bool) -> tuple[int, int]:
+    """The bin holding the rank-th element (1-based) counted from the largest or the smallest end,
+    and how many elements lie strictly beyond that bin on that side."""
+    import torch
+
+    counts = hist.flip(0) if largest else hist
+    cumulative = counts.cumsum(0)
+    i = int(torch.searchsorted(cumulative, torch.tensor([rank], dtype=cumulative.dtype)))
+    beyond = int(cumulative[i] - counts[i])
+    return (BINS - 1 - i if largest else i), beyond
+
+
+@dataclass
+class Cut:
+    """Where a region of n ends in the total order: everything strictly beyond `key`, plus the
+    tied weights (score key == `key`) whose rank among the ties lies in [tie_start, tie_stop)."""
+
+    n: int
+    largest: bool
+    key: int = 0
+    tie_start: int = 0
+    tie_stop: int = 0
+
+
+def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict[Any, dict[str, Any]]:
+    """For each request id -> (n, largest): the n largest (top) or smallest (bottom) scores over all
+    candidate tensors together, in the total order of ORDER, as {name: sorted flat indices}.
+
+    Three streamed passes over the tensors, whatever the number of requests (see module doc).
+    """
+    import torch
+
+    cuts = {rid: Cut(n, largest) for rid, (n, largest) in requests.items()}
+    for rid, cut in cuts.items():
+        if not 0 <= cut.n <= scores.total:
+            raise BenchprofError(f"request {rid}: n = {cut.n} is not within 0..{scores.total}")
+    active = {rid: cut for rid, cut in cuts.items() if cut.n > 0}
+
+    # pass 1: histogram of the high 16 bits of every key
+    high_hist = torch.zeros(BINS, dtype=torch.int64, device=scores.device)
+    if active:
+        for _, values in scores:
+            high_hist += torch.bincount(_high(order_keys(values)), minlength=BINS)
+    high_bin = {rid: _locate(high_hist, cut.n, cut.largest) for rid, cut in active.items()}
+
+    # pass 2: histogram of the low 16 bits inside each bin that holds an n-th score
+    bins = sorted({b for b, _ in high_bin.values()})
+    low_hist = {b: torch.zeros(BINS, dtype=torch.int64, device=scores.device) for b in bins}
+    if bins:
+        for _, values in scores:
+            keys = order_keys(values)
+            high = _high(keys)
+            for b in bins:
+                low_hist[b] += torch.bincount(_low(keys[high == b]), minlength=BINS)
+    for rid, cut in active.items():
+        b, beyond_high = high_bin[rid]
+        low, beyond_low = _locate(low_hist[b], cut.n - beyond_high, cut.largest)
+        cut.key = (b - BINS // 2) * BINS + low
+        ties = cut.n - beyond_high - beyond_low  # >= 1 weights scored exactly `key` to take
+        equal = int(low_hist[b][low])
+        # top takes the first tied positions, bottom the last (the two ends of one total order)
+        cut.tie_start, cut.tie_stop = (0, ties) if cut.largest else (equal - ties, equal)
+
+    # pass 3: the indices beyond each threshold, and the admitted ties
+    selected: dict[Any, dict[str, Any]] = {rid: {} for rid in cuts}
+    ties_seen = {rid: 0 for rid in active}
+    if active:
+        for name, values in scores:
+            keys = order_keys(values)
+            for rid, cut in active.items():
+                beyond = keys > cut.key if cut.largest else keys < cut.key
+                tied = torch.nonzero(keys == cut.key).flatten()
+                seen = ties_seen[rid]
+                admitted = tied[max(0, cut.tie_start - seen): max(0, cut.tie_stop - seen)]
+                ties_seen[rid] = seen + tied.numel()
+                indices = torch.cat([torch.nonzero(beyond).flatten(), admitted])
+                if indices.numel():
+                    selected[rid][name] = torch.sort(indices).values.cpu()
+    return selected
+
+
+# ---- the authors' chunked approximation ----------------------------------------------------
+
+
+def chunk_length(total: int, n: int, chunk_size: int) -> int:
+    """The authors' adaptive chunk: max(chunk_size, floor(sqrt(N / f))) with f = n / N."""
+    fraction = n / total
+    return max(chunk_size, int(math.sqrt(total / (fraction + 1e-9))))
+
+
+def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(top, bottom) by the authors' per-chunk ranking: each chunk of length c of the candidate
+    sequence gives its ceil(n * c / N) largest and smallest scores (ties by ORDER inside a chunk)."""
+    import torch
+
+    if n == 0:
+        return {}, {}
+    length = chunk_length(scores.total, n, chunk_size)
+    top, bottom = [], []
+    pending, pending_start = [], 0  # scores not yet in a full chunk, and the global position of the first
+
+    def take(chunk: Any, start: int) -> None:
+        count = -(-n * chunk.numel() // scores.total)  # ceil(f * c) in exact integer arithmetic
+        order = torch.sort(order_keys(chunk), descending=True, stable=True).indices
+        top.append(order[:count] + start)
+        bottom.append(order[-count:] + start)
+
+    for _, values in scores:
+        pending.append(values)
+        buffered = torch.cat(pending) if len(pending) > 1 else pending[0]
+        done = 0
+        while buffered.numel() - done >= length:
+            take(buffered[done:done + length], pending_start + done)
+            done += length
+        pending, pending_start = [buffered[done:]], pending_start + done
+    if pending[0].numel():
+        take(pending[0], pending_start)
+    return split_positions(scores, torch.cat(top)), split_positions(scores, torch.cat(bottom))
+
+
+# ---- random regions --------------------------------------------------------------------------
+
+
+def derived_seed(random_seed: int, ability: str, k: float) -> int:
+    """A 63-bit seed from (random_seed, ability, k): stable across runs, k orders and machines."""
+    digest = hashlib.sha256(f"{random_seed}:{ability}:{format_k(k)}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") & (2**63 - 1)
+
+
+def random_positions(total: int, n: int, seed: int) -> Any:
+    """n distinct positions in [0, total), uniform over all n-subsets, sorted; memory O(n).
+
+    Draw with replacement until n distinct values are seen, then keep a uniformly random n of
+    them: the procedure treats every position alike, so each n-subset is equally likely.
+    """
+    import torch
+
+    if not 0 <= n <= total:
+        raise BenchprofError(f"random region: n = {n} is not within 0..{total}")
+    generator = torch.Generator().manual_seed(seed)
+    chosen = torch.empty(0, dtype=torch.int64)
+    while chosen.numel() < n:
+        draws = torch.randint(total, (2 * (n - chosen.numel()) + 64,), generator=generator, dtype=torch.int64)
+        chosen = torch.unique(torch.cat([chosen, draws]))
+    keep = torch.randperm(chosen.numel(), generator=generator)[:n]
+    return torch.sort(chosen[keep]).values
+
+
+def split_positions(scores: Scores, positions: Any) -> dict[str, Any]:
+    """Global candidate positions -> {name: sorted flat indices in that tensor} (empty ones left out)."""
+    import torch
+
+    positions = torch.sort(positions.cpu()).values
+    bounds = torch.searchsorted(positions, torch.tensor(scores.offsets, dtype=positions.dtype))
+    out = {}
+    for i, name in enumerate(scores.names):
+        lo, hi = int(bounds[i]), int(bounds[i + 1])
+        if hi > lo:
+            out[name] = positions[lo:hi] - scores.offsets[i]
+    return out
+
+
+# ---- the stage -------------------------------------------------------------------------------
+
+
+def importance_identity(path: Path) -> dict[str, Any]:
+    """What an importance file is, for staleness: finetune's manifest (inputs and time), else its bytes."""
+    manifest = read_manifest(path.parent)
+    if manifest and "inputs_hash" in manifest:
+        return {"inputs_hash": manifest["inputs_hash"], "written_at": manifest.get("written_at")}
+    return {"file_hash": file_hash(path)}
+
+
+def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
+    out = stdio.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["tensor", "layer", "numel", "region", "selected", "fraction"])
+    for name, numel in zip(scores.names, scores.numels):
+        for region, indices in regions.items():
+            count = int(indices[name].numel()) if name in indices else 0
+            writer.writerow([name, layer_index(name), numel, region, count, f"{count / numel:.6g}"])
+    return out.getvalue()
 
 
 def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = None,
             model: Optional[str] = None, selection: Optional[str] = None, force: bool = False) -> None:
     """Regions per ability and k: top (n largest importance), bottom (n smallest), random (n uniform draws).
 
-    n = floor(k * total parameters), chosen among eligible weights only.
+    n = floor(k * total parameters), chosen among eligible weights only (scope of the importance
+    file, layers front_removal <= l < L - back_removal). Exact global ranking with a deterministic
+    tie-break, streamed tensor by tensor; reads only the importance files `finetune` wrote.
 
     Arguments:
         config: path of config.yml.
@@ -21,4 +350,96 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
         force: recompute even when the manifest matches.
     """
-    raise BenchprofError("benchprof extract: not implemented yet (issue 4)")
+    from .modeling import pick_device
+
+    cfg = load_config(config)
+    ks = select(k, cfg.settings.k_values, "--k", float)
+    abilities = select(ability, cfg.abilities(), "--ability")
+    specs = [cfg.model(model)] if model else list(cfg.models)
+    selection = selection or cfg.extract.selection
+    if selection not in ("exact", "chunked"):
+        raise BenchprofError(f"--selection: {selection!r} is not one of exact, chunked")
+    if cfg.extract.score != "importance":
+        raise BenchprofError(f"extract.score: {cfg.extract.score!r} is not supported (known: importance)")
+    regions = [r for r in REGIONS if r in cfg.extract.regions]
+    front, back = cfg.settings.front_removal, cfg.settings.back_removal
+    device = pick_device()
+
+    started = time.time()
+    written, skipped = 0, 0
+    for spec in specs:
+        layout = Layout(cfg.output_root, spec.tag)
+        for ability_name in abilities:
+            path = layout.importance_file(ability_name)
+            if not path.is_file():
+                raise BenchprofError(f"{path}: file not found (run `benchprof finetune` first)")
+            scores = open_scores(path, front, back, device)
+            total_params = int(scores.metadata["total_params"])
+            n_layers = int(scores.metadata["n_layers"])
+            identity = importance_identity(path)
+            todo = {}
+            for k_value in ks:
+                n = math.floor(k_value * total_params)
+                if n > scores.total:
+                    raise BenchprofError(
+                        f"k={k_value}: n = floor(k * {total_params}) = {n} exceeds the {scores.total} eligible "
+                        f"weights ({scores.metadata['scope']}, layers {front}..{n_layers - back - 1}); lower k "
+                        "or front/back_removal")
+                inputs = {
+                    "stage": "extract", "ability": ability_name, "k": k_value, "n": n, "importance": identity,
+                    "fingerprint": scores.metadata.get("fingerprint", ""), "selection": selection,
+                    "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
+                    "regions": regions, "random_seed": cfg.extract.random_seed, "front_removal": front,
+                    "back_removal": back, "score": cfg.extract.score,
+                }
+                if force or not is_current(layout.masks_dir(ability_name, k_value), inputs):
+                    todo[k_value] = (n, inputs)
+                else:
+                    skipped += 1
+            if not todo:
+                continue
+            k_started = time.time()
+            chosen: dict[float, dict[str, dict[str, Any]]] = {k_value: {} for k_value in todo}
+            if selection == "exact":
+                requests = {(k_value, region): (n, region == "top") for k_value, (n, _) in todo.items()
+                            for region in regions if region != "random"}
+                for (k_value, region), indices in exact_regions(scores, requests).items():
+                    chosen[k_value][region] = indices
+            else:
+                for k_value, (n, _) in todo.items():
+                    top, bottom = chunked_regions(scores, n, cfg.extract.chunk_size)
+                    chosen[k_value].update({r: v for r, v in (("top", top), ("bottom", bottom)) if r in regions})
+            for k_value, (n, inputs) in todo.items():
+                seed = derived_seed(cfg.extract.random_seed, ability_name, k_value)
+                if "random" in regions:
+                    chosen[k_value]["random"] = split_positions(scores, random_positions(scores.total, n, seed))
+                write_regions(layout, ability_name, k_value, n, scores, chosen[k_value], selection, seed,
+                              cfg.extract, front, back, spec.name, inputs, k_started)
+                written += 1
+            print(f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), {scores.total:,} candidate "
+                  f"weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s")
+    print(f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
+          f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s")
+
+
+def write_regions(layout: Layout, ability: str, k: float, n: int, scores: Scores, regions: dict[str, dict[str, Any]],
+                  selection: str, seed: int, settings: Any, front: int, back: int, model_name: str,
+                  inputs: dict[str, Any], started: float) -> None:
+    """Mask files, stats.csv, then the manifest (last) for one (ability, k)."""
+    for region, indices in regions.items():
+        metadata = {
+            "fingerprint": scores.metadata.get("fingerprint", ""), "total_params": scores.metadata["total_params"],
+            "n": str(n), "k": repr(float(k)), "region": region, "ability": ability, "model": model_name,
+            "selection": "exact" if region == "random" else selection,
+            "selected": str(sum(int(v.numel()) for v in indices.values())), "eligible": str(scores.total),
+            "scope": scores.metadata["scope"], "n_layers": scores.metadata["n_layers"],
+            "front_removal": str(front), "back_removal": str(back), "order": ORDER,
+        }
+        if region == "random":
+            metadata.update(seed=str(seed), random_seed=str(settings.random_seed))
+        elif selection == "chunked":
+            metadata["chunk_size"] = str(chunk_length(scores.total, n, settings.chunk_size)) if n else ""
+        save_tensors(layout.mask_file(ability, k, region), indices, metadata)
+    write_text(layout.mask_stats(ability, k), stats_csv(scores, regions))
+    counts = {region: sum(int(v.numel()) for v in indices.values()) for region, indices in regions.items()}
+    write_manifest(layout.masks_dir(ability, k), inputs, started=started, extra={"selected": counts})
