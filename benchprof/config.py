@@ -290,7 +290,7 @@ def _build(cls: type, raw: Any, key: str) -> Any:
     if not isinstance(raw, dict):
         raise ConfigError(f"{key}: expected a mapping, got {type(raw).__name__} {raw!r}")
     hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls) if f.name != "path"}
+    known = {f.name for f in dataclasses.fields(cls) if not (cls is Config and f.name == "path")}
     kwargs = {}
     for name, value in raw.items():
         sub = f"{key}.{name}" if key else str(name)

@@ -1,18 +1,265 @@
-"""Stage `damage`: not implemented yet (issue 5)."""
+"""Stage `damage`: zero a region's weights in place, and put them back exactly.
+
+A region is a mask file from `extract`: for each parameter name, the sorted flat indices of the
+selected weights. `apply_region` zeroes them in the loaded model and returns the values it
+overwrote; `restore_region` writes those values back, so one loaded model serves every variant
+(evaluate works this way). A checkpoint per variant is written only on `benchprof damage --save`.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+import contextlib
+import math
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator, Optional
 
 from . import BenchprofError
+from .config import Config, ModelSpec, load_config, select
+from .layout import Layout, Variant
+
+# The region of a variant: parameter name -> sorted int64 flat indices.
+Region = dict[str, Any]
+# What apply_region overwrote: parameter name -> (flat indices, original values), in apply order.
+Saved = list[tuple[str, Any, Any]]
+
+
+def read_mask(path: Path) -> tuple[Region, dict[str, str]]:
+    """A mask file's indices (parameter name -> int64 tensor) and its metadata."""
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        raise BenchprofError(f"{path}: mask file not found (run `benchprof extract` first)")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            metadata = dict(f.metadata() or {})
+            indices = {name: f.get_tensor(name) for name in f.keys()}
+    except Exception as err:  # safetensors raises its own error types for a corrupt file
+        raise BenchprofError(f"{path}: not a readable safetensors mask ({err})") from None
+    return indices, metadata
+
+
+def mask_metadata(path: Path) -> dict[str, str]:
+    """A mask file's metadata only (cheap: the indices are not read)."""
+    from safetensors import safe_open
+
+    with safe_open(str(path), framework="pt") as f:
+        return dict(f.metadata() or {})
+
+
+def named_params(model: Any) -> dict[str, Any]:
+    """Every parameter under every name it has (tied weights appear under each alias)."""
+    return dict(model.named_parameters(remove_duplicate=False))
+
+
+def check_region(model: Any, indices: Region, metadata: dict[str, str], path: Path,
+                 model_fingerprint: Optional[str] = None) -> None:
+    """Raise a one-line BenchprofError naming `path` unless the mask fits this model.
+
+    `model_fingerprint` is modeling.fingerprint of the *unablated* model; pass it when the model
+    may already carry another region (the fingerprint samples weight values).
+    """
+    import torch
+
+    from .modeling import fingerprint
+
+    recorded = metadata.get("fingerprint")
+    if recorded is None:
+        raise BenchprofError(f"{path}: mask has no 'fingerprint' metadata; re-run `benchprof extract`")
+    actual = model_fingerprint or fingerprint(model)
+    if recorded != actual:
+        dtype = next(model.parameters()).dtype
+        raise BenchprofError(
+            f"{path}: masks from another model (mask fingerprint {recorded}, loaded model {actual}; "
+            f"another checkpoint, or the same one loaded as {str(dtype).replace('torch.', '')} "
+            f"where extract used another dtype)")
+    params = named_params(model)
+    for name, idx in indices.items():
+        if name not in params:
+            raise BenchprofError(f"{path}: masks from another model: {name!r} is not a parameter of it")
+        if idx.dtype != torch.int64 or idx.dim() != 1:
+            raise BenchprofError(f"{path}: {name}: indices must be a 1-D int64 tensor, "
+                                 f"got {idx.dtype} of shape {tuple(idx.shape)}")
+        if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= params[name].numel()):
+            raise BenchprofError(f"{path}: masks from another model: {name} has an index outside "
+                                 f"0..{params[name].numel() - 1}")
+
+
+def load_region(model: Any, path: Path, model_fingerprint: Optional[str] = None) -> Region:
+    """Read a mask file and check it against `model`; return its indices."""
+    indices, metadata = read_mask(path)
+    check_region(model, indices, metadata, path, model_fingerprint)
+    return indices
+
+
+def apply_region(model: Any, indices: Region) -> Saved:
+    """Zero the region's weights in place; return what was overwritten, for restore_region."""
+    import torch
+
+    params = named_params(model)
+    saved: Saved = []
+    with torch.no_grad():
+        for name, idx in indices.items():
+            if idx.numel() == 0:
+                continue
+            flat = params[name].data.view(-1)  # a view: writes go to the parameter itself
+            on_device = idx.to(flat.device)
+            saved.append((name, idx, flat[on_device]))  # advanced indexing copies
+            flat[on_device] = 0
+    return saved
+
+
+def restore_region(model: Any, saved: Saved) -> None:
+    """Put back the values apply_region overwrote, bit for bit."""
+    import torch
+
+    params = named_params(model)
+    with torch.no_grad():
+        # reverse order: a weight listed twice (tied aliases) gets the value saved before any zeroing
+        for name, idx, values in reversed(saved):
+            flat = params[name].data.view(-1)
+            flat[idx.to(flat.device)] = values
+
+
+@contextlib.contextmanager
+def ablated(model: Any, indices: Region) -> Iterator[Any]:
+    """`with ablated(model, region): ...` runs the block on the ablated model, then restores it."""
+    saved = apply_region(model, indices)
+    try:
+        yield model
+    finally:
+        restore_region(model, saved)
+
+
+def region_stats(model: Any, indices: Region) -> dict[str, float]:
+    """How much of the model a region removes: weights zeroed and the share of the weight norm."""
+    import torch
+
+    params = dict(model.named_parameters())  # each tensor once, for the whole-model totals
+    aliases = named_params(model)
+    total_sq = sum(float(torch.linalg.vector_norm(p.detach(), dtype=torch.float32)) ** 2
+                   for p in params.values())
+    total = sum(p.numel() for p in params.values())
+    zeroed = removed_sq = already_zero = 0
+    with torch.no_grad():
+        for name, idx in indices.items():
+            values = aliases[name].data.view(-1)[idx.to(aliases[name].device)].double()
+            zeroed += idx.numel()
+            already_zero += int((values == 0).sum())
+            removed_sq += float(values.pow(2).sum())
+    return {
+        "zeroed": zeroed,
+        "fraction": zeroed / total,
+        "already_zero": already_zero,
+        "tensors": sum(1 for idx in indices.values() if idx.numel()),
+        # ||theta|| after ablation, relative to before: sqrt(1 - removed / total)
+        "norm_drop": 1 - math.sqrt(max(0.0, 1 - removed_sq / total_sq)) if total_sq else 0.0,
+    }
+
+
+def eval_dtype(cfg: Config, spec: ModelSpec) -> str:
+    """The dtype damage and evaluate load a model in: evals.dtype, else the model entry's dtype."""
+    return cfg.evals.dtype if cfg.evals.dtype != "auto" else spec.dtype
+
+
+def variants(cfg: Config, ability: Any = None, k: Any = None, region: Any = None) -> list[Variant]:
+    """Every (ability, k, region) of the config, narrowed by command-line values, in config order."""
+    abilities = select(ability, cfg.abilities(), "--ability")
+    ks = select(k, cfg.settings.k_values, "--k", float)
+    regions = select(region, cfg.extract.regions, "--region")
+    return [Variant(a, kv, r) for a in abilities for kv in ks for r in regions]
+
+
+def missing_masks(layout: Layout, todo: list[Variant]) -> list[Path]:
+    return [p for v in todo if not (p := layout.mask_file(v.ability, v.k, v.region)).is_file()]
+
+
+def require_masks(layout: Layout, todo: list[Variant]) -> None:
+    missing = missing_masks(layout, todo)
+    if missing:
+        raise BenchprofError(f"{len(missing)} mask file(s) missing, e.g. {missing[0]} "
+                             f"(run `benchprof extract`, or narrow with --ability/--k/--region)")
+
+
+def checkpoint_inputs(layout: Layout, variant: Variant, model_fingerprint: str, dtype: str) -> dict[str, Any]:
+    from .io import file_hash
+
+    mask = layout.mask_file(variant.ability, variant.k, variant.region)
+    return {"variant": variant.label(), "mask": file_hash(mask), "model_fingerprint": model_fingerprint,
+            "dtype": dtype}
+
+
+def save_checkpoint(model: Any, tokenizer: Any, region: Region, out_dir: Path, inputs: dict[str, Any]) -> None:
+    """Write the ablated model (and tokenizer) as a full HF checkpoint; the folder appears whole or not at all."""
+    from .io import write_manifest
+
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    started = time.time()
+    try:
+        with ablated(model, region):
+            model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        write_manifest(tmp, inputs, started=started)
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.replace(tmp, out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+
+
+def ensure_checkpoints(cfg: Config, spec: ModelSpec, todo: list[Variant], force: bool = False,
+                       model: Any = None, tokenizer: Any = None) -> tuple[int, int]:
+    """Write the checkpoint of every variant in `todo` that is missing or stale; return (written, skipped).
+
+    Loads the model only if something has to be written (or uses the one given).
+    """
+    from tqdm.auto import tqdm
+
+    from .io import is_current
+    from .modeling import fingerprint, load_model
+
+    layout = Layout(cfg.output_root, spec.tag)
+    require_masks(layout, todo)
+    dtype = eval_dtype(cfg, spec)
+
+    def stale(v: Variant, fp: str) -> bool:
+        out = layout.damaged_dir(v.ability, v.k, v.region)
+        return force or not is_current(out, checkpoint_inputs(layout, v, fp, dtype))
+
+    # the mask records the fingerprint of its model, so a current checkpoint is found without a load
+    pending = [v for v in todo
+               if stale(v, mask_metadata(layout.mask_file(v.ability, v.k, v.region)).get("fingerprint", ""))]
+    if not pending:
+        return 0, len(todo)
+    if model is None:
+        model, tokenizer = load_model(*cfg.model_source(spec), dtype=dtype, device="cpu")
+    fp = fingerprint(model)
+    for v in tqdm(pending, desc=f"damage --save {spec.tag}", unit="variant"):
+        path = layout.mask_file(v.ability, v.k, v.region)
+        save_checkpoint(model, tokenizer, load_region(model, path, fp),
+                        layout.damaged_dir(v.ability, v.k, v.region), checkpoint_inputs(layout, v, fp, dtype))
+    return len(pending), len(todo) - len(pending)
 
 
 def damage(config: str = "config.yml", ability: Optional[str] = None, k: Any = None,
            region: Optional[str] = None, model: Optional[str] = None, save: bool = False,
            force: bool = False) -> None:
-    """Zero a region's weights. With --save, write each ablated model as a full HF checkpoint.
+    """Check each region against the model and report what it zeroes; with --save, write checkpoints.
 
-    Evaluation applies regions in memory by itself; use --save for vLLM or to share a variant.
+    `benchprof evaluate` applies regions in memory by itself (zero, evaluate, restore on one loaded
+    model), so this stage is optional. Without --save it loads the model once, checks every selected
+    mask against it (a mask from another model fails here, before a long evaluation) and prints per
+    variant the weights zeroed, their share of all parameters and the relative drop of the weight
+    norm. With --save it writes each ablated model as a full Hugging Face checkpoint (weights and
+    tokenizer) under <ability>/damaged/k<k>/<region>/, for vLLM or for sharing; a checkpoint whose
+    manifest matches its mask and model is kept unless --force.
 
     Arguments:
         config: path of config.yml.
@@ -23,4 +270,27 @@ def damage(config: str = "config.yml", ability: Optional[str] = None, k: Any = N
         save: write checkpoints under <ability>/damaged/k<k>/<region>/.
         force: rewrite checkpoints that exist.
     """
-    raise BenchprofError("benchprof damage: not implemented yet (issue 5)")
+    from .modeling import fingerprint, load_model, pick_device
+
+    started = time.time()
+    cfg = load_config(config)
+    specs = [cfg.model(model)] if model is not None else cfg.models
+    todo = variants(cfg, ability, k, region)
+    for spec in specs:
+        layout = Layout(cfg.output_root, spec.tag)
+        require_masks(layout, todo)
+        if save:
+            written, skipped = ensure_checkpoints(cfg, spec, todo, force=force)
+            print(f"damage: {written} checkpoint(s) written, {skipped} current kept, for {spec.tag} "
+                  f"under {layout.model_dir}/<ability>/damaged/ in {time.time() - started:.0f}s")
+            continue
+        net, _ = load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec),
+                            device=pick_device(cfg.evals.device))
+        fp = fingerprint(net)
+        print(f"{'variant':<48} {'zeroed':>12} {'of params':>10} {'norm drop':>10} {'were 0':>8}")
+        for v in todo:
+            stats = region_stats(net, load_region(net, layout.mask_file(v.ability, v.k, v.region), fp))
+            print(f"{v.label():<48} {stats['zeroed']:>12,} {stats['fraction']:>10.3%} "
+                  f"{stats['norm_drop']:>10.3%} {stats['already_zero']:>8,}")
+        print(f"damage: {len(todo)} region(s) checked against {spec.tag} in {time.time() - started:.0f}s "
+              f"(nothing written; --save writes checkpoints)")

@@ -1,17 +1,366 @@
-"""Stage `evaluate`: not implemented yet (issue 5)."""
+"""Stage `evaluate`: lm-eval on the original model and every ablated variant.
+
+The work is a list of (variant, benchmark) jobs: the original model first, then each
+(ability, k, region) in config order, each with every benchmark. A worker loads the model once,
+wraps it in one lm-eval HFLM, and for each variant zeroes the region in place, runs all of the
+variant's benchmarks and restores the weights (damage.ablated). `--shard i/n` keeps the jobs
+j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker process runs
+per GPU. A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last, so the JSON
+marks it done; it records a hash of its inputs and a rerun skips jobs whose hash still matches.
+"""
 
 from __future__ import annotations
 
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 from . import BenchprofError
+from .config import Config, ModelSpec, load_config, select
+from .damage import eval_dtype, mask_metadata, require_masks, variants
+from .layout import Layout, Variant
+
+MODEL_LOADS = 0  # model loads in this process; tests read it to check one load per worker
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: Variant
+    benchmark: str
+
+
+def job_list(cfg: Config, ability: Any = None, k: Any = None, region: Any = None,
+             benchmark: Any = None, original: bool = True) -> list[Job]:
+    """The jobs in their fixed order: original first, then variants in config order; benchmarks inner."""
+    benchmarks = select(benchmark, cfg.evals.benchmarks, "--benchmark")
+    todo = ([Variant()] if original else []) + variants(cfg, ability, k, region)
+    return [Job(v, b) for v in todo for b in benchmarks]
+
+
+def parse_shard(shard: Any) -> tuple[int, int]:
+    """'i/n' -> (i, n), with 0 <= i < n."""
+    try:
+        i, n = (int(x) for x in str(shard).split("/"))
+    except ValueError:
+        raise BenchprofError(f"--shard: expected i/n such as 0/4, got {shard!r}") from None
+    if not 0 <= i < n:
+        raise BenchprofError(f"--shard: {shard!r} needs 0 <= i < n")
+    return i, n
+
+
+def shard_jobs(jobs: list[Job], i: int, n: int) -> list[Job]:
+    return [job for j, job in enumerate(jobs) if j % n == i]
+
+
+def model_signature(cfg: Config, spec: ModelSpec) -> dict[str, Any]:
+    """What identifies the checkpoint without loading it: its files' sizes and times, or the hub commit."""
+    source, _ = cfg.model_source(spec)
+    path = Path(source)
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.is_file())
+        return {"path": str(path), "files": {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in files}}
+    commit = None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        cached = try_to_load_from_cache(source, "config.json")
+        commit = Path(cached).parent.name if isinstance(cached, str) else None
+    except Exception:  # no hub library or cache: the name alone identifies it
+        pass
+    return {"hub": source, "commit": commit}
+
+
+def task_hash(include_path: Path, task: str) -> str:
+    """A local task's YAML and data file, hashed; a standard lm-eval task is named by its name only."""
+    from .io import file_hash, value_hash
+
+    yaml_path = Path(include_path) / f"{task}.yaml"
+    if not yaml_path.is_file():
+        return task
+    spec = json.loads(yaml_path.read_text())  # benchprof writes its task YAMLs as JSON
+    data = Path(spec["dataset_kwargs"]["data_files"]["test"])
+    return value_hash([file_hash(yaml_path), file_hash(data) if data.is_file() else None])
+
+
+class JobInputs:
+    """The inputs of each job (hashed into its JSON), computed once per run and mask."""
+
+    def __init__(self, cfg: Config, spec: ModelSpec, layout: Layout, include_path: Path,
+                 mapping: dict[str, str], backend: str, limit: Optional[int]):
+        self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
+        self.backend, self.limit = backend, limit
+        self.model = model_signature(cfg, spec)
+        self.dtype = eval_dtype(cfg, spec)
+        self._masks: dict[Variant, tuple[Optional[str], Optional[str]]] = {}
+        self._tasks: dict[str, str] = {}
+
+    def mask(self, variant: Variant) -> tuple[Optional[str], Optional[str]]:
+        from .io import file_hash
+
+        if variant.is_original:
+            return None, None
+        if variant not in self._masks:
+            path = self.layout.mask_file(variant.ability, variant.k, variant.region)
+            self._masks[variant] = (file_hash(path), mask_metadata(path).get("fingerprint"))
+        return self._masks[variant]
+
+    def __call__(self, job: Job) -> dict[str, Any]:
+        task = self.mapping[job.benchmark]
+        if task not in self._tasks:
+            self._tasks[task] = task_hash(self.include_path, task)
+        mask, mask_fingerprint = self.mask(job.variant)
+        return {
+            "benchmark": job.benchmark, "task": task, "task_hash": self._tasks[task],
+            "num_fewshot": self.cfg.evals.fewshot(job.benchmark), "limit": self.limit,
+            "seed": self.cfg.settings.seed, "backend": self.backend, "model": self.model,
+            "dtype": self.dtype, "variant": job.variant.label(), "mask": mask,
+            "mask_fingerprint": mask_fingerprint,
+        }
+
+
+def is_done(layout: Layout, job: Job, inputs: dict[str, Any]) -> bool:
+    """The job's JSON exists, was written from these inputs, and its samples file is there."""
+    from .io import read_json, value_hash
+
+    path = layout.eval_file(job.variant, job.benchmark)
+    if not (path.is_file() and layout.samples_file(job.variant, job.benchmark).is_file()):
+        return False
+    try:
+        return read_json(path).get("inputs_hash") == value_hash(inputs)
+    except ValueError:
+        return False  # a corrupt JSON means the job is redone
+
+
+def plain(value: Any) -> Any:
+    """lm-eval output made JSON-safe: numpy scalars to numbers, tuples to lists, NaN to null."""
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy or torch scalar
+        try:
+            value = value.item()
+        except (ValueError, RuntimeError):
+            return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def sample_rows(samples: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """One row per scored document and filter: its task, doc_id, filter and metric values.
+
+    Multiple-choice rows also keep the per-option loglikelihoods, generation rows the response.
+    """
+    rows = []
+    for task, docs in samples.items():
+        for s in docs:
+            row = {"task": task, "doc_id": int(s["doc_id"]), "filter": s.get("filter", "none")}
+            row.update({m: plain(s[m]) for m in s.get("metrics", []) if m in s})
+            resps = s.get("filtered_resps")
+            if isinstance(resps, list) and resps and all(isinstance(r, tuple) and len(r) == 2 for r in resps):
+                row["loglikelihoods"] = [float(r[0]) for r in resps]
+            elif isinstance(resps, list) and len(resps) == 1 and isinstance(resps[0], str):
+                row["response"] = resps[0]
+            if isinstance(s.get("target"), (int, str)):
+                row["target"] = s["target"]
+            if "doc_hash" in s:
+                row["doc_hash"] = s["doc_hash"]
+            rows.append(row)
+    return sorted(rows, key=lambda r: (r["task"], r["doc_id"], r["filter"]))
+
+
+def write_job(layout: Layout, job: Job, spec: ModelSpec, task: str, output: dict[str, Any],
+              inputs: dict[str, Any], model_fingerprint: Optional[str], wall_seconds: float) -> None:
+    """Samples first, then the JSON (its presence marks the job done); both atomic."""
+    from .io import value_hash, versions, write_json, write_text
+
+    rows = sample_rows(output.get("samples") or {})
+    write_text(layout.samples_file(job.variant, job.benchmark),
+               "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
+    results = plain({**output.get("groups", {}), **output["results"]})
+    if task not in results and len(results) == 1:
+        task = next(iter(results))  # e.g. a tag that expands to one task
+    v = job.variant
+    write_json(layout.eval_file(job.variant, job.benchmark), {
+        "benchmark": job.benchmark,
+        "primary_task": task,
+        "results": results,
+        "higher_is_better": plain(output.get("higher_is_better", {})),
+        "group_subtasks": plain(output.get("group_subtasks", {})),
+        "n_samples": sum(int(n.get("effective", 0)) for n in output.get("n-samples", {}).values()),
+        "num_fewshot": inputs["num_fewshot"],
+        "limit": inputs["limit"],
+        "variant": {"ability": v.ability, "k": v.k, "region": v.region},
+        "model": spec.tag,
+        "model_fingerprint": model_fingerprint,
+        "backend": inputs["backend"],
+        "wall_seconds": round(wall_seconds, 3),
+        "inputs": inputs,
+        "inputs_hash": value_hash(inputs),
+        "versions": versions(),
+        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    })
+
+
+def run_lm_eval(lm: Any, task: str, num_fewshot: int, limit: Optional[int], task_manager: Any,
+                seed: int) -> dict[str, Any]:
+    """One lm-eval run, no response cache (a shared one would answer for the original model)."""
+    import lm_eval
+
+    return lm_eval.simple_evaluate(
+        model=lm, tasks=[task], num_fewshot=num_fewshot, limit=limit, log_samples=True,
+        task_manager=task_manager, use_cache=None, cache_requests=False, random_seed=seed,
+        numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed)
+
+
+def load_model_counted(cfg: Config, spec: ModelSpec, device: str) -> tuple[Any, Any]:
+    global MODEL_LOADS
+    from .modeling import load_model
+
+    MODEL_LOADS += 1
+    return load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=device)
+
+
+def by_variant(pending: list[tuple[Job, dict]]) -> dict[Variant, list[tuple[Job, dict]]]:
+    """Pending (job, inputs) pairs grouped by variant, in job order: each variant is applied once."""
+    groups: dict[Variant, list[tuple[Job, dict]]] = {}
+    for job, inputs in pending:
+        groups.setdefault(job.variant, []).append((job, inputs))
+    return groups
+
+
+def ablated_variants(jobs: list[Job]) -> list[Variant]:
+    return [v for v in dict.fromkeys(job.variant for job in jobs) if not v.is_original]
+
+
+def run_hf(cfg: Config, spec: ModelSpec, layout: Layout, pending: list[tuple[Job, dict]],
+           mapping: dict[str, str], task_manager: Any, progress: Any) -> None:
+    """Load once, wrap in one HFLM, and for each variant: apply, run its benchmarks, restore."""
+    from lm_eval.models.huggingface import HFLM
+
+    from .damage import ablated, load_region
+    from .modeling import fingerprint, pick_device
+
+    model, tokenizer = load_model_counted(cfg, spec, pick_device(cfg.evals.device))
+    fp = fingerprint(model)  # of the unablated model: every mask is checked against it
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
+    for variant, jobs in by_variant(pending).items():
+        region = {} if variant.is_original else load_region(
+            model, layout.mask_file(variant.ability, variant.k, variant.region), fp)
+        with ablated(model, region):
+            for job, inputs in jobs:
+                run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp)
+                progress.update(1)
+
+
+def run_vllm(cfg: Config, spec: ModelSpec, layout: Layout, pending: list[tuple[Job, dict]],
+             mapping: dict[str, str], task_manager: Any, progress: Any) -> None:
+    """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself)."""
+    from lm_eval.api.registry import get_model
+
+    global MODEL_LOADS
+    for variant, jobs in by_variant(pending).items():
+        path = cfg.model_source(spec)[0] if variant.is_original else str(
+            layout.damaged_dir(variant.ability, variant.k, variant.region))
+        MODEL_LOADS += 1
+        lm = get_model("vllm")(pretrained=path, tokenizer=path if not variant.is_original else
+                               cfg.model_source(spec)[1], dtype=eval_dtype(cfg, spec),
+                               tensor_parallel_size=cfg.evals.tensor_parallel_size,
+                               batch_size="auto", seed=cfg.settings.seed)
+        for job, inputs in jobs:
+            run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, None)
+            progress.update(1)
+        del lm
+        free_vllm()
+
+
+def free_vllm() -> None:
+    """Release a vLLM engine's GPU memory before the next variant's engine starts (best effort)."""
+    import gc
+
+    import torch
+
+    try:
+        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+        destroy_model_parallel()
+        destroy_distributed_environment()
+    except Exception:  # older or newer vLLM without these: garbage collection still frees most
+        pass
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run_job(cfg: Config, spec: ModelSpec, layout: Layout, job: Job, inputs: dict[str, Any], lm: Any,
+            mapping: dict[str, str], task_manager: Any, model_fingerprint: Optional[str]) -> None:
+    started = time.time()
+    task = mapping[job.benchmark]
+    try:
+        output = run_lm_eval(lm, task, inputs["num_fewshot"], inputs["limit"], task_manager, cfg.settings.seed)
+    except Exception as err:  # lm-eval raises many kinds; say which job failed
+        raise BenchprofError(f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: "
+                             f"{type(err).__name__}: {err}") from err
+    write_job(layout, job, spec, task, output, inputs, model_fingerprint, time.time() - started)
+
+
+def worker_commands(config: str, devices: list[str], per_worker: int, options: dict[str, Any]) -> list[tuple[list[str], dict[str, str]]]:
+    """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n."""
+    groups = [devices[i:i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
+    args = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        args.append(f"--{name}" if value is True else f"--{name}={value}")
+    out = []
+    for i, group in enumerate(groups):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(group))
+        argv = [sys.executable, "-m", "benchprof", "evaluate", str(config), f"--shard={i}/{len(groups)}", *args]
+        out.append((argv, env))
+    return out
+
+
+def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
+    """Run the workers side by side, wait for all, and fail naming any that failed."""
+    procs = [subprocess.Popen(argv, env=env) for argv, env in commands]
+    codes = [p.wait() for p in procs]
+    failed = [f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"
+              for i, c in enumerate(codes) if c != 0]
+    if failed:
+        raise BenchprofError(f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}; "
+                             f"rerun the same command to resume")
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
 
 
 def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any = None,
              region: Optional[str] = None, model: Optional[str] = None, benchmark: Optional[str] = None,
-             limit: Optional[int] = None, backend: Optional[str] = None, shard: str = "0/1",
-             force: bool = False) -> None:
+             limit: Optional[int] = None, backend: Optional[str] = None, shard: Optional[str] = None,
+             force: bool = False, original: bool = True) -> None:
     """Score the original model and every ablated variant on every benchmark with lm-eval.
+
+    Jobs are (variant, benchmark) pairs: the original model (scored once, under original/eval/)
+    and every (ability, k, region) of the config. A worker loads the model once, wraps it in one
+    lm-eval HFLM and for each variant zeroes the region in place, runs its benchmarks and restores
+    the weights. Each job writes <benchmark>.samples.jsonl (one line per scored document) and
+    then <benchmark>.json (lm-eval results, a hash of the job's inputs); a rerun skips jobs whose
+    hash matches. With several GPUs in settings.cuda_visible_devices and no --shard, one worker
+    process runs per GPU (per tensor_parallel_size GPUs with vllm).
 
     Arguments:
         config: path of config.yml.
@@ -20,9 +369,79 @@ def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any =
         region: only this region (top, bottom, random).
         model: only this model (name or tag).
         benchmark: only this benchmark (or a comma-separated list).
-        limit: score at most this many documents per benchmark (quick runs).
-        backend: hf (in-memory ablation, default) or vllm (damage --save checkpoints).
-        shard: i/n runs the i-th of n slices of the job list (several nodes).
+        limit: score at most this many documents per benchmark (quick runs); default evals.limit.
+        backend: hf (in-memory ablation, default) or vllm (damage --save checkpoints, GPU only).
+        shard: i/n runs the jobs j with j % n == i (several nodes or GPUs).
         force: rerun finished jobs.
+        original: also score the original model (--nooriginal to skip it).
     """
-    raise BenchprofError("benchprof evaluate: not implemented yet (issue 5)")
+    from tqdm.auto import tqdm
+
+    from . import tasks
+    from .damage import ensure_checkpoints
+
+    started = time.time()
+    cfg = load_config(config)
+    backend = backend or cfg.evals.backend
+    if backend not in ("hf", "vllm"):
+        raise BenchprofError(f"--backend: {backend!r} is not one of hf, vllm")
+    if backend == "vllm":
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise BenchprofError("evals.backend: vllm is not installed (pip install vllm, on a GPU node); "
+                                 "backend hf needs nothing more")
+    limit = int(limit) if limit is not None else cfg.evals.limit
+    specs = [cfg.model(model)] if model is not None else cfg.models
+    all_jobs = job_list(cfg, ability, k, region, benchmark, original)
+    index, count = parse_shard(shard) if shard is not None else (0, 1)
+    jobs = shard_jobs(all_jobs, index, count)
+    include_path, mapping = tasks.write_tasks(cfg)
+
+    devices = cfg.settings.devices()
+    per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
+    if shard is None and len(devices) // per_worker > 1 and cuda_available():
+        if backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
+            for spec in specs:
+                ensure_checkpoints(cfg, spec, ablated_variants(jobs))
+        commands = worker_commands(config, devices, per_worker, {
+            "ability": ability, "k": k, "region": region, "model": model, "benchmark": benchmark,
+            "limit": limit, "backend": backend, "force": force, "nooriginal": not original})
+        spawn_workers(commands)
+        gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
+        print(f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in {time.time() - started:.0f}s; results under {cfg.output_root}")
+        return
+    if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
+
+    loads_before = MODEL_LOADS
+    ran = skipped = 0
+    n_variants: set[tuple[str, Variant]] = set()
+    for spec in specs:
+        layout = Layout(cfg.output_root, spec.tag)
+        require_masks(layout, ablated_variants(jobs))
+        job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, backend, limit)
+        pending = []
+        for job in jobs:
+            inputs = job_inputs(job)
+            if force or not is_done(layout, job, inputs):
+                pending.append((job, inputs))
+        skipped += len(jobs) - len(pending)
+        if not pending:
+            continue
+        task_manager = tasks.task_manager(cfg, include_path)
+        unknown = sorted({mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
+        if unknown:
+            raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
+        with tqdm(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
+            if backend == "vllm":
+                ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
+                run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress)
+            else:
+                run_hf(cfg, spec, layout, pending, mapping, task_manager, progress)
+        ran += len(pending)
+        n_variants.update((spec.tag, j.variant) for j, _ in pending)
+    where = f"shard {index}/{count}, " if shard is not None else ""
+    print(f"evaluate: {ran} jobs run, {skipped} skipped (finished), {len(n_variants)} variants, "
+          f"{MODEL_LOADS - loads_before} model load(s), {where}{time.time() - started:.0f}s; "
+          f"results under {cfg.output_root}")
