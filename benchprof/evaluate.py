@@ -313,7 +313,8 @@ def run_job(cfg: Config, spec: ModelSpec, layout: Layout, job: Job, inputs: dict
     write_job(layout, job, spec, task, output, inputs, model_fingerprint, time.time() - started)
 
 
-def worker_commands(config: str, devices: list[str], per_worker: int, options: dict[str, Any]) -> list[tuple[list[str], dict[str, str]]]:
+def worker_commands(config: str, devices: list[str], per_worker: int,
+                    options: dict[str, Any]) -> list[tuple[list[str], dict[str, str]]]:
     """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n."""
     groups = [devices[i:i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
     args = []
@@ -409,14 +410,15 @@ def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any =
             "limit": limit, "backend": backend, "force": force, "nooriginal": not original})
         spawn_workers(commands)
         gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
-        print(f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in {time.time() - started:.0f}s; results under {cfg.output_root}")
+        print(f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in "
+              f"{time.time() - started:.0f}s; results under {cfg.output_root}")
         return
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
 
     loads_before = MODEL_LOADS
     ran = skipped = 0
-    n_variants: set[tuple[str, Variant]] = set()
+    variants_run: set[tuple[str, Variant]] = set()
     for spec in specs:
         layout = Layout(cfg.output_root, spec.tag)
         require_masks(layout, ablated_variants(jobs))
@@ -440,8 +442,11 @@ def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any =
             else:
                 run_hf(cfg, spec, layout, pending, mapping, task_manager, progress)
         ran += len(pending)
-        n_variants.update((spec.tag, j.variant) for j, _ in pending)
+        variants_run.update((spec.tag, j.variant) for j, _ in pending)
     where = f"shard {index}/{count}, " if shard is not None else ""
-    print(f"evaluate: {ran} jobs run, {skipped} skipped (finished), {len(n_variants)} variants, "
+    ablated = sum(1 for _, v in variants_run if not v.is_original)
+    originals = len(variants_run) - ablated
+    print(f"evaluate: {ran} jobs run, {skipped} skipped (finished), over {ablated} ablated variant(s)"
+          f"{' + original' if originals else ''}, "
           f"{MODEL_LOADS - loads_before} model load(s), {where}{time.time() - started:.0f}s; "
           f"results under {cfg.output_root}")

@@ -1,0 +1,186 @@
+"""evaluate: jobs and shards, one model load per worker, output contract, reruns, saved checkpoints."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchprof import BenchprofError, evaluate as evaluate_module
+from benchprof.config import load_config
+from benchprof.damage import damage
+from benchprof.evaluate import Job, evaluate, job_list, parse_shard, shard_jobs, worker_commands
+from benchprof.io import read_json
+from benchprof.layout import Layout, Variant
+
+from test_damage import ABILITY, write_project
+
+LIMIT = 6
+TOP = Variant(ABILITY, 0.2, "top")
+
+
+def read_samples(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def eval_files(root: Path) -> dict[Path, int]:
+    return {p: p.stat().st_mtime_ns for p in sorted(root.rglob("eval/**/*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def project(tiny_model_dir, tmp_path_factory):
+    """One full evaluation (original + 2 k x 3 regions on one benchmark), shared by the tests below."""
+    tmp = tmp_path_factory.mktemp("evaluate")
+    config = write_project(tmp, tiny_model_dir, ks=(0.01, 0.2), limit=LIMIT)
+    loads = evaluate_module.MODEL_LOADS
+    evaluate(str(config))
+    return config, Layout(tmp / "outputs", "tiny"), evaluate_module.MODEL_LOADS - loads
+
+
+def test_job_order_and_shards_partition_the_jobs(tmp_path, tiny_model_dir):
+    cfg = load_config(write_project(tmp_path, tiny_model_dir, ks=(0.01, 0.2, 0.3)))
+    cfg.evals.benchmarks = [ABILITY, "arc_easy"]
+    jobs = job_list(cfg)
+    assert len(jobs) == (1 + 3 * 3) * 2
+    assert jobs[:2] == [Job(Variant(), ABILITY), Job(Variant(), "arc_easy")]
+    assert jobs[2].variant == Variant(ABILITY, 0.01, "top") and jobs[-1].variant == Variant(ABILITY, 0.3, "random")
+    for n in (2, 3, 7):
+        shards = [shard_jobs(jobs, i, n) for i in range(n)]
+        assert sorted(map(repr, sum(shards, []))) == sorted(map(repr, jobs))
+        assert sum(len(s) for s in shards) == len(jobs)  # disjoint
+    assert job_list(cfg) == jobs  # deterministic
+    assert [j.variant for j in job_list(cfg, k="0.2", region="top", benchmark="arc_easy")] == [Variant(), TOP]
+    assert Variant() not in [j.variant for j in job_list(cfg, original=False)]
+    assert parse_shard("1/2") == (1, 2)
+    for bad in ("2/2", "x", "1-2"):
+        with pytest.raises(BenchprofError, match="--shard"):
+            parse_shard(bad)
+
+
+def test_one_model_load_for_all_variants(project):
+    _, layout, loads = project
+    assert loads == 1
+    for k in (0.01, 0.2):
+        for region in ("top", "bottom", "random"):
+            assert layout.eval_file(Variant(ABILITY, k, region), ABILITY).is_file()
+    assert layout.eval_file(Variant(), ABILITY) == layout.model_dir / "original" / "eval" / f"{ABILITY}.json"
+
+
+def test_outputs_follow_the_contract(project):
+    _, layout, _ = project
+    payload = read_json(layout.eval_file(TOP, ABILITY))
+    assert payload["benchmark"] == ABILITY and payload["primary_task"] == "benchprof_spatial_reasoning"
+    assert set(payload["results"]["benchprof_spatial_reasoning"]) >= {"acc,none", "acc_stderr,none"}
+    assert payload["n_samples"] == LIMIT and payload["limit"] == LIMIT and payload["num_fewshot"] == 0
+    assert payload["variant"] == {"ability": ABILITY, "k": 0.2, "region": "top"}
+    assert payload["model"] == "tiny" and payload["wall_seconds"] > 0
+    assert read_json(layout.eval_file(Variant(), ABILITY))["variant"] == {"ability": None, "k": None, "region": None}
+    rows = read_samples(layout.samples_file(TOP, ABILITY))
+    assert [r["doc_id"] for r in rows] == list(range(LIMIT))
+    for r in rows:
+        assert r["task"] == "benchprof_spatial_reasoning" and r["filter"] == "none"
+        assert r["acc"] in (0.0, 1.0) and len(r["loglikelihoods"]) == 4
+    acc = payload["results"]["benchprof_spatial_reasoning"]["acc,none"]
+    assert acc == pytest.approx(sum(r["acc"] for r in rows) / LIMIT)
+
+
+def test_ablation_changes_scores_and_restore_brings_them_back(project):
+    config, layout, _ = project
+    original = read_samples(layout.samples_file(Variant(), ABILITY))
+    top = read_samples(layout.samples_file(TOP, ABILITY))
+    assert all(a["loglikelihoods"] != b["loglikelihoods"] for a, b in zip(original, top))
+    # the bottom region of the largest k ran after the top one: had restore failed, the later
+    # variants would carry the top region's damage; each variant differs from every other one
+    lls = {r: [s["loglikelihoods"] for s in read_samples(layout.samples_file(Variant(ABILITY, 0.2, r), ABILITY))]
+           for r in ("top", "bottom", "random")}
+    assert lls["top"] != lls["bottom"] != lls["random"] != lls["top"]
+    # the last variant, scored alone on a fresh load, matches its score after five others
+    late = Variant(ABILITY, 0.2, "random")
+    after_others = read_samples(layout.samples_file(late, ABILITY))
+    evaluate(str(config), k=0.2, region="random", original=False, force=True)
+    assert read_samples(layout.samples_file(late, ABILITY)) == after_others
+
+
+def test_saved_checkpoint_from_disk_scores_the_same(project, tmp_path):
+    config, layout, _ = project
+    damage(str(config), k=0.2, region="top", save=True)
+    saved_dir = layout.damaged_dir(ABILITY, 0.2, "top")
+    raw = yaml.safe_load(Path(config).read_text())
+    raw["models"] = [{"name": str(saved_dir), "tag": "saved", "dtype": "float32"}]
+    raw["settings"]["output_dir"] = str(tmp_path / "outputs")
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    evaluate(str(tmp_path / "config.yml"), ability=ABILITY, k=[], region=[])  # the original only
+    from_disk = Layout(tmp_path / "outputs", "saved")
+    assert read_samples(from_disk.samples_file(Variant(), ABILITY)) == read_samples(layout.samples_file(TOP, ABILITY))
+    assert (read_json(from_disk.eval_file(Variant(), ABILITY))["results"]
+            == read_json(layout.eval_file(TOP, ABILITY))["results"])
+
+
+def test_rerun_skips_finished_jobs_and_force_or_a_new_mask_reruns(project, capsys):
+    config, layout, _ = project
+    before = eval_files(layout.model_dir)
+    loads = evaluate_module.MODEL_LOADS
+    evaluate(str(config))
+    assert eval_files(layout.model_dir) == before  # nothing rewritten
+    assert evaluate_module.MODEL_LOADS == loads  # and no model loaded
+    assert "0 jobs run, 7 skipped" in capsys.readouterr().out
+
+    evaluate(str(config), k=0.01, region="top", force=True)
+    after = eval_files(layout.model_dir)
+    changed = {p for p in before if after[p] != before[p]}
+    assert changed == {layout.eval_file(Variant(ABILITY, 0.01, "top"), ABILITY),
+                       layout.samples_file(Variant(ABILITY, 0.01, "top"), ABILITY),
+                       layout.eval_file(Variant(), ABILITY), layout.samples_file(Variant(), ABILITY)}
+
+    # a mask that changes (here: replaced by another region's) makes its jobs stale
+    shutil.copy(layout.mask_file(ABILITY, 0.01, "bottom"), layout.mask_file(ABILITY, 0.01, "random"))
+    evaluate(str(config))
+    assert "1 jobs run, 6 skipped" in capsys.readouterr().out
+
+
+def test_mask_of_another_model_fails_before_scoring(project, tmp_path):
+    from benchprof.tinymodel import make_tiny_model
+
+    config, layout, _ = project
+    raw = yaml.safe_load(Path(config).read_text())
+    other = make_tiny_model(tmp_path / "other", seed=1)
+    raw["models"] = [{"name": str(other), "tag": "tiny", "dtype": "float32"}]  # same tag, other weights
+    shutil.copytree(layout.model_dir.parent, tmp_path / "outputs")
+    raw["settings"]["output_dir"] = str(tmp_path / "outputs")
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match="masks from another model"):
+        evaluate(str(tmp_path / "config.yml"), k=0.01, region="top", original=False)
+
+
+def test_missing_masks_and_vllm_fail_clearly(tmp_path, tiny_model_dir):
+    import importlib.util
+
+    config = write_project(tmp_path, tiny_model_dir, ks=(0.01,), regions=("top",))
+    raw = yaml.safe_load(config.read_text())
+    raw["settings"]["k_values"] = [0.01, 0.05]
+    config.write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match="mask file"):
+        evaluate(str(config))
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(BenchprofError, match="vllm is not installed"):
+            evaluate(str(config), backend="vllm", k=0.01)
+
+
+def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatch):
+    config = write_project(tmp_path, tiny_model_dir, ks=(0.01,), regions=("top",))
+    raw = yaml.safe_load(config.read_text())
+    raw["settings"]["cuda_visible_devices"] = "2,5"
+    config.write_text(yaml.safe_dump(raw))
+    spawned = []
+    monkeypatch.setattr(evaluate_module, "cuda_available", lambda: True)
+    monkeypatch.setattr(evaluate_module, "spawn_workers", spawned.extend)
+    loads = evaluate_module.MODEL_LOADS
+    evaluate(str(config), limit=3, force=True)
+    assert evaluate_module.MODEL_LOADS == loads  # the parent loads nothing
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in spawned] == ["2", "5"]
+    for i, (argv, _) in enumerate(spawned):
+        assert argv[argv.index("evaluate") + 1] == str(config)
+        assert f"--shard={i}/2" in argv and "--limit=3" in argv and "--force" in argv
+    tp = worker_commands("c.yml", ["0", "1", "2", "3"], 2, {"backend": "vllm"})
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in tp] == ["0,1", "2,3"]
