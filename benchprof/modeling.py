@@ -83,7 +83,7 @@ def total_params(model: Any) -> int:
 
 
 def fingerprint(model: Any) -> str:
-    """A short hash of the model's parameter names, shapes and a few values of each tensor.
+    """A short hash of the model's parameter names, shapes and a few values of each tensor (dtype-blind).
 
     Masks and importance files record it, so a region is never applied to another model.
     """
@@ -91,8 +91,9 @@ def fingerprint(model: Any) -> str:
 
     h = hashlib.sha256()
     for name, p in model.state_dict().items():
-        h.update(f"{name}:{tuple(p.shape)}:{p.dtype};".encode())
+        h.update(f"{name}:{tuple(p.shape)};".encode())
         flat = p.detach().reshape(-1)
-        sample = flat[:: max(1, flat.numel() // 64)][:64].to(torch.float32).cpu()
+        # rounded to bf16, so one checkpoint loaded in fp32 or bf16 has one fingerprint
+        sample = flat[:: max(1, flat.numel() // 64)][:64].to(torch.bfloat16).to(torch.float32).cpu()
         h.update(sample.numpy().tobytes())
     return h.hexdigest()[:16]
