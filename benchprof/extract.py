@@ -90,16 +90,20 @@ class Scores:
         """(name, flat fp32 scores) for each candidate tensor, in order."""
         import torch
 
-        handle = _open(self.path)
         for name in self.names:
             try:
-                scores = handle.get_tensor(name)
+                # a handle per tensor: the file's memory map (and its resident pages) never outlives one tensor
+                with _open(self.path) as handle:
+                    scores = handle.get_tensor(name)
             except Exception as err:
                 raise BenchprofError(f"{self.path}: cannot read tensor {name!r} ({str(err).splitlines()[0]})") from None
-            scores = scores.to(self.device, torch.float32).reshape(-1)
-            if torch.isnan(scores).any():
-                raise BenchprofError(f"{self.path}: tensor {name!r} holds NaN scores")
-            yield name, scores
+            yield name, scores.to(self.device, torch.float32).reshape(-1)
+
+    def check(self, name: str, values: Any) -> None:
+        import torch
+
+        if torch.isnan(values).any():
+            raise BenchprofError(f"{self.path}: tensor {name!r} holds NaN scores")
 
 
 def open_scores(path: Path, front_removal: int = 0, back_removal: int = 0, device: str = "cpu") -> Scores:
@@ -138,12 +142,15 @@ def order_keys(scores: Any) -> Any:
     """
     import torch
 
-    bits = (scores.to(torch.float32) + 0.0).view(torch.int32)
-    return bits ^ ((bits >> 31) & 0x7FFFFFFF)
+    keys = (scores.to(torch.float32) + 0.0).view(torch.int32)  # a new tensor: safe to modify in place
+    negative = keys < 0
+    if negative.any():  # importance scores never are; keep memory at one int32 copy then
+        keys[negative] ^= 0x7FFFFFFF
+    return keys
 
 
 def _high(keys: Any) -> Any:
-    return (keys >> 16) + (BINS // 2)  # top 16 bits as a bin in [0, 65536)
+    return (keys >> 16).add_(BINS // 2)  # top 16 bits as a bin in [0, 65536)
 
 
 def _low(keys: Any) -> Any:
@@ -157,7 +164,7 @@ def _locate(hist: Any, rank: int, largest: bool) -> tuple[int, int]:
 
     counts = hist.flip(0) if largest else hist
     cumulative = counts.cumsum(0)
-    i = int(torch.searchsorted(cumulative, torch.tensor([rank], dtype=cumulative.dtype)))
+    i = int(torch.searchsorted(cumulative, torch.tensor([rank], dtype=cumulative.dtype, device=cumulative.device)))
     beyond = int(cumulative[i] - counts[i])
     return (BINS - 1 - i if largest else i), beyond
 
@@ -191,7 +198,8 @@ def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict
     # pass 1: histogram of the high 16 bits of every key
     high_hist = torch.zeros(BINS, dtype=torch.int64, device=scores.device)
     if active:
-        for _, values in scores:
+        for name, values in scores:
+            scores.check(name, values)
             high_hist += torch.bincount(_high(order_keys(values)), minlength=BINS)
     high_bin = {rid: _locate(high_hist, cut.n, cut.largest) for rid, cut in active.items()}
 
@@ -225,9 +233,11 @@ def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict
                 seen = ties_seen[rid]
                 admitted = tied[max(0, cut.tie_start - seen): max(0, cut.tie_stop - seen)]
                 ties_seen[rid] = seen + tied.numel()
-                indices = torch.cat([torch.nonzero(beyond).flatten(), admitted])
+                indices = torch.nonzero(beyond).flatten()  # ascending already
+                if admitted.numel():
+                    indices = torch.sort(torch.cat([indices, admitted])).values
                 if indices.numel():
-                    selected[rid][name] = torch.sort(indices).values.cpu()
+                    selected[rid][name] = indices.cpu()
     return selected
 
 
@@ -257,7 +267,8 @@ def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, 
         top.append(order[:count] + start)
         bottom.append(order[-count:] + start)
 
-    for _, values in scores:
+    for name, values in scores:
+        scores.check(name, values)
         pending.append(values)
         buffered = torch.cat(pending) if len(pending) > 1 else pending[0]
         done = 0
