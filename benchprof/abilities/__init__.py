@@ -1,0 +1,107 @@
+"""The ten ability datasets: a registry of offline generators (one module per ability) plus the
+curated fact tables under abilities/tables/.
+
+Each ability module defines QUESTION_TYPES, `draw(rng) -> Item` (one random question with its
+computed answer and three wrong options), `facts() -> list[str]` and, when its question space is
+finite, `capacity() -> int`. This file turns draws into balanced, de-duplicated splits.
+"""
+
+from __future__ import annotations
+
+import random
+from types import ModuleType
+from typing import Any
+
+from .. import BenchprofError
+from . import (analogical, causal, contextual, deductive, inductive, knowledge, quantitative,
+               semantic, spatial, temporal)
+from .common import Item
+
+MODULES: dict[str, ModuleType] = {
+    "Analogical_Reasoning": analogical,
+    "Commonsense_Causal": causal,
+    "Contextual_Recall": contextual,
+    "Deductive_Reasoning": deductive,
+    "Inductive_Reasoning": inductive,
+    "Long_Term_Knowledge": knowledge,
+    "Quantitative_Reasoning": quantitative,
+    "Semantic_Relationship": semantic,
+    "Spatial_Reasoning": spatial,
+    "Temporal_Reasoning": temporal,
+}
+ABILITY_QUESTION_TYPES: dict[str, tuple[str, ...]] = {name: m.QUESTION_TYPES for name, m in MODULES.items()}
+N_OPTIONS = 4
+
+
+def _module(ability: str) -> ModuleType:
+    if ability not in MODULES:
+        raise BenchprofError(f"unknown ability {ability!r}; known: {', '.join(MODULES)}")
+    return MODULES[ability]
+
+
+def fact_texts(ability: str) -> list[str]:
+    """Plain-English statements of the table facts `ability` draws on ([] if it uses no table)."""
+    return list(_module(ability).facts())
+
+
+def generate(ability: str, train_size: int, test_size: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """Generate (train, test) records of `ability`, deterministically from `seed`.
+
+    No (context, question) repeats within or across the splits; each split has its answers spread
+    evenly over the four option positions. The test split depends only on (seed, test_size), so
+    changing train_size keeps the evaluation items."""
+    module = _module(ability)
+    if train_size < 0 or test_size < 0:
+        raise BenchprofError(f"{ability}: split sizes must be >= 0, got train {train_size}, test {test_size}")
+    wanted = train_size + test_size
+    if hasattr(module, "capacity") and wanted > module.capacity():
+        raise BenchprofError(f"{ability}: its tables yield at most {module.capacity()} unique questions, "
+                             f"asked for {train_size} train + {test_size} test")
+    # str seeds go through sha512 in random.seed: stable across runs, unlike hash().
+    rng = random.Random(f"benchprof/{ability}/{seed}")
+    items = _unique_draws(ability, module, rng, wanted)
+    test, train = items[:test_size], items[test_size:]
+    return (_layout(ability, "train", train, random.Random(f"benchprof/{ability}/{seed}/train")),
+            _layout(ability, "test", test, random.Random(f"benchprof/{ability}/{seed}/test")))
+
+
+def _unique_draws(ability: str, module: ModuleType, rng: random.Random, wanted: int) -> list[Item]:
+    items: list[Item] = []
+    seen: set[tuple[str, str]] = set()
+    misses, max_misses = 0, 20 * wanted + 20_000
+    while len(items) < wanted:
+        item = module.draw(rng)
+        key = (item.context, item.question)
+        if key in seen:
+            misses += 1
+            if misses > max_misses:
+                raise BenchprofError(f"{ability}: found only {len(items)} unique questions "
+                                     f"(the maximum for this generator), asked for {wanted}")
+            continue
+        seen.add(key)
+        items.append(item)
+    return items
+
+
+def _layout(ability: str, split: str, items: list[Item], rng: random.Random) -> list[dict[str, Any]]:
+    """Records with the answer at a balanced position: label i % 4, shuffled over the items."""
+    labels = [i % N_OPTIONS for i in range(len(items))]
+    rng.shuffle(labels)
+    records = []
+    for n, (item, label) in enumerate(zip(items, labels)):
+        options = list(item.distractors)
+        rng.shuffle(options)
+        options.insert(label, item.answer)
+        if len(options) != N_OPTIONS or len(set(options)) != N_OPTIONS:
+            raise RuntimeError(f"{ability} generator bug: bad options {options} for {item.question!r}")
+        records.append({
+            "id": f"{ability}-{split}-{n}",
+            "ability": ability,
+            "question_type": item.question_type,
+            "context": item.context,
+            "question": item.question,
+            "options": options,
+            "answer": item.answer,
+            "label": label,
+        })
+    return records

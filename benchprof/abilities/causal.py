@@ -1,0 +1,38 @@
+"""Commonsense_Causal: the most plausible effect of an everyday event, or its most plausible cause.
+
+Table causes.json holds hand-written cause -> effect pairs, each with a topic; a person's name fills
+the {name} slot. Wrong options are effects (or causes) of pairs on other topics, told about the
+same person, so they are the same kind of sentence but do not follow from the event."""
+
+from __future__ import annotations
+
+import random
+
+from .common import NAMES, Item, capital_first, pick, table
+
+QUESTION_TYPES = ("everyday_cause_effect",)
+EFFECT_QUESTIONS = ("What most likely happened next?", "What is the most likely result?",
+                    "What happened because of this?", "What is the most likely effect?")
+CAUSE_QUESTIONS = ("What was the most likely cause?", "Why did this most likely happen?",
+                   "What probably happened just before this?", "What most likely led to this?")
+
+
+def _sentence(text: str, name: str) -> str:
+    return capital_first(text.format(name=name)) + "."
+
+
+def draw(rng: random.Random) -> Item:
+    rows = table("causes")
+    row = rng.choice(rows)
+    name = rng.choice(NAMES)
+    others = [r for r in rows if r["topic"] != row["topic"]]
+    given, asked = ("cause", "effect") if rng.random() < 0.5 else ("effect", "cause")
+    questions = EFFECT_QUESTIONS if asked == "effect" else CAUSE_QUESTIONS
+    answer = _sentence(row[asked], name)
+    wrong = pick(rng, answer, [_sentence(r[asked], name) for r in others])
+    return Item(QUESTION_TYPES[0], _sentence(row[given], name), rng.choice(questions), answer, wrong)
+
+
+def facts() -> list[str]:
+    return [capital_first(f"{row['cause']}, so {row['effect']}.".format(name=NAMES[i % len(NAMES)]))
+            for i, row in enumerate(table("causes"))]

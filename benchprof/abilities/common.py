@@ -1,0 +1,131 @@
+"""Pieces shared by the ability generators: the item tuple, the curated tables, distractor picking
+and the question specs of table-driven (knowledge) abilities."""
+
+from __future__ import annotations
+
+import json
+import random
+from functools import cache
+from pathlib import Path
+from typing import Iterable, NamedTuple, Sequence
+
+TABLES = Path(__file__).parent / "tables"
+
+NAMES = ("Ann", "Bob", "Cal", "Dan", "Eve", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea",
+         "Max", "Ned", "Ola", "Pam", "Ray", "Sam", "Tom", "Uma", "Val", "Wes", "Zoe", "Liz")
+COLORS = ("red", "blue", "green", "yellow", "black", "white", "pink", "brown", "gray", "purple")
+
+
+class Item(NamedTuple):
+    """One generated question before layout: the answer and exactly three wrong options."""
+
+    question_type: str
+    context: str
+    question: str
+    answer: str
+    distractors: tuple[str, ...]
+
+
+class Spec(NamedTuple):
+    """A fixed question of a table-driven ability. Any of `answers` is correct (the options then
+    hold exactly one of them); distractors come from `hard` first (up to two), then from `pool`.
+    Neither pool holds a correct answer."""
+
+    question_type: str
+    context: str
+    question: str
+    answers: tuple[str, ...]
+    hard: tuple[str, ...]
+    pool: tuple[str, ...]
+
+
+@cache
+def table(name: str):
+    """A curated table from abilities/tables/<name>.json (parsed once)."""
+    return json.loads((TABLES / f"{name}.json").read_text(encoding="utf-8"))
+
+
+def article(noun: str) -> str:
+    """'a cat', 'an owl' (the tables avoid words like 'hour' whose sound breaks the rule)."""
+    return ("an " if noun[0].lower() in "aeiou" else "a ") + noun
+
+
+def capital_first(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def pick(rng: random.Random, answer: str, pool: Iterable[str], k: int = 3,
+         hard: Iterable[str] = (), n_hard: int = 2) -> tuple[str, ...]:
+    """k distinct wrong options: up to n_hard from `hard`, the rest from `pool`; never `answer`."""
+    hard_left = [h for h in dict.fromkeys(hard) if h != answer]
+    chosen = rng.sample(hard_left, min(n_hard, len(hard_left), k))
+    rest = [p for p in dict.fromkeys(pool) if p != answer and p not in chosen]
+    chosen += rng.sample(rest, k - len(chosen))
+    return tuple(chosen)
+
+
+def near_numbers(rng: random.Random, answer: int, mistakes: Sequence[int], k: int = 3,
+                 low: int = 0) -> tuple[str, ...]:
+    """k wrong numbers: typical mistakes first (wrong operation, off by one), then nearby values."""
+    wrong = [m for m in dict.fromkeys(mistakes) if m != answer and m >= low]
+    chosen = rng.sample(wrong, min(2, len(wrong)))
+    offsets = [d for d in range(-5, 6) if d and answer + d >= low] + list(range(6, 10))
+    while len(chosen) < k:
+        if wrong and rng.random() < 0.5:
+            candidate = rng.choice(wrong)
+        else:
+            candidate = answer + rng.choice(offsets)
+        if candidate not in chosen:
+            chosen.append(candidate)
+    return tuple(str(c) for c in chosen)
+
+
+def draw_spec(rng: random.Random, specs: Sequence[Spec]) -> Item:
+    spec = rng.choice(specs)
+    answer = rng.choice(spec.answers)
+    return Item(spec.question_type, spec.context, spec.question, answer,
+                pick(rng, answer, spec.pool, hard=spec.hard))
+
+
+def relation_specs(question_type: str, pairs: Sequence[tuple[str, str]],
+                   forward: Sequence[str], reverse: Sequence[str] = (),
+                   hard_forward=None, hard_reverse=None, min_pool: int = 3) -> list[Spec]:
+    """Specs for a relation key -> value given as (key, value) pairs.
+
+    `forward` templates ask a key's value ("{key}" in the text), `reverse` templates ask which key
+    has a value ("{value}"). A key with several values, or a value shared by several keys, makes
+    all of them correct, and none of them is used as a distractor. `hard_forward(key, value)` /
+    `hard_reverse(key, value)` may name plausible distractors (e.g. same-continent capitals)."""
+    values_of: dict[str, set[str]] = {}
+    keys_of: dict[str, set[str]] = {}
+    for key, value in pairs:
+        values_of.setdefault(key, set()).add(value)
+        keys_of.setdefault(value, set()).add(key)
+    all_values = list(keys_of)
+    all_keys = list(values_of)
+    specs = []
+    for key, values in values_of.items():
+        pool = tuple(v for v in all_values if v not in values and v != key)
+        value = sorted(values)[0]
+        hard = tuple(h for h in (hard_forward(key, value) if hard_forward else ()) if h not in values)
+        for template in forward:
+            specs.append(Spec(question_type, "", fill(template, key=key), tuple(sorted(values)), hard, pool))
+    for value, keys in keys_of.items():
+        pool = tuple(k for k in all_keys if value not in values_of[k] and k != value)
+        if len(pool) < min_pool:
+            continue
+        key = sorted(keys)[0]
+        hard = tuple(h for h in (hard_reverse(key, value) if hard_reverse else ()) if h not in keys)
+        for template in reverse:
+            specs.append(Spec(question_type, "", fill(template, value=value), tuple(sorted(keys)), hard, pool))
+    return specs
+
+
+def fill(template: str, **slots: str) -> str:
+    """Format a template; '{a_key}' gives the slot with its article, '{Key}' capitalised."""
+    extra = {}
+    for name, text in slots.items():
+        extra[f"a_{name}"] = article(text)
+        extra[name.capitalize()] = capital_first(text)
+        extra[f"A_{name}"] = capital_first(article(text))
+    return capital_first(template.format(**slots, **extra))

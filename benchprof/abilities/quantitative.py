@@ -1,0 +1,79 @@
+"""Quantitative_Reasoning: one- and two-step word problems with small whole numbers (add, take
+away, compare, multiply, share, pay). The answer is computed from the drawn numbers; wrong
+options are the results of the wrong operation and near misses."""
+
+from __future__ import annotations
+
+import random
+
+from .common import NAMES, Item, near_numbers
+
+QUESTION_TYPES = ("arithmetic_word_problem",)
+QT = QUESTION_TYPES[0]
+# singular, plural
+THINGS = (("apple", "apples"), ("pen", "pens"), ("marble", "marbles"), ("stamp", "stamps"),
+          ("cookie", "cookies"), ("book", "books"), ("shell", "shells"), ("card", "cards"),
+          ("egg", "eggs"), ("sticker", "stickers"), ("coin", "coins"), ("toy car", "toy cars"))
+CONTAINERS = ("bags", "boxes", "jars", "baskets", "rows", "plates")
+
+
+def draw(rng: random.Random) -> Item:
+    n, m = rng.sample(NAMES, 2)
+    one, many = rng.choice(THINGS)
+    form = rng.randrange(9)
+    if form == 0:
+        a, b = rng.randint(2, 20), rng.randint(2, 20)
+        context = f"{n} has {a} {many}. {n} finds {b} more."
+        question, answer = f"How many {many} does {n} have now?", a + b
+        mistakes = [a - b, abs(a - b), a * b]
+    elif form == 1:
+        a = rng.randint(5, 25)
+        b = rng.randint(1, a - 1)
+        context = f"{n} has {a} {many}. {n} gives {b} to {m}."
+        question, answer = f"How many {many} does {n} have left?", a - b
+        mistakes = [a + b, b]
+    elif form == 2:
+        a, b = rng.randint(2, 9), rng.randint(2, 9)
+        box = rng.choice(CONTAINERS)
+        context = f"There are {a} {box}. Each one holds {b} {many}."
+        question, answer = f"How many {many} are there in all?", a * b
+        mistakes = [a + b, a * b + a, a * (b - 1)]
+    elif form == 3:
+        a, b = rng.randint(1, 9), rng.randint(2, 9)
+        context = f"One {one} costs {a} dollars. {n} buys {b} of them."
+        question, answer = f"How many dollars does {n} pay?", a * b
+        mistakes = [a + b, a * b - a, a * (b + 1)]
+    elif form == 4:
+        a, b = rng.randint(2, 20), rng.randint(1, 10)
+        context = f"{n} has {a} {many}. {m} has {b} more {many} than {n}."
+        question, answer = f"How many {many} does {m} have?", a + b
+        mistakes = [a - b, b, a + b + 1]
+    elif form == 5:
+        b = rng.randint(1, 15)
+        a = b + rng.randint(1, 15)
+        context = f"{n} has {a} {many}. {m} has {b} {many}."
+        question, answer = f"How many more {many} does {n} have than {m}?", a - b
+        mistakes = [a + b, a, b]
+    elif form == 6:
+        a, b = rng.randint(2, 15), rng.randint(2, 10)
+        c = rng.randint(1, a + b - 1)
+        context = f"{n} has {a} {many}. {n} buys {b} more, then loses {c}."
+        question, answer = f"How many {many} does {n} have now?", a + b - c
+        mistakes = [a + b + c, a - b + c, a + b]
+    elif form == 7:
+        each, b = rng.randint(2, 9), rng.randint(2, 6)
+        total = each * b
+        context = f"{n} shares {total} {many} equally among {b} friends."
+        question, answer = f"How many {many} does each friend get?", each
+        mistakes = [total - b, b, each + 1]
+    else:
+        a, b = rng.randint(2, 20), rng.randint(2, 20)
+        context = f"{n} has {a} {many} and {m} has {b}."
+        question, answer = rng.choice((f"How many {many} do they have together?",
+                                       f"How many {many} do {n} and {m} have in all?")), a + b
+        mistakes = [abs(a - b), a * b, a + b + 10]
+    return Item(QT, context, question, str(answer), near_numbers(rng, answer, mistakes))
+
+
+def facts() -> list[str]:
+    return []

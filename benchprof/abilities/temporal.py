@@ -1,0 +1,120 @@
+"""Temporal_Reasoning: weekday and month arithmetic, clock arithmetic (end time, start time,
+duration, 24-hour clock) and the order of events from before / after clues. Answers are computed
+modulo 7 days, 12 months or 24 hours; wrong options are neighbouring days, months and times, or
+what the opposite direction of counting gives."""
+
+from __future__ import annotations
+
+import random
+
+from .common import NAMES, Item, pick
+
+QUESTION_TYPES = ("temporal_order",)
+QT = QUESTION_TYPES[0]
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+          "October", "November", "December")
+ACTIVITIES = ("the film", "the class", "the game", "the concert", "the meeting", "the party", "the trip", "the show")
+EVENTS = ("the swim", "the walk", "the nap", "the bath", "the homework", "the game", "the music lesson",
+          "the shopping", "the bike ride", "the phone call", "the puzzle", "the story", "the painting")
+
+
+def _cycle_neighbours(cycle: tuple[str, ...], answer: str, mistake: str) -> list[str]:
+    i = cycle.index(answer)
+    return [mistake, cycle[(i + 1) % len(cycle)], cycle[(i - 1) % len(cycle)]]
+
+
+def _days(rng: random.Random) -> Item:
+    start = rng.randrange(7)
+    form = rng.randrange(4)
+    k = rng.randint(1, 10)
+    if form == 0:
+        context, question, shift = f"Today is {DAYS[start]}.", f"What day will it be in {k} days?", k
+    elif form == 1:
+        context, question, shift = f"Today is {DAYS[start]}.", f"What day was it {k} days ago?", -k
+    elif form == 2:
+        context, question, shift = f"Yesterday was {DAYS[start]}.", "What day is tomorrow?", 2
+    else:
+        context, question, shift = f"Tomorrow is {DAYS[start]}.", "What day was yesterday?", -2
+    answer = DAYS[(start + shift) % 7]
+    mistake = DAYS[(start - shift) % 7]
+    return Item(QT, context, question, answer, pick(rng, answer, DAYS, hard=_cycle_neighbours(DAYS, answer, mistake)))
+
+
+def _months(rng: random.Random) -> Item:
+    start = rng.randrange(12)
+    form = rng.randrange(4)
+    k = rng.randint(1, 11)
+    if form == 0:
+        context, question, shift = f"It is {MONTHS[start]} now.", f"What month will it be in {k} months?", k
+    elif form == 1:
+        context, question, shift = f"It is {MONTHS[start]} now.", f"What month was it {k} months ago?", -k
+    elif form == 2:
+        context, question, shift = "", f"Which month comes right after {MONTHS[start]}?", 1
+    else:
+        context, question, shift = "", f"Which month comes just before {MONTHS[start]}?", -1
+    answer = MONTHS[(start + shift) % 12]
+    mistake = MONTHS[(start - shift) % 12]
+    return Item(QT, context, question, answer, pick(rng, answer, MONTHS, hard=_cycle_neighbours(MONTHS, answer, mistake)))
+
+
+def _clock(minutes: int) -> str:
+    minutes %= 24 * 60
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def _duration(minutes: int) -> str:
+    hours, rest = divmod(minutes, 60)
+    parts = []
+    if hours:
+        parts.append(f"{hours} hour" + ("s" if hours > 1 else ""))
+    if rest:
+        parts.append(f"{rest} minutes")
+    return " ".join(parts)
+
+
+def _times(rng: random.Random) -> Item:
+    name = rng.choice(NAMES)
+    activity = rng.choice(ACTIVITIES)
+    start = rng.randrange(6 * 60, 22 * 60, 5)
+    length = rng.choice((15, 20, 30, 40, 45, 50, 60, 75, 90, 120, 150, 180))
+    form = rng.randrange(3)
+    if form == 0:
+        context = f"{activity.capitalize()} starts at {_clock(start)} and lasts {_duration(length)}."
+        question = rng.choice((f"When does {activity} end?", f"At what time is {activity} over?"))
+        answer, lures = _clock(start + length), [_clock(start - length), _clock(start + length + 60), _clock(start + length - 10)]
+    elif form == 1:
+        context = f"{name} walked for {_duration(length)} and got home at {_clock(start + length)}."
+        question = f"At what time did {name} start walking?"
+        answer, lures = _clock(start), [_clock(start + 2 * length), _clock(start + 60), _clock(start - 10)]
+    else:
+        context = f"{activity.capitalize()} began at {_clock(start)} and ended at {_clock(start + length)}."
+        question = rng.choice(("How long did it last?", f"How long was {activity}?"))
+        answer = _duration(length)
+        lures = [_duration(m) for m in (length + 10, length + 60, abs(length - 10), length + 30) if m > 0]
+    pool = lures + [_clock(start + d) for d in range(-120, 121, 5)] if form < 2 else lures + [_duration(m) for m in range(5, 300, 5)]
+    return Item(QT, context, question, answer, pick(rng, answer, pool, hard=lures))
+
+
+def _order(rng: random.Random) -> Item:
+    name = rng.choice(NAMES)
+    events = rng.sample(EVENTS, 4)  # in the order they happened
+    clues = []
+    for a, b in zip(events, events[1:]):
+        clues.append(f"{a.capitalize()} was before {b}." if rng.random() < 0.5 else f"{b.capitalize()} was after {a}.")
+    rng.shuffle(clues)
+    i = rng.randrange(3)
+    asks = [("What came first?", events[0]), ("What came last?", events[3]),
+            (f"What came right after {events[i]}?", events[i + 1]),
+            (f"What came right before {events[i + 1]}?", events[i])]
+    question, answer = rng.choice(asks)
+    context = f"{name} did four things today. " + " ".join(clues)
+    return Item(QT, context, question, answer, pick(rng, answer, events))
+
+
+def draw(rng: random.Random) -> Item:
+    return rng.choice((_days, _months, _times, _order))(rng)
+
+
+def facts() -> list[str]:
+    return []
