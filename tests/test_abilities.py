@@ -250,7 +250,8 @@ def test_temporal_weekday_arithmetic(data):
             assert r["answer"] == days[(days.index(m.group(1)) + int(q.group(1))) % 7]
             assert set(r["options"]) <= set(days)
             checked += 1
-        m = re.fullmatch(r"The \w+ starts at (\d+):(\d\d) and lasts (?:(\d+) hours?)? ?(?:(\d+) minutes)?\.", r["context"])
+        m = re.fullmatch(r"The \w+ starts at (\d+):(\d\d) and lasts (?:(\d+) hours?)? ?(?:(\d+) minutes)?\.",
+                         r["context"])
         if m:
             h, mi, dh, dm = (int(g or 0) for g in m.groups())
             end = (h * 60 + mi + dh * 60 + dm) % (24 * 60)
@@ -297,8 +298,8 @@ def test_contextual_single_fact_bindings(data):
 def test_deductive_elimination_has_unique_solution(data):
     checked = 0
     for r in records(data, "Deductive_Reasoning"):
-        m = re.match(r"(\w+), (\w+), (\w+) and (\w+) each have one (\w+): ([\w -]+), ([\w -]+), ([\w -]+) or ([\w -]+)\.",
-                     r["context"])
+        m = re.match(r"(\w+), (\w+), (\w+) and (\w+) each have one (\w+): "
+                     r"([\w -]+), ([\w -]+), ([\w -]+) or ([\w -]+)\.", r["context"])
         if not m:
             continue
         people, things = list(m.groups()[:4]), list(m.groups()[5:])

@@ -13,7 +13,6 @@ TABLES = Path(__file__).parent / "tables"
 
 NAMES = ("Ann", "Bob", "Cal", "Dan", "Eve", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea",
          "Max", "Ned", "Ola", "Pam", "Ray", "Sam", "Tom", "Uma", "Val", "Wes", "Zoe", "Liz")
-COLORS = ("red", "blue", "green", "yellow", "black", "white", "pink", "brown", "gray", "purple")
 
 
 class Item(NamedTuple):

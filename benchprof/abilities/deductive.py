@@ -32,9 +32,11 @@ def _syllogism(rng: random.Random) -> Item:
     name = rng.choice(NAMES)
     kinds = rng.sample(NONSENSE, 4)
     if rng.random() < 0.5:
-        props, verb, ask = rng.sample(COLORS, 4), "are", rng.choice(("What color is {n}?", "So {n} must be what color?"))
+        props, verb = rng.sample(COLORS, 4), "are"
+        ask = rng.choice(("What color is {n}?", "So {n} must be what color?"))
     else:
-        props, verb, ask = rng.sample(ABILITIES, 4), "can", rng.choice(("What can {n} do?", "So what must {n} be able to do?"))
+        props, verb = rng.sample(ABILITIES, 4), "can"
+        ask = rng.choice(("What can {n} do?", "So what must {n} be able to do?"))
     rules = [f"All {k}s {verb} {p}." for k, p in zip(kinds[:3], props[:3])]
     target = rng.randrange(3)
     if rng.random() < 0.5:  # one step: n is a K, all Ks are P

@@ -64,7 +64,6 @@ def specs() -> list[Spec]:
 def _roles(rng: random.Random) -> Item:
     agent, patient, *others = rng.sample(ACTORS, 4)
     opener = rng.choice(OPENERS)
-    the = lambda noun: f"the {noun}"  # noqa: E731
     if rng.random() < 0.7:
         base, past, participle, gerund = rng.choice(VERBS)
         if rng.random() < 0.5:
@@ -85,8 +84,8 @@ def _roles(rng: random.Random) -> Item:
         asks = [(f"Who got the {gift}?", patient), (f"Who gave the {gift} away?", agent),
                 (f"Who gave the {gift}?", agent), (f"Who received the {gift}?", patient)]
     question, answer = rng.choice(asks)
-    wrong = pick(rng, the(answer), [the(n) for n in (agent, patient, *others)])
-    return Item(QT, capital_first(context), question, the(answer), wrong)
+    wrong = pick(rng, f"the {answer}", [f"the {n}" for n in (agent, patient, *others)])
+    return Item(QT, capital_first(context), question, f"the {answer}", wrong)
 
 
 def draw(rng: random.Random) -> Item:

@@ -96,7 +96,8 @@ def _inverse(rng: random.Random) -> Item:
     """A single stated relation, asked the other way round."""
     x, y = rng.sample(PLACES, 2)
     d = rng.choice(DIRECTIONS)
-    context = rng.choice(("The {x} is {d} of the {y}.", "Seen from the {y}, the {x} lies to the {d}.")).format(x=x, y=y, d=d)
+    context = rng.choice(("The {x} is {d} of the {y}.", "Seen from the {y}, the {x} lies to the {d}."))
+    context = context.format(x=x, y=y, d=d)
     question = rng.choice(("In which direction is the {y} from the {x}?",
                            "Standing at the {x}, which way is the {y}?")).format(x=x, y=y)
     answer = DIRECTIONS[(DIRECTIONS.index(d) + 4) % 8]

@@ -38,7 +38,8 @@ def _days(rng: random.Random) -> Item:
         context, question, shift = f"Tomorrow is {DAYS[start]}.", "What day was yesterday?", -2
     answer = DAYS[(start + shift) % 7]
     mistake = DAYS[(start - shift) % 7]
-    return Item(QT, context, question, answer, pick(rng, answer, DAYS, hard=_cycle_neighbours(DAYS, answer, mistake)))
+    lures = _cycle_neighbours(DAYS, answer, mistake)
+    return Item(QT, context, question, answer, pick(rng, answer, DAYS, hard=lures))
 
 
 def _months(rng: random.Random) -> Item:
@@ -55,7 +56,8 @@ def _months(rng: random.Random) -> Item:
         context, question, shift = "", f"Which month comes just before {MONTHS[start]}?", -1
     answer = MONTHS[(start + shift) % 12]
     mistake = MONTHS[(start - shift) % 12]
-    return Item(QT, context, question, answer, pick(rng, answer, MONTHS, hard=_cycle_neighbours(MONTHS, answer, mistake)))
+    lures = _cycle_neighbours(MONTHS, answer, mistake)
+    return Item(QT, context, question, answer, pick(rng, answer, MONTHS, hard=lures))
 
 
 def _clock(minutes: int) -> str:
@@ -82,7 +84,8 @@ def _times(rng: random.Random) -> Item:
     if form == 0:
         context = f"{activity.capitalize()} starts at {_clock(start)} and lasts {_duration(length)}."
         question = rng.choice((f"When does {activity} end?", f"At what time is {activity} over?"))
-        answer, lures = _clock(start + length), [_clock(start - length), _clock(start + length + 60), _clock(start + length - 10)]
+        answer = _clock(start + length)
+        lures = [_clock(start - length), _clock(start + length + 60), _clock(start + length - 10)]
     elif form == 1:
         context = f"{name} walked for {_duration(length)} and got home at {_clock(start + length)}."
         question = f"At what time did {name} start walking?"
@@ -92,8 +95,11 @@ def _times(rng: random.Random) -> Item:
         question = rng.choice(("How long did it last?", f"How long was {activity}?"))
         answer = _duration(length)
         lures = [_duration(m) for m in (length + 10, length + 60, abs(length - 10), length + 30) if m > 0]
-    pool = lures + [_clock(start + d) for d in range(-120, 121, 5)] if form < 2 else lures + [_duration(m) for m in range(5, 300, 5)]
-    return Item(QT, context, question, answer, pick(rng, answer, pool, hard=lures))
+    if form < 2:
+        pool = [_clock(start + d) for d in range(-120, 121, 5)]
+    else:
+        pool = [_duration(m) for m in range(5, 300, 5)]
+    return Item(QT, context, question, answer, pick(rng, answer, lures + pool, hard=lures))
 
 
 def _order(rng: random.Random) -> Item:
