@@ -1,0 +1,178 @@
+#!/usr/bin/env python
+"""Train benchprof's demo model: a small Llama that really has (some of) the ten abilities.
+
+The training text comes from benchprof's own ability generators (the train splits that
+`configs/demo.yml` generates, so the demo's test splits are never seen) and, for the knowledge
+abilities, the statements of the fact tables they draw on. Each item is shown in both formats the
+pipeline uses: the lm-eval prompt (`Context/Question/Answer:` + the option text) and the chat format
+of the importance pass. Loss is next-token cross-entropy with answer tokens up-weighted.
+
+Deterministic from --seed on a fixed thread count: rerunning reproduces the shipped weights.
+
+    python scripts/train_demo_model.py                      # writes benchprof/assets/demo-model
+    python scripts/train_demo_model.py --steps 200 --out /tmp/m   # a quick smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from benchprof.abilities import fact_texts, generate
+from benchprof.config import load_config
+from benchprof.prompts import chat_messages, eval_prompt
+from benchprof.tinymodel import build_model, train_tokenizer
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--config", default=str(ROOT / "configs" / "demo.yml"),
+                   help="demo config: its data section decides the train/test splits")
+    p.add_argument("--out", default=str(ROOT / "benchprof" / "assets" / "demo-model"))
+    p.add_argument("--abilities", default="", help="comma-separated; default: every ability")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--intermediate", type=int, default=688)
+    p.add_argument("--vocab", type=int, default=1000)
+    p.add_argument("--max-len", type=int, default=160)
+    p.add_argument("--answer-weight", type=float, default=4.0, help="loss weight of answer tokens")
+    p.add_argument("--fact-repeats", type=int, default=4, help="times each knowledge statement is shown per epoch")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--eval-items", type=int, default=200, help="test items per ability for the final report")
+    return p.parse_args()
+
+
+def build_examples(abilities: list[str], splits: dict, tok, rng: random.Random, fact_repeats: int) -> list[tuple[list[int], int]]:
+    """(token ids, index where the answer starts) for every training example."""
+    examples = []
+    for ability in abilities:
+        for record in splits[ability][0]:
+            prompt = eval_prompt(record)
+            p_ids = tok(prompt, add_special_tokens=False)["input_ids"]
+            a_ids = tok(" " + record["answer"], add_special_tokens=False)["input_ids"]
+            # no bos: lm-eval scores causal models without one
+            examples.append((p_ids + a_ids + [tok.eos_token_id], len(p_ids)))
+            messages = chat_messages(record)
+            full = tok.apply_chat_template(messages, tokenize=False)
+            head = tok.apply_chat_template(messages[:-1], tokenize=False, add_generation_prompt=True)
+            ids = tok(full, add_special_tokens=False)["input_ids"]
+            examples.append((ids, len(tok(head, add_special_tokens=False)["input_ids"])))
+        for fact in fact_texts(ability) * fact_repeats:
+            ids = tok(fact, add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
+            examples.append((ids, 1))  # a statement is all "answer": every token is the fact
+    rng.shuffle(examples)
+    return examples
+
+
+def batch_tensors(batch: list[tuple[list[int], int]], pad_id: int, max_len: int, answer_weight: float):
+    length = min(max_len, max(len(ids) for ids, _ in batch))
+    input_ids = torch.full((len(batch), length), pad_id, dtype=torch.long)
+    weights = torch.zeros((len(batch), length))
+    for i, (ids, answer_start) in enumerate(batch):
+        ids = ids[:length]
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        weights[i, 1 : len(ids)] = 1.0
+        weights[i, max(1, answer_start) : len(ids)] = answer_weight
+    return input_ids, weights
+
+
+def train(model, examples, tok, args) -> None:
+    opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
+    warmup = max(1, args.steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps))))
+    model.train()
+    started, pos = time.time(), 0
+    for step in range(args.steps):
+        if pos + args.batch_size > len(examples):
+            pos = 0
+        batch = examples[pos : pos + args.batch_size]
+        pos += args.batch_size
+        input_ids, weights = batch_tensors(batch, tok.pad_token_id, args.max_len, args.answer_weight)
+        logits = model(input_ids=input_ids).logits[:, :-1]
+        token_loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.size(-1)), input_ids[:, 1:].reshape(-1), reduction="none")
+        w = weights[:, 1:].reshape(-1)
+        loss = (token_loss * w).sum() / w.sum()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        opt.zero_grad(set_to_none=True)
+        if step % 100 == 0 or step == args.steps - 1:
+            print(f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  "
+                  f"{time.time() - started:.0f}s", flush=True)
+    model.eval()
+
+
+@torch.no_grad()
+def accuracy(model, tok, records: list[dict]) -> float:
+    """Multiple-choice accuracy scored like lm-eval's `acc`: summed log-likelihood of ' option'."""
+    correct = 0
+    for record in records:
+        ctx = tok(eval_prompt(record), add_special_tokens=False)["input_ids"]
+        conts = [tok(" " + o, add_special_tokens=False)["input_ids"] for o in record["options"]]
+        rows = [ctx + c for c in conts]
+        length = max(map(len, rows))
+        ids = torch.full((len(rows), length), tok.pad_token_id, dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.tensor(r)
+        logp = torch.log_softmax(model(input_ids=ids).logits.float(), -1)
+        scores = []
+        for i, c in enumerate(conts):
+            positions = torch.arange(len(ctx) - 1, len(ctx) - 1 + len(c))
+            scores.append(logp[i, positions, torch.tensor(c)].sum().item())
+        correct += int(max(range(len(scores)), key=scores.__getitem__) == record["label"])
+    return correct / len(records)
+
+
+def main() -> None:
+    args = parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    rng = random.Random(args.seed)
+    cfg = load_config(args.config)
+    from benchprof.config import ABILITIES
+
+    abilities = [a for a in args.abilities.split(",") if a] or list(ABILITIES)
+    # the same call `benchprof data` makes for the demo config: the test split stays unseen
+    splits = {a: generate(a, cfg.data.train_size, cfg.data.test_size, cfg.data.seed) for a in abilities}
+    corpus = [eval_prompt(r) + " " + r["answer"] for a in abilities for r in splits[a][0]]
+    corpus += [f for a in abilities for f in fact_texts(a)]
+    corpus += ["You are a helpful assistant.", "Context: Question: Answer:"]
+    tok = train_tokenizer(corpus, vocab_size=args.vocab)
+    model = build_model(tok, hidden_size=args.hidden, num_layers=args.layers, num_heads=args.heads,
+                        intermediate_size=args.intermediate, max_positions=max(256, args.max_len), seed=args.seed)
+    examples = build_examples(abilities, splits, tok, rng, args.fact_repeats)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"model: {n_params / 1e6:.2f}M parameters, vocab {len(tok)}; {len(examples)} training examples")
+    started = time.time()
+    train(model, examples, tok, args)
+    report = {"seconds": round(time.time() - started), "parameters": n_params, "args": vars(args), "accuracy": {}}
+    for a in abilities:
+        acc = accuracy(model, tok, splits[a][1][: args.eval_items])
+        report["accuracy"][a] = round(acc, 3)
+        print(f"  {a:24s} test accuracy {acc:.3f}  (chance 0.25)")
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    (out / "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(f"saved to {out} after {report['seconds']}s of training")
+
+
+if __name__ == "__main__":
+    main()
