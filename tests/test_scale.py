@@ -25,7 +25,8 @@ from test_finetune import ABILITY, assert_matches, read_importance, records, ref
 ROOT = Path(__file__).resolve().parents[1]
 # DeepSpeed's CPU backend JIT-compiles a shared-memory all-reduce kernel on start (about a minute on
 # 2 cores). Only its inference_all_reduce uses it; ZeRO-3 talks through torch.distributed (gloo).
-NO_SHM_KERNEL = "import deepspeed.comm.torch as t; t.build_shm_op = lambda: None; "
+NO_SHM_KERNEL = ("import sys, deepspeed.comm.torch; "
+                 "sys.modules['deepspeed.comm.torch'].build_shm_op = lambda: None; ")
 
 
 def free_port() -> int:

@@ -1,0 +1,153 @@
+"""Importance throughput (tokens/s) of benchprof's pass against a plain forward + backward.
+
+One tiny Llama (built here, random weights) and one set of padded batches of spatial items; every
+method runs the same forwards and backwards over them:
+
+  plain-all       loss.backward() with every parameter trainable, gradients left summing in .grad
+                  (what a training step costs before its optimizer)
+  plain-eligible  the same with only the eligible (MLP) weights trainable, summing in .grad
+  benchprof-ddp   benchprof.finetune.accumulate_gradients: eligible weights only, a post-accumulate-grad
+                  hook adds each gradient into an fp32 buffer and frees it; then |theta * sum g|
+  benchprof-fsdp  the fsdp strategy in a one-process gloo group (FSDP2 bookkeeping, no real sharding)
+  benchprof-deepspeed  the deepspeed strategy (ZeRO-3) in the same one-process group
+
+Each method: one warm-up pass over the batches, then --repeats timed passes; the median is reported
+(tokens = non-padding tokens, as `benchprof finetune` counts them). Overhead is relative to
+plain-all. `--dtype bfloat16` runs the model in bf16 (the fp32 accumulation is then a real cast).
+
+    .venv/bin/python benchmarks/importance.py [--hidden 256] [--layers 4] [--items 64] [--batch 8]
+        [--repeats 3] [--threads 2] [--dtype float32] [--skip fsdp,deepspeed]
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import random
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+for _key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
+    os.environ.setdefault(_key, "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("DS_ACCELERATOR", "cpu")
+
+
+def items(n: int) -> list[dict]:
+    where = ["left", "right", "above", "below"]
+    things = ["cup", "box", "lamp", "book", "chair", "desk", "plant", "clock"]
+    rng = random.Random(0)
+    out = []
+    for i in range(n):
+        a, b = rng.sample(things, 2)
+        label = rng.randrange(4)
+        filler = " The room is quiet and the window is open." * rng.randrange(4)
+        out.append({"id": str(i), "context": f"The {a} is {where[label]} of the {b}.{filler}",
+                    "question": f"Where is the {a}?", "options": where, "answer": where[label], "label": label})
+    return out
+
+
+def timed(run, batches: list[dict], repeats: int) -> float:
+    """Median seconds of `run(batches)` over `repeats` passes, after one warm-up pass."""
+    run(batches)
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run(batches)
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--items", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
+    parser.add_argument("--skip", default="", help="comma-separated: fsdp, deepspeed")
+    args = parser.parse_args()
+
+    import torch
+
+    from benchprof.finetune import (accumulate_gradients, batch_loss, encode_batches, freeze_all_but,
+                                    importance_deepspeed, importance_fsdp, importance_scores, shard_deepspeed,
+                                    shard_fsdp, start_process_group)
+    from benchprof.modeling import eligible_names, load_model
+    from benchprof.tinymodel import make_tiny_model
+
+    torch.set_num_threads(args.threads)
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    folder = Path(tempfile.mkdtemp(prefix="benchprof_importance_"))
+    model_dir = make_tiny_model(folder / "model", hidden_size=args.hidden, num_layers=args.layers,
+                                intermediate_size=int(args.hidden * 2.6875), seed=0)
+    model, tok = load_model(str(model_dir), dtype=args.dtype)
+    names = [n for n, _ in model.named_parameters()]
+    eligible = eligible_names(names, "mlp", args.layers)
+    batches, n_loss_tokens = encode_batches(tok, items(args.items), ["context", "question", "answer"], 256,
+                                            args.batch, "all")
+    tokens = sum(int(b["attention_mask"].sum()) for b in batches)
+    n_params = sum(p.numel() for p in model.parameters())
+    n_eligible = sum(p.numel() for n, p in model.named_parameters() if n in set(eligible))
+    print(f"model: hidden {args.hidden}, {args.layers} layers, {n_params / 1e6:.2f} M params "
+          f"({n_eligible / 1e6:.2f} M eligible MLP), {args.dtype}; {len(batches)} batches of {args.batch}, "
+          f"{tokens} tokens per pass; torch {torch.__version__}, {args.threads} threads, CPU")
+
+    def plain(trainable: set[str]):
+        net = copy.deepcopy(model)
+        for name, p in net.named_parameters():
+            p.requires_grad_(name in trainable)
+
+        def run(batches: list[dict]) -> None:
+            net.zero_grad(set_to_none=True)
+            for batch in batches:
+                batch_loss(net, batch, n_loss_tokens).backward()  # .grad sums in the model's dtype
+
+        return run
+
+    def benchprof_ddp():
+        net = copy.deepcopy(model)
+
+        def run(batches: list[dict]) -> None:
+            importance_scores(net, accumulate_gradients(net, batches, n_loss_tokens, eligible))
+
+        return run
+
+    methods = {"plain-all": plain(set(names)), "plain-eligible": plain(set(eligible)),
+               "benchprof-ddp": benchprof_ddp()}
+    if skip != {"fsdp", "deepspeed"}:
+        start_process_group()
+    if "fsdp" not in skip:
+        fsdp_net = shard_fsdp(copy.deepcopy(model), eligible, "cpu")
+        methods["benchprof-fsdp"] = lambda b: importance_fsdp(fsdp_net, b, n_loss_tokens, eligible, 0, 1)
+    if "deepspeed" not in skip:
+        import sys
+
+        import deepspeed.comm.torch  # noqa: F401  (`deepspeed.comm.torch` the attribute is torch itself)
+
+        # a JIT-compiled CPU shared-memory kernel that only inference_all_reduce uses
+        sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+        net = copy.deepcopy(model)
+        freeze_all_but(net, eligible)
+        engine = shard_deepspeed(net, eligible)
+        methods["benchprof-deepspeed"] = lambda b: importance_deepspeed(engine, b, n_loss_tokens, eligible, 0, 1)
+
+    results = {}
+    for name, run in methods.items():
+        seconds = timed(run, batches, args.repeats)
+        results[name] = {"seconds": seconds, "tokens_per_s": tokens / seconds}
+    base = results["plain-all"]["seconds"]
+    print(f"\n{'method':<22}{'s/pass':>9}{'tokens/s':>11}{'vs plain-all':>14}")
+    for name, r in results.items():
+        print(f"{name:<22}{r['seconds']:>9.3f}{r['tokens_per_s']:>11,.0f}{(r['seconds'] / base - 1) * 100:>+13.1f}%")
+    print(json.dumps({"args": vars(args), "tokens_per_pass": tokens, "results": results}))
+
+
+if __name__ == "__main__":
+    main()
