@@ -244,9 +244,19 @@ def shard_deepspeed(model: Any, eligible: list[str]) -> Any:
     if dtype == torch.float16:
         raise BenchprofError("--dtype float16 with --strategy deepspeed: fp16 loss scaling would leave "
                              "scaled gradients; use bfloat16 or float32")
+    from deepspeed.accelerator import get_accelerator
+
+    config = deepspeed_config(dtype)
+    # partition the loaded model tensor by tensor: the whole model is never on one device (without
+    # this, deepspeed.initialize would first move all of it to the GPU)
+    deepspeed.zero.Init(module=model, config_dict_or_path=config)
+    device = get_accelerator().current_device_name()
+    for module in model.modules():  # buffers (rotary frequencies) are not partitioned; move them
+        for name, buffer in list(module.named_buffers(recurse=False)):
+            module._buffers[name] = buffer.to(device)
     params = dict(model.named_parameters())
     optimizer = torch.optim.SGD([params[name] for name in eligible], lr=0.0)
-    engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=deepspeed_config(dtype))
+    engine, *_ = deepspeed.initialize(model=model, optimizer=optimizer, config=config)
     return engine
 
 
