@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -44,11 +45,15 @@ def run_cli(args: list[str], nproc: int = 1, prelude: str = "", timeout: int = 1
     if nproc == 1:
         cmd = [sys.executable, "-c", code]
     else:
-        script = Path(f"/tmp/benchprof_scale_{os.getpid()}.py")
-        script.write_text(code)
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
+            script.write(code)
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), str(script)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), script.name]
+    try:
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+    finally:
+        if nproc > 1:
+            os.unlink(script.name)
 
 
 def importance_of(config: Path) -> tuple[dict, dict]:
