@@ -7,6 +7,7 @@
   benchprof damage --save           write ablated checkpoints (for vLLM or sharing)
   benchprof evaluate                lm-eval on the original model and every ablated variant
   benchprof aggregate               AIS tables, confidence intervals and plots
+  benchprof status config.yml       what is done, stale and pending (no model weights loaded)
 
 Stage modules import torch and friends inside their functions, so `benchprof --help` is instant.
 """
@@ -24,6 +25,7 @@ from .evaluate import evaluate
 from .extract import extract
 from .finetune import finetune
 from .run import run
+from .status import status
 
 COMMANDS = {
     "run": run,
@@ -33,6 +35,7 @@ COMMANDS = {
     "damage": damage,
     "evaluate": evaluate,
     "aggregate": aggregate,
+    "status": status,
 }
 
 
@@ -46,7 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         # fire prints a stage's return value; stages return None and print their own summary
         fire.Fire(COMMANDS, command=argv, name="benchprof")
     except BenchprofError as err:
-        print(f"benchprof: error: {err}", file=sys.stderr)
+        for line in str(err).splitlines() or [type(err).__name__]:  # preflight reports one line per problem
+            print(f"benchprof: error: {line}", file=sys.stderr)
         sys.exit(2)
     except KeyboardInterrupt:
         print("benchprof: interrupted; rerun the same command to resume", file=sys.stderr)

@@ -39,7 +39,7 @@ def read_mask(path: Path) -> tuple[Region, dict[str, str]]:
             metadata = dict(f.metadata() or {})
             indices = {name: f.get_tensor(name) for name in f.keys()}
     except Exception as err:  # safetensors raises its own error types for a corrupt file
-        raise BenchprofError(f"{path}: not a readable safetensors mask ({err})") from None
+        raise BenchprofError(f"{path}: not a readable safetensors mask ({str(err).splitlines()[0]})") from None
     return indices, metadata
 
 
@@ -47,8 +47,13 @@ def mask_metadata(path: Path) -> dict[str, str]:
     """A mask file's metadata only (cheap: the indices are not read)."""
     from safetensors import safe_open
 
-    with safe_open(str(path), framework="pt") as f:
-        return dict(f.metadata() or {})
+    if not Path(path).is_file():
+        raise BenchprofError(f"{path}: mask file not found (run `benchprof extract` first)")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return dict(f.metadata() or {})
+    except Exception as err:  # safetensors raises its own error types for a corrupt file
+        raise BenchprofError(f"{path}: not a readable safetensors mask ({str(err).splitlines()[0]})") from None
 
 
 def named_params(model: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any, Optional
 
 from . import BenchprofError
 from .config import ABILITIES, Config, load_config, select
-from .io import is_current, write_manifest, write_text
+from .io import clear_manifest, is_current, write_manifest, write_text
 
 SPLITS = ("train", "test")
 SCHEMA: dict[str, type | tuple[type, ...]] = {
@@ -95,12 +95,18 @@ def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:
             rows = datasets.load_dataset(spec.path, spec.subset or None, split=split)
         except Exception as err:  # datasets raises many kinds; the message is what matters
             raise BenchprofError(f"datasets.{ability}.path: cannot load {spec.path!r}: {err}") from None
+        if len(rows) == 0:
+            raise BenchprofError(f"datasets.{ability}.path: {spec.path!r} has no {split} records")
         return [check_record(dict(r), f"{spec.path}[{split}][{i}]") for i, r in enumerate(rows)]
     path = split_path(ability_folder(cfg, ability), split)
     if not path.is_file():
         hint = " (run `benchprof data` first)" if not spec.path else ""
         raise BenchprofError(f"{path}: file not found for datasets.{ability}{hint}")
     return read_jsonl(path)
+
+
+def data_files(folder: Path) -> list[Path]:
+    return [split_path(folder, split) for split in SPLITS]
 
 
 def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed: int) -> dict[str, Any]:
@@ -118,6 +124,7 @@ def generate_ability(folder: Path, ability: str, train_size: int, test_size: int
 
     started = time.time()
     train, test = generate(ability, train_size, test_size, seed)
+    clear_manifest(folder)  # a run killed below must not leave an old manifest over new files
     write_jsonl(split_path(folder, "train"), train)
     write_jsonl(split_path(folder, "test"), test)
     write_manifest(folder, inputs, started=started)
@@ -153,7 +160,7 @@ def data(config: str = "config.yml", ability: Optional[str] = None, out: Optiona
             continue
         folder = root / name
         inputs = data_inputs(cfg, name, train_size, test_size, seed)
-        if not force and is_current(folder, inputs):
+        if not force and is_current(folder, inputs, data_files(folder)):
             skipped.append(name)
             continue
         generate_ability(folder, name, train_size, test_size, seed, inputs)
@@ -170,6 +177,6 @@ def ensure_data(cfg: Config, abilities: list[str]) -> None:
             continue
         folder = ability_folder(cfg, name)
         inputs = data_inputs(cfg, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
-        if not is_current(folder, inputs):
+        if not is_current(folder, inputs, data_files(folder)):
             generate_ability(folder, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed, inputs)
 

@@ -76,25 +76,42 @@ def model_signature(cfg: Config, spec: ModelSpec) -> dict[str, Any]:
     return {"hub": source, "commit": commit}
 
 
-def task_hash(include_path: Path, task: str) -> str:
-    """A local task's YAML and data file, hashed; a standard lm-eval task is named by its name only."""
+def task_hash(include_path: Path, task: str, planned: Optional[dict[Path, str]] = None) -> str:
+    """A local task's YAML and data file, hashed; a standard lm-eval task is named by its name only.
+
+    `planned` (tasks.plan_tasks' files) stands in for files not written yet (`benchprof status`).
+    """
+    import hashlib
+
     from .io import file_hash, value_hash
 
+    planned = planned or {}
+
+    def content_hash(path: Path) -> Optional[str]:
+        if path in planned:
+            return hashlib.sha256(planned[path].encode("utf-8")).hexdigest()[:16]  # as io.file_hash
+        return file_hash(path) if path.is_file() else None
+
     yaml_path = Path(include_path) / f"{task}.yaml"
-    if not yaml_path.is_file():
+    if yaml_path in planned:
+        text = planned[yaml_path]
+    elif yaml_path.is_file():
+        text = yaml_path.read_text()
+    else:
         return task
-    spec = json.loads(yaml_path.read_text())  # benchprof writes its task YAMLs as JSON
+    spec = json.loads(text)  # benchprof writes its task YAMLs as JSON
     data = Path(spec["dataset_kwargs"]["data_files"]["test"])
-    return value_hash([file_hash(yaml_path), file_hash(data) if data.is_file() else None])
+    return value_hash([content_hash(yaml_path), content_hash(data)])
 
 
 class JobInputs:
     """The inputs of each job (hashed into its JSON), computed once per run and mask."""
 
     def __init__(self, cfg: Config, spec: ModelSpec, layout: Layout, include_path: Path,
-                 mapping: dict[str, str], backend: str, limit: Optional[int]):
+                 mapping: dict[str, str], backend: str, limit: Optional[int],
+                 planned: Optional[dict[Path, str]] = None):
         self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
-        self.backend, self.limit = backend, limit
+        self.backend, self.limit, self.planned = backend, limit, planned
         self.model = model_signature(cfg, spec)
         self.dtype = eval_dtype(cfg, spec)
         self._masks: dict[Variant, tuple[Optional[str], Optional[str]]] = {}
@@ -113,7 +130,7 @@ class JobInputs:
     def __call__(self, job: Job) -> dict[str, Any]:
         task = self.mapping[job.benchmark]
         if task not in self._tasks:
-            self._tasks[task] = task_hash(self.include_path, task)
+            self._tasks[task] = task_hash(self.include_path, task, self.planned)
         mask, mask_fingerprint = self.mask(job.variant)
         return {
             "benchmark": job.benchmark, "task": task, "task_hash": self._tasks[task],
@@ -184,6 +201,9 @@ def write_job(layout: Layout, job: Job, spec: ModelSpec, task: str, output: dict
     from .io import value_hash, versions, write_json, write_text
 
     rows = sample_rows(output.get("samples") or {})
+    # the JSON marks the job done: remove an old one first, so a run killed between the two writes
+    # never leaves an old JSON beside new samples
+    layout.eval_file(job.variant, job.benchmark).unlink(missing_ok=True)
     write_text(layout.samples_file(job.variant, job.benchmark),
                "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
     results = plain({**output.get("groups", {}), **output["results"]})

@@ -43,7 +43,7 @@ from typing import Any, Iterator, Optional
 
 from . import BenchprofError
 from .config import REGIONS, load_config, select
-from .io import file_hash, is_current, read_manifest, save_tensors, write_manifest, write_text
+from .io import clear_manifest, file_hash, is_current, read_manifest, save_tensors, write_manifest, write_text
 from .layout import Layout, format_k
 from .modeling import is_eligible, layer_index
 
@@ -334,6 +334,19 @@ def importance_identity(path: Path) -> dict[str, Any]:
     return {"file_hash": file_hash(path)}
 
 
+def region_inputs(cfg: Any, ability: str, k: float, n: int, importance: dict[str, Any],
+                  metadata: dict[str, str], selection: str) -> dict[str, Any]:
+    """What one (ability, k) mask folder is computed from (its manifest's inputs; also read by `status`)."""
+    return {
+        "stage": "extract", "ability": ability, "k": k, "n": n, "importance": importance,
+        "fingerprint": metadata.get("fingerprint", ""), "selection": selection,
+        "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
+        "regions": [r for r in REGIONS if r in cfg.extract.regions], "random_seed": cfg.extract.random_seed,
+        "front_removal": cfg.settings.front_removal, "back_removal": cfg.settings.back_removal,
+        "score": cfg.extract.score,
+    }
+
+
 def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
     out = stdio.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -396,14 +409,9 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
                         f"k={k_value}: n = floor(k * {total_params}) = {n} exceeds the {scores.total} eligible "
                         f"weights ({scores.metadata['scope']}, layers {front}..{n_layers - back - 1}); lower k "
                         "or front/back_removal")
-                inputs = {
-                    "stage": "extract", "ability": ability_name, "k": k_value, "n": n, "importance": identity,
-                    "fingerprint": scores.metadata.get("fingerprint", ""), "selection": selection,
-                    "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
-                    "regions": regions, "random_seed": cfg.extract.random_seed, "front_removal": front,
-                    "back_removal": back, "score": cfg.extract.score,
-                }
-                if force or not is_current(layout.masks_dir(ability_name, k_value), inputs):
+                inputs = region_inputs(cfg, ability_name, k_value, n, identity, scores.metadata, selection)
+                files = [layout.mask_file(ability_name, k_value, r) for r in regions]
+                if force or not is_current(layout.masks_dir(ability_name, k_value), inputs, files):
                     todo[k_value] = (n, inputs)
                 else:
                     skipped += 1
@@ -437,6 +445,7 @@ def write_regions(layout: Layout, ability: str, k: float, n: int, scores: Scores
                   selection: str, seed: int, settings: Any, front: int, back: int, model_name: str,
                   inputs: dict[str, Any], started: float) -> None:
     """Mask files, stats.csv, then the manifest (last) for one (ability, k)."""
+    clear_manifest(layout.masks_dir(ability, k))  # a run killed below leaves no manifest over mixed files
     for region, indices in regions.items():
         metadata = {
             "fingerprint": scores.metadata.get("fingerprint", ""), "total_params": scores.metadata["total_params"],

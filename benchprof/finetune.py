@@ -42,7 +42,7 @@ from typing import Any, Optional
 
 from . import BenchprofError
 from .config import Config, FinetuneSettings, load_config, select
-from .io import file_hash, is_current, save_tensors, value_hash, write_manifest
+from .io import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 from .layout import Layout
 
 IGNORE = -100  # label of a token that is not in the loss (padding, or the prompt with loss_on: answer)
@@ -387,6 +387,20 @@ def data_identity(cfg: Config, ability: str, records: list[dict[str, Any]]) -> d
     return {"source": cfg.dataset(ability).path, "hash": value_hash(records)}
 
 
+def importance_inputs(cfg: Config, model_name: str, ability: str, settings: FinetuneSettings,
+                      records: list[dict[str, Any]], batch_size: int, model_fingerprint: Optional[str],
+                      dtype: Optional[str]) -> dict[str, Any]:
+    """What an importance file is computed from (its manifest's inputs; `benchprof status` rebuilds them)."""
+    return {
+        "stage": "finetune", "ability": ability, "model": model_name,
+        "fingerprint": model_fingerprint, "data": data_identity(cfg, ability, records),
+        "keys": cfg.dataset(ability).keys(), "scope": settings.scope, "loss_on": settings.loss_on,
+        "max_samples": settings.max_samples, "n_samples": len(records), "batch_size": batch_size,
+        "max_length": settings.max_length, "dtype": dtype,
+        "normalization": "split_token_mean",
+    }
+
+
 def finetune(config: str = "config.yml", ability: Optional[str] = None, model: Optional[str] = None,
              scope: Optional[str] = None, loss_on: Optional[str] = None, max_samples: Optional[int] = None,
              batch_size: Optional[int] = None, max_length: Optional[int] = None, dtype: Optional[str] = None,
@@ -466,14 +480,8 @@ def finetune(config: str = "config.yml", ability: Optional[str] = None, model: O
             for ability_name in abilities:
                 records = load_split(cfg, ability_name, "train")
                 records = records[: settings.max_samples] if settings.max_samples else records
-                inputs = {
-                    "stage": "finetune", "ability": ability_name, "model": spec.name,
-                    "fingerprint": model_fingerprint, "data": data_identity(cfg, ability_name, records),
-                    "keys": cfg.dataset(ability_name).keys(), "scope": settings.scope, "loss_on": settings.loss_on,
-                    "max_samples": settings.max_samples, "n_samples": len(records), "batch_size": batch_size,
-                    "max_length": settings.max_length, "dtype": net_dtype,
-                    "normalization": "split_token_mean",
-                }
+                inputs = importance_inputs(cfg, spec.name, ability_name, settings, records, batch_size,
+                                           model_fingerprint, net_dtype)
                 out_dir = layout.importance_dir(ability_name)
                 if not force and is_current(out_dir, inputs) and layout.importance_file(ability_name).is_file():
                     skipped.append(ability_name)
@@ -504,6 +512,7 @@ def finetune(config: str = "config.yml", ability: Optional[str] = None, model: O
                         "normalization": "split_token_mean", "n_samples": str(len(records)),
                         "n_loss_tokens": str(n_loss_tokens),
                     }
+                    clear_manifest(out_dir)  # no old manifest may vouch for the new file if killed below
                     save_tensors(layout.importance_file(ability_name), importance, metadata)
                     write_manifest(out_dir, inputs, started=ability_started, extra={
                         "n_loss_tokens": n_loss_tokens, "world_size": world_size, "strategy": settings.strategy,

@@ -7,27 +7,52 @@ manifest last, so a folder whose manifest matches the current inputs is complete
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
+
+from . import BenchprofError
 
 MANIFEST_VERSION = 1
+# errors that mean "this file cannot be written here" (disk full, quota, read-only, permissions)
+WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
+
+
+def write_error(path: Path, err: Exception) -> BenchprofError:
+    """One line naming the file that could not be written, and why."""
+    text = str(err).strip()
+    why = getattr(err, "strerror", None) or (text.splitlines()[0] if text else type(err).__name__)
+    return BenchprofError(f"{path}: cannot write ({why}); no partial file left; rerun to resume")
 
 
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
+
+    On any failure (disk full included) the temporary file is removed and `path` keeps its old
+    content, or stays absent; a write error becomes one BenchprofError line naming `path`.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        os.close(fd)
+    except OSError as err:
+        if err.errno in WRITE_ERRORS:
+            raise write_error(path, err) from err
+        raise
     try:
         yield Path(tmp)
         os.replace(tmp, path)
+    except OSError as err:
+        if err.errno in WRITE_ERRORS:
+            raise write_error(path, err) from err
+        raise
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -55,7 +80,12 @@ def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: Optional[dict
     from safetensors.torch import save_file
 
     with atomic_path(path) as tmp:
-        save_file(dict(tensors), str(tmp), metadata=metadata)
+        try:
+            save_file(dict(tensors), str(tmp), metadata=metadata)
+        except (OSError, BenchprofError):
+            raise
+        except Exception as err:  # safetensors reports an I/O failure (disk full) as its own error type
+            raise write_error(path, err) from err
 
 
 def file_hash(path: Path, chunk: int = 1 << 20) -> str:
@@ -105,6 +135,14 @@ def write_manifest(directory: Path, inputs: dict[str, Any], extra: Optional[dict
     return manifest
 
 
+def clear_manifest(directory: Path) -> None:
+    """Remove a folder's manifest before its files are rewritten: a run killed halfway then leaves
+    no manifest that could vouch for a mix of old and new files (even if the config is reverted)."""
+    from .layout import manifest_path
+
+    manifest_path(directory).unlink(missing_ok=True)
+
+
 def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
     from .layout import manifest_path
 
@@ -117,7 +155,8 @@ def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
         return None  # a corrupt manifest means the work is redone
 
 
-def is_current(directory: Path, inputs: dict[str, Any]) -> bool:
-    """True when `directory` holds a manifest written from exactly these inputs."""
+def is_current(directory: Path, inputs: dict[str, Any], files: Iterable[Path] = ()) -> bool:
+    """True when `directory` holds a manifest written from exactly these inputs (and `files` exist)."""
     manifest = read_manifest(directory)
-    return manifest is not None and manifest.get("inputs_hash") == value_hash(inputs)
+    return (manifest is not None and manifest.get("inputs_hash") == value_hash(inputs)
+            and all(Path(f).is_file() for f in files))

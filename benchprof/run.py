@@ -2,33 +2,41 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
-from .config import ABILITIES, load_config
+from .config import load_config
 
 
-def run(config: str = "config.yml", eval_only: bool = False, force: bool = False) -> None:
+def run(config: str = "config.yml", eval_only: bool = False, force: bool = False, dry_run: bool = False) -> None:
     """Run every stage in order: data, finetune, extract, evaluate, aggregate.
 
-    Each stage skips work whose manifest still matches, so a rerun resumes where it stopped.
+    The whole plan is checked first (models, tokenizers, benchmarks, datasets, k values, output
+    folders; see status.preflight) and nothing is written if a check fails. Each stage then skips
+    work whose manifest still matches, so a rerun, after a crash or a kill, resumes where it stopped.
 
     Arguments:
         config: path of config.yml.
         eval_only: run evaluate and aggregate only (what ./run.sh -e does); data for the ability
             benchmarks is still generated if missing.
         force: redo every stage's work.
+        dry_run: check the plan and print what is done, stale and pending (`benchprof status`); run nothing.
     """
     from .aggregate import aggregate
     from .data import ensure_data
     from .evaluate import evaluate
     from .extract import extract
     from .finetune import finetune
+    from .status import needed_abilities, preflight, status
 
     started = time.time()
     cfg = load_config(config)  # fail on a bad config before any work
-    needed = list(dict.fromkeys(cfg.abilities() + [b for b in cfg.evals.benchmarks if b in ABILITIES]
-                                + [a for c in cfg.evals.composites.values() for a in c["abilities"]]))
-    ensure_data(cfg, needed)
+    for warning in preflight(cfg, eval_only=eval_only):
+        print(f"benchprof: warning: {warning}", file=sys.stderr)
+    if dry_run:
+        status(config)
+        return
+    ensure_data(cfg, needed_abilities(cfg))
     if not eval_only:
         finetune(config, force=force)
         extract(config, force=force)

@@ -72,12 +72,16 @@ def composite_records(cfg: Config, name: str) -> list[dict[str, Any]]:
     return records
 
 
-def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:
-    """Write the YAMLs of every local benchmark; return (include path, benchmark -> task name)."""
-    from .data import ability_folder, is_hub_id, load_split, split_path, write_jsonl
+def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
+    """(include path, benchmark -> task name, file -> text) of every local benchmark, nothing written."""
+    from .data import ability_folder, is_hub_id, load_split, split_path
+
+    def jsonl(records: list[dict[str, Any]]) -> str:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
     folder = tasks_dir(cfg)
-    mapping = {}
+    mapping: dict[str, str] = {}
+    files: dict[Path, str] = {}
     for benchmark in cfg.evals.benchmarks:
         if not is_local(cfg, benchmark):
             mapping[benchmark] = benchmark
@@ -85,15 +89,27 @@ def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:
         name = task_name(benchmark)
         if benchmark in cfg.evals.composites:
             data_file = folder / f"{name}.jsonl"
-            write_jsonl(data_file, composite_records(cfg, benchmark))
+            files[data_file] = jsonl(composite_records(cfg, benchmark))
         elif is_hub_id(cfg, benchmark):
             data_file = folder / f"{name}.jsonl"  # lm-eval reads a local copy in our schema
-            write_jsonl(data_file, load_split(cfg, benchmark, "test"))
+            files[data_file] = jsonl(load_split(cfg, benchmark, "test"))
         else:
             load_split(cfg, benchmark, "test")  # checks the schema, names file and line on error
             data_file = split_path(ability_folder(cfg, benchmark), "test")
-        write_text(folder / f"{name}.yaml", task_yaml(name, data_file))
+        files[folder / f"{name}.yaml"] = task_yaml(name, data_file)
         mapping[benchmark] = name
+    return folder, mapping, files
+
+
+def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:
+    """Write the YAMLs (and composite data) of every local benchmark; return (include path, benchmark -> task name).
+
+    A file whose content is unchanged is left alone (several evaluate workers may run this at once).
+    """
+    folder, mapping, files = plan_tasks(cfg)
+    for path, text in files.items():
+        if not (path.is_file() and path.read_text() == text):
+            write_text(path, text)
     return folder, mapping
 
 

@@ -1,0 +1,471 @@
+"""`benchprof status`: what a config's run has done, what is stale and what is pending; and
+`preflight`, the checks `run` makes on the whole plan before any heavy work.
+
+Status rebuilds each output's inputs the way its stage does (finetune.importance_inputs,
+extract.region_inputs, evaluate.JobInputs, from the data files, importance headers and mask
+hashes) and compares them with the inputs recorded in its manifest or eval JSON. Model weights are
+not loaded: the model fingerprint recorded by finetune is taken as current unless --fingerprint.
+An output is *done* when its recorded inputs match and its files exist, *stale* when it exists
+but was computed from something that changed (itself or upstream), *pending* when it is absent.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from . import BenchprofError
+from .config import ABILITIES, Config, ModelSpec, load_config
+
+STATES = ("done", "stale", "pending")
+
+
+@dataclass
+class Item:
+    """One output of the plan and its state."""
+
+    stage: str  # data, importance, masks, eval, profile
+    model: str  # the model tag ("" for data)
+    what: str  # e.g. "Spatial_Reasoning k0.05", "Spatial_Reasoning/k0.05/top Spatial_Reasoning"
+    state: str  # done, stale, pending
+    why: str = ""
+
+
+def needed_abilities(cfg: Config) -> list[str]:
+    """Abilities whose data the run needs: profiled ones, ability benchmarks, composite parts."""
+    return list(dict.fromkeys(cfg.abilities() + [b for b in cfg.evals.benchmarks if b in ABILITIES]
+                              + [a for c in cfg.evals.composites.values() for a in c["abilities"]]))
+
+
+# ---- preflight -------------------------------------------------------------------------------
+
+
+def hub_offline() -> bool:
+    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
+               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def looks_like_path(name: str) -> bool:
+    """A model name that can only be a local path (a hub id is 'org/name' or 'name')."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name
+
+
+def parameter_counts(model_config: Any, scope: str, front: int, back: int) -> tuple[int, int, int]:
+    """(total parameters, eligible parameters, layers) of a model config, built on the meta device
+    (no weights read or allocated)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .modeling import eligible_names, num_layers, total_params
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(model_config)
+    n_layers = num_layers(model)
+    params = dict(model.named_parameters())
+    eligible = eligible_names(params, scope, n_layers, front, back)
+    return total_params(model), sum(params[n].numel() for n in eligible), n_layers
+
+
+def check_model(cfg: Config, i: int, spec: ModelSpec, problems: list[str], warnings: list[str],
+                finetune: bool) -> Optional[Any]:
+    """Model folder or hub id, tokenizer and chat template; returns the model's config when readable."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    source, tokenizer_source = cfg.model_source(spec)
+    key = f"models[{i}].name"
+    if Path(source).is_dir():
+        if not (Path(source) / "config.json").is_file():
+            problems.append(f"{key}: {source}: no config.json (not a Hugging Face model folder)")
+            return None
+    elif looks_like_path(source) or Path(source).exists():
+        problems.append(f"{key}: {cfg.resolve(source)}: model folder not found")
+        return None
+    elif hub_offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(source, "config.json"), str):
+            problems.append(f"{key}: {source!r} not found locally and HF_HUB_OFFLINE=1")
+            return None
+    try:
+        model_config = AutoConfig.from_pretrained(source)
+    except Exception as err:  # OSError, ValueError, hub errors: the message is what matters
+        problems.append(f"{key}: cannot read the config of {source!r} ({str(err).strip().splitlines()[0]})")
+        return None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    except Exception as err:
+        problems.append(f"models[{i}].tokenizer: cannot load {tokenizer_source!r} "
+                        f"({str(err).strip().splitlines()[0]})")
+        return model_config
+    if finetune and not getattr(tokenizer, "chat_template", None):
+        warnings.append(f"models[{i}].tokenizer: {tokenizer_source!r} has no chat template; the importance "
+                        "pass uses the plain 'role: content' format (prompts.plain_text)")
+    return model_config
+
+
+def check_k_values(cfg: Config, spec: ModelSpec, model_config: Any, problems: list[str],
+                   warnings: list[str]) -> None:
+    """n = floor(k * total parameters) must fit in the eligible weights of the layer range."""
+    scope, front, back = cfg.finetune.scope, cfg.settings.front_removal, cfg.settings.back_removal
+    try:
+        total, eligible, n_layers = parameter_counts(model_config, scope, front, back)
+    except Exception as err:  # an architecture transformers cannot build
+        problems.append(f"models: {spec.name!r}: cannot count parameters ({str(err).strip().splitlines()[0]})")
+        return
+    if front + back >= n_layers:
+        problems.append(f"settings.front_removal/back_removal: {front} + {back} remove all {n_layers} "
+                        f"layers of {spec.tag}")
+        return
+    for i, k in enumerate(cfg.settings.k_values):
+        n = math.floor(k * total)
+        if n > eligible:
+            problems.append(f"settings.k_values[{i}]: k={k} selects n = floor(k * {total}) = {n} weights, more "
+                            f"than the {eligible} eligible in {spec.tag} (finetune.scope {scope}, layers "
+                            f"{front}..{n_layers - back - 1}); lower k or front/back_removal")
+        elif n == 0:
+            warnings.append(f"settings.k_values[{i}]: k={k} selects no weight of {spec.tag} "
+                            f"(floor(k * {total}) = 0)")
+
+
+def check_benchmarks(cfg: Config, problems: list[str]) -> None:
+    """Every benchmark is an ability, a composite, or a task lm-eval knows."""
+    import difflib
+
+    from .tasks import is_local
+
+    standard = [b for b in cfg.evals.benchmarks if not is_local(cfg, b)]
+    if not standard:
+        return
+    from lm_eval.tasks import TaskManager
+
+    known = set(TaskManager(include_defaults=True).all_tasks)
+    for i, benchmark in enumerate(cfg.evals.benchmarks):
+        if benchmark in standard and benchmark not in known:
+            close = difflib.get_close_matches(benchmark, sorted(known) + list(ABILITIES), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "
+                            f"an ability or an evals.composites entry{hint})")
+
+
+def check_datasets(cfg: Config, problems: list[str], finetune: bool) -> None:
+    """User-supplied dataset folders hold readable, well-formed splits the plan uses."""
+    from .data import is_hub_id, read_jsonl, split_path
+
+    used_test = set(needed_abilities(cfg)) - (set(cfg.abilities()) - set(cfg.evals.benchmarks)
+                                              - {a for c in cfg.evals.composites.values() for a in c["abilities"]})
+    for i, spec in enumerate(cfg.datasets):
+        if not spec.path or is_hub_id(cfg, spec.name):
+            continue  # generated by `data`, or a hub dataset (read when a stage needs it)
+        folder = cfg.resolve(spec.path)
+        if not folder.is_dir():
+            problems.append(f"datasets[{i}].path: {folder}: folder not found")
+            continue
+        splits = (["train"] if finetune else []) + (["test"] if spec.name in used_test else [])
+        for split in splits:
+            try:
+                read_jsonl(split_path(folder, split))
+            except BenchprofError as err:
+                problems.append(f"datasets[{i}].path: {err}")
+
+
+def check_writable(key: str, folder: Path, problems: list[str]) -> None:
+    """`folder`, or the nearest existing folder above it, can be written (nothing is created)."""
+    existing = Path(folder)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        problems.append(f"{key}: {existing} is not a folder")
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problems.append(f"{key}: {existing} is not writable")
+
+
+def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
+    """Check the whole plan before any heavy work; write nothing.
+
+    Checks: each model's folder (config.json) or hub id (in the local cache when offline), its
+    tokenizer (and chat template, else a warning), k values against the model's eligible parameter
+    count (from its config, on the meta device), every benchmark known to benchprof or lm-eval,
+    user dataset folders readable and well formed, output folders writable. Raises BenchprofError
+    with one line per problem; returns the warnings.
+    """
+    problems: list[str] = []
+    warnings: list[str] = []
+    finetune = not eval_only and bool(cfg.abilities())
+    for i, spec in enumerate(cfg.models):
+        model_config = check_model(cfg, i, spec, problems, warnings, finetune)
+        if model_config is not None and finetune:
+            check_k_values(cfg, spec, model_config, problems, warnings)
+    check_datasets(cfg, problems, finetune)
+    check_benchmarks(cfg, problems)
+    check_writable("settings.output_dir", cfg.output_root, problems)
+    if any(not cfg.dataset(a).path for a in needed_abilities(cfg)):
+        check_writable("data.dir", cfg.resolve(cfg.data.dir), problems)
+    if problems:
+        raise BenchprofError("\n".join(problems))
+    return warnings
+
+
+# ---- status ----------------------------------------------------------------------------------
+
+
+def changed_keys(recorded: Optional[dict[str, Any]], expected: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+    """The input keys whose recorded value differs from the one the config gives now."""
+    import json
+
+    if not isinstance(recorded, dict):
+        return ["manifest"]
+    expected = json.loads(json.dumps(expected, default=str))  # as recorded: tuples are lists, keys strings
+    keys = sorted(set(recorded) | set(expected))
+    return [k for k in keys if k not in ignore and recorded.get(k) != expected.get(k)]
+
+
+def judge(recorded: Optional[dict[str, Any]], expected: Optional[dict[str, Any]], files: list[Path],
+          upstream: str = "", ignore: tuple[str, ...] = ()) -> tuple[str, str]:
+    """(state, why) of one output from its recorded inputs, the expected ones and its files."""
+    exists = recorded is not None
+    if not exists:
+        partial = [f for f in files if f.is_file()]
+        return "pending", ("files without a manifest (an interrupted run)" if partial else "")
+    if upstream:
+        return "stale", upstream
+    if expected is None:
+        return "stale", "its inputs cannot be computed"
+    changed = changed_keys(recorded, expected, ignore)
+    if changed:
+        return "stale", "changed: " + ", ".join(changed)
+    missing = [f.name for f in files if not f.is_file()]
+    if missing:
+        return "stale", "missing " + ", ".join(missing)
+    return "done", ""
+
+
+def upstream_of(item: Optional[Item], name: str) -> str:
+    if item is None or item.state == "done":
+        return ""
+    return f"{name} {item.state}"
+
+
+def recorded_inputs(directory: Path) -> Optional[dict[str, Any]]:
+    from .io import read_manifest
+
+    manifest = read_manifest(directory)
+    return manifest.get("inputs") if manifest else None
+
+
+def data_items(cfg: Config) -> dict[str, Item]:
+    from .data import ability_folder, data_files, data_inputs, is_hub_id
+
+    items = {}
+    for ability in needed_abilities(cfg):
+        spec = cfg.dataset(ability)
+        folder = ability_folder(cfg, ability)
+        if spec.path:
+            present = is_hub_id(cfg, ability) or all(f.is_file() for f in data_files(folder))
+            items[ability] = Item("data", "", ability, "done" if present else "pending",
+                                  "user data" if present else f"user data missing under {folder}")
+            continue
+        expected = data_inputs(cfg, ability, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
+        state, why = judge(recorded_inputs(folder), expected, data_files(folder))
+        items[ability] = Item("data", "", ability, state, why)
+    return items
+
+
+def model_dtype(cfg: Config, spec: ModelSpec) -> Optional[str]:
+    """The dtype finetune will load the model in, when the config fixes it."""
+    name = cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
+    return None if name == "auto" else f"torch.{name}"
+
+
+def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item],
+                     fingerprint: Optional[str]) -> dict[str, Item]:
+    from .data import load_split
+    from .finetune import importance_inputs
+    from .layout import Layout
+
+    layout = Layout(cfg.output_root, spec.tag)
+    settings, dtype = cfg.finetune, model_dtype(cfg, spec)
+    items = {}
+    for ability in cfg.abilities():
+        recorded = recorded_inputs(layout.importance_dir(ability))
+        expected, upstream = None, upstream_of(data.get(ability), "data")
+        if not upstream:
+            try:
+                records = load_split(cfg, ability, "train")
+            except BenchprofError as err:
+                upstream = f"data unreadable: {err}"
+            else:
+                records = records[: settings.max_samples] if settings.max_samples else records
+                expected = importance_inputs(cfg, spec.name, ability, settings, records,
+                                             cfg.settings.train_batch_size, fingerprint, dtype)
+        # without loading the weights, the recorded fingerprint (and an 'auto' dtype) are taken as they are
+        ignore = (() if fingerprint else ("fingerprint",)) + (() if dtype else ("dtype",))
+        state, why = judge(recorded, expected, [layout.importance_file(ability)], upstream, ignore)
+        items[ability] = Item("importance", spec.tag, ability, state, why)
+    return items
+
+
+def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dict[tuple[str, float], Item]:
+    from .extract import importance_identity, region_inputs, region_metadata
+    from .layout import Layout, format_k
+
+    layout = Layout(cfg.output_root, spec.tag)
+    regions = [r for r in cfg.extract.regions]
+    items = {}
+    for ability in cfg.abilities():
+        path = layout.importance_file(ability)
+        upstream = upstream_of(importance.get(ability), "importance")
+        metadata, identity = None, None
+        if not upstream:
+            try:
+                metadata, identity = region_metadata(path), importance_identity(path)
+            except BenchprofError as err:
+                upstream = str(err)
+        for k in cfg.settings.k_values:
+            directory = layout.masks_dir(ability, k)
+            expected = None
+            if metadata is not None:
+                n = math.floor(k * int(metadata.get("total_params", 0)))
+                expected = region_inputs(cfg, ability, k, n, identity, metadata, cfg.extract.selection)
+            files = [layout.mask_file(ability, k, r) for r in regions]
+            state, why = judge(recorded_inputs(directory), expected, files, upstream)
+            items[(ability, k)] = Item("masks", spec.tag, f"{ability} k{format_k(k)}", state, why)
+    return items
+
+
+def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item],
+               data: dict[str, Item]) -> list[Item]:
+    from . import tasks
+    from .evaluate import JobInputs, job_list
+    from .io import read_json
+    from .layout import Layout
+
+    layout = Layout(cfg.output_root, spec.tag)
+    planned_error = ""
+    try:
+        include_path, mapping, planned = tasks.plan_tasks(cfg)
+    except BenchprofError as err:  # a benchmark's data is not generated yet
+        include_path, mapping, planned = tasks.tasks_dir(cfg), {}, {}
+        planned_error = f"benchmark data pending ({err})"
+    job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, cfg.evals.limit, planned)
+    items = []
+    for job in job_list(cfg):
+        v = job.variant
+        path = layout.eval_file(v, job.benchmark)
+        recorded = None
+        if path.is_file():
+            try:
+                recorded = read_json(path).get("inputs")
+            except ValueError:
+                recorded = None
+        upstream = "" if v.is_original else upstream_of(masks.get((v.ability, v.k)), "masks")
+        upstream = upstream or (upstream_of(data.get(job.benchmark), "benchmark data") if
+                                job.benchmark in data else "") or (planned_error if tasks.is_local(cfg, job.benchmark) else "")
+        expected = None
+        if not upstream:
+            try:
+                expected = job_inputs(job)
+            except (BenchprofError, KeyError, OSError) as err:
+                upstream = f"inputs unavailable ({err})"
+        state, why = judge(recorded, expected, [path, layout.samples_file(v, job.benchmark)], upstream)
+        items.append(Item("eval", spec.tag, f"{v.label()} {job.benchmark}", state, why))
+    return items
+
+
+def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
+    from dataclasses import asdict
+
+    from .aggregate import default_report_k
+    from .io import read_manifest
+    from .layout import Layout, manifest_path
+
+    layout = Layout(cfg.output_root, spec.tag)
+    manifest = read_manifest(layout.profile_dir)
+    if manifest is None:
+        return Item("profile", spec.tag, "ais", "pending")
+    expected = {"aggregate": asdict(cfg.aggregate), "report_k": default_report_k(cfg), "abilities": cfg.abilities(),
+                "benchmarks": list(cfg.evals.benchmarks), "k_values": list(cfg.settings.k_values),
+                "regions": list(cfg.extract.regions)}
+    changed = changed_keys(manifest.get("inputs"), expected)
+    if changed:
+        return Item("profile", spec.tag, "ais", "stale", "changed: " + ", ".join(changed))
+    unfinished = sum(1 for e in evals if e.state != "done")
+    if unfinished:
+        return Item("profile", spec.tag, "ais", "stale", f"{unfinished} evaluation(s) not done")
+    written = manifest_path(layout.profile_dir).stat().st_mtime_ns
+    newer = [e for e in layout.model_dir.rglob("eval/**/*.json") if e.stat().st_mtime_ns > written]
+    if newer:
+        return Item("profile", spec.tag, "ais", "stale", f"{len(newer)} evaluation(s) newer than the profile")
+    return Item("profile", spec.tag, "ais", "done")
+
+
+def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
+    """Every output of the config's run, in stage order, with its state."""
+    from .modeling import fingerprint as model_fingerprint, load_model
+
+    data = data_items(cfg)
+    items: list[Item] = list(data.values())
+    for spec in cfg.models:
+        fp = None
+        if fingerprint and cfg.abilities():
+            net, _ = load_model(*cfg.model_source(spec), dtype=cfg.finetune.dtype if cfg.finetune.dtype != "auto"
+                                else spec.dtype)
+            fp = model_fingerprint(net)
+            del net
+        importance = importance_items(cfg, spec, data, fp)
+        masks = mask_items(cfg, spec, importance)
+        evals = eval_items(cfg, spec, masks, data)
+        items += list(importance.values()) + list(masks.values()) + evals + [profile_item(cfg, spec, evals)]
+    return items
+
+
+def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool = False) -> None:
+    """Print what a run of this config has done, what is stale and what is pending.
+
+    Reads manifests, eval JSONs, data files and safetensors headers only; model weights are not
+    loaded, so the model fingerprint recorded by finetune is taken as current (--fingerprint loads
+    the model and checks it). Evaluations are summarised per variant unless --verbose.
+
+    Arguments:
+        config: path of config.yml.
+        verbose: one line per evaluation job instead of one per variant.
+        fingerprint: load each model once to check its fingerprint against the importance manifests.
+    """
+    cfg = load_config(config)
+    items = plan_status(cfg, fingerprint=fingerprint)
+    lines = []
+    evals: dict[tuple[str, str], list[Item]] = {}
+    for item in items:
+        if item.stage == "eval" and not verbose:
+            variant, benchmark = item.what.rsplit(" ", 1)
+            evals.setdefault((item.model, variant), []).append(item)
+            if len(evals[(item.model, variant)]) == 1:
+                lines.append((item.model, variant))
+            continue
+        lines.append(item)
+    for entry in lines:
+        if isinstance(entry, Item):
+            print(format_item(entry))
+            continue
+        group = evals[entry]
+        counts = {s: sum(1 for i in group if i.state == s) for s in STATES}
+        state = "done" if counts["done"] == len(group) else ("stale" if counts["stale"] else "pending")
+        not_done = [f"{i.what.rsplit(' ', 1)[1]} ({i.state}{': ' + i.why if i.why else ''})"
+                    for i in group if i.state != "done"]
+        why = ", ".join(f"{counts[s]} {s}" for s in STATES if counts[s]) if not_done else ""
+        if not_done:
+            shown = "; ".join(not_done[:3]) + (f"; ... {len(not_done) - 3} more" if len(not_done) > 3 else "")
+            why += f" | {shown}"
+        print(format_item(Item("eval", entry[0], entry[1], state, why)))
+    totals = {s: sum(1 for i in items if i.state == s) for s in STATES}
+    print(f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
+          f"(of {len(items)} outputs) for {config}")
+    sys.stdout.flush()
+
+
+def format_item(item: Item) -> str:
+    where = f"{item.model}: " if item.model else ""
+    return f"{item.state:<8} {item.stage:<11} {where}{item.what}" + (f"  ({item.why})" if item.why else "")
