@@ -29,7 +29,7 @@ from typing import Any, Optional, Union
 
 from . import BenchprofError
 from .config import Config, ModelSpec, load_config
-from .io import atomic_path, write_json, write_manifest, write_text
+from .io import atomic_path, clear_manifest, write_json, write_manifest, write_text
 from .layout import Layout, Variant, format_k
 
 METRIC_PREFERENCE = ("acc_norm", "acc", "exact_match", "pass@1")
@@ -795,6 +795,7 @@ def aggregate(config: str = "config.yml", model: Optional[str] = None,
         if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
             print(f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped")
             continue
+        clear_manifest(folder)  # the manifest, written last, marks a complete profile
         written = write_profile(profile, folder, plots=plots)
         write_manifest(folder, inputs={"aggregate": asdict(cfg.aggregate), "report_k": k,
                                        "abilities": profile.abilities, "benchmarks": profile.benchmarks,

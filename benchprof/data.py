@@ -78,9 +78,15 @@ def ability_folder(cfg: Config, ability: str) -> Path:
     return cfg.resolve(spec.path) if spec.path else cfg.resolve(cfg.data.dir) / ability
 
 
+def looks_like_path(name: str) -> bool:
+    """A name that can only be a local path: a hub id is 'org/name' (or 'name' for a model)."""
+    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or "\\" in name
+
+
 def is_hub_id(cfg: Config, ability: str) -> bool:
     spec = cfg.dataset(ability)
-    return bool(spec.path) and not cfg.resolve(spec.path).exists() and "/" in spec.path
+    return (bool(spec.path) and not cfg.resolve(spec.path).exists() and "/" in spec.path
+            and not looks_like_path(spec.path))
 
 
 def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:

@@ -101,7 +101,9 @@ def task_hash(include_path: Path, task: str, planned: Optional[dict[Path, str]] 
         return task
     spec = json.loads(text)  # benchprof writes its task YAMLs as JSON
     data = Path(spec["dataset_kwargs"]["data_files"]["test"])
-    return value_hash([content_hash(yaml_path), content_hash(data)])
+    # the YAML holds the data file's absolute path: hash it without, so a moved project stays current
+    spec["dataset_kwargs"]["data_files"]["test"] = data.name
+    return value_hash([value_hash(spec), content_hash(data)])
 
 
 class JobInputs:
@@ -198,12 +200,14 @@ def sample_rows(samples: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
 def write_job(layout: Layout, job: Job, spec: ModelSpec, task: str, output: dict[str, Any],
               inputs: dict[str, Any], model_fingerprint: Optional[str], wall_seconds: float) -> None:
     """Samples first, then the JSON (its presence marks the job done); both atomic."""
-    from .io import value_hash, versions, write_json, write_text
+    from .io import remove_temps, value_hash, versions, write_json, write_text
 
     rows = sample_rows(output.get("samples") or {})
     # the JSON marks the job done: remove an old one first, so a run killed between the two writes
     # never leaves an old JSON beside new samples
     layout.eval_file(job.variant, job.benchmark).unlink(missing_ok=True)
+    for path in (layout.eval_file(job.variant, job.benchmark), layout.samples_file(job.variant, job.benchmark)):
+        remove_temps(path.parent, path.name)  # left by a killed run; each job has one writer
     write_text(layout.samples_file(job.variant, job.benchmark),
                "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
     results = plain({**output.get("groups", {}), **output["results"]})

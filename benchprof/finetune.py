@@ -377,13 +377,16 @@ def settings_from(cfg: Config, **overrides: Any) -> FinetuneSettings:
 
 
 def data_identity(cfg: Config, ability: str, records: list[dict[str, Any]]) -> dict[str, str]:
-    """What the training split is: its file's hash, or a hash of the records for a hub dataset."""
+    """What the training split is: its file's hash, or a hash of the records for a hub dataset.
+
+    Content only, not where it lives: a project moved to another folder keeps its importance.
+    """
     from .data import ability_folder, is_hub_id, split_path
 
     if not is_hub_id(cfg, ability):
         path = split_path(ability_folder(cfg, ability), "train")
         if path.is_file():
-            return {"source": str(path), "hash": file_hash(path)}
+            return {"source": "file", "hash": file_hash(path)}
     return {"source": cfg.dataset(ability).path, "hash": value_hash(records)}
 
 

@@ -76,7 +76,7 @@ def read_json(path: Path) -> Any:
 
 
 def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: Optional[dict[str, str]] = None) -> None:
-    """safetensors.torch.save_file, atomically."""
+    """safetensors.torch.save_file, atomically, with a canonical header (same tensors, same bytes)."""
     from safetensors.torch import save_file
 
     with atomic_path(path) as tmp:
@@ -86,6 +86,23 @@ def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: Optional[dict
             raise
         except Exception as err:  # safetensors reports an I/O failure (disk full) as its own error type
             raise write_error(path, err) from err
+        sort_header(tmp)
+
+
+def sort_header(path: Path) -> None:
+    """Rewrite a safetensors header with sorted keys, in place.
+
+    safetensors writes the metadata in hash-map order, which changes from process to process; the
+    files' hashes identify them downstream (evaluate records each mask's hash), so a rerun must
+    write the same bytes. Sorting keeps the header's length, so only the header is rewritten.
+    """
+    with open(path, "r+b") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = f.read(size)
+        text = json.dumps(json.loads(header), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        if len(text) <= size:
+            f.seek(8)
+            f.write(text + b" " * (size - len(text)))  # safetensors pads its header with spaces too
 
 
 def file_hash(path: Path, chunk: int = 1 << 20) -> str:
@@ -135,12 +152,25 @@ def write_manifest(directory: Path, inputs: dict[str, Any], extra: Optional[dict
     return manifest
 
 
+def remove_temps(directory: Path, name: str = "") -> None:
+    """Remove the temporary files a killed run left in `directory` (only those for file `name` if given).
+
+    Call it only where no other process writes at the same time (a stage's own folder, or one job's files).
+    """
+    import glob
+
+    for tmp in Path(directory).glob(f".{glob.escape(name) if name else '*'}.*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
 def clear_manifest(directory: Path) -> None:
     """Remove a folder's manifest before its files are rewritten: a run killed halfway then leaves
-    no manifest that could vouch for a mix of old and new files (even if the config is reverted)."""
+    no manifest that could vouch for a mix of old and new files (even if the config is reverted).
+    Temporary files an earlier killed run left there go too."""
     from .layout import manifest_path
 
     manifest_path(directory).unlink(missing_ok=True)
+    remove_temps(directory)
 
 
 def read_manifest(directory: Path) -> Optional[dict[str, Any]]:

@@ -49,11 +49,6 @@ def hub_offline() -> bool:
                for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
 
 
-def looks_like_path(name: str) -> bool:
-    """A model name that can only be a local path (a hub id is 'org/name' or 'name')."""
-    return name.startswith(("/", ".", "~")) or name.count("/") > 1 or os.sep != "/" and os.sep in name
-
-
 def parameter_counts(model_config: Any, scope: str, front: int, back: int) -> tuple[int, int, int]:
     """(total parameters, eligible parameters, layers) of a model config, built on the meta device
     (no weights read or allocated)."""
@@ -74,6 +69,8 @@ def check_model(cfg: Config, i: int, spec: ModelSpec, problems: list[str], warni
                 finetune: bool) -> Optional[Any]:
     """Model folder or hub id, tokenizer and chat template; returns the model's config when readable."""
     from transformers import AutoConfig, AutoTokenizer
+
+    from .data import looks_like_path
 
     source, tokenizer_source = cfg.model_source(spec)
     key = f"models[{i}].name"

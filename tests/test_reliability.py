@@ -1,0 +1,446 @@
+"""Reliability (issue 9): killed runs resume to the same outputs, changed configs recompute exactly
+what depends on the change, bad input fails early with one line, `benchprof status` tells the state."""
+
+import csv
+import errno
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchprof import BenchprofError
+from benchprof.cli import main
+from benchprof.config import load_config
+from benchprof.io import read_json, save_tensors, write_json
+from benchprof.layout import Layout, Variant
+from benchprof.run import run
+from benchprof.status import parameter_counts, plan_status, preflight
+
+ABILITY = "Spatial_Reasoning"
+OTHER = "Temporal_Reasoning"
+K = 0.05
+
+
+def write_config(folder: Path, model_dir: Path, **changes) -> Path:
+    """A small generated-data project: one ability, one k, its own test split as the benchmark."""
+    raw = {
+        "settings": {"k_values": [K], "output_dir": "outputs", "eval_batch_size": 8, "train_batch_size": 8},
+        "models": [{"name": str(model_dir), "tag": "tiny", "dtype": "float32"}],
+        "datasets": [{"name": ABILITY}],
+        "data": {"dir": "data", "train_size": 24, "test_size": 12, "seed": 1},
+        "evals": {"benchmarks": [ABILITY], "limit": 12, "device": "cpu"},
+        "aggregate": {"bootstrap": 50},
+    }
+    for key, value in changes.items():
+        section, name = key.split("__") if "__" in key else (key, None)
+        if name is None:
+            raw[section] = value
+        else:
+            raw[section][name] = value
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def final_outputs(folder: Path) -> dict:
+    """What a finished run produced: safetensors bytes, eval metrics and AIS rows."""
+    root = folder / "outputs" / "tiny"
+    tensors = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.safetensors"))}
+    metrics = {str(p.relative_to(root)): read_json(p)["results"] for p in sorted(root.rglob("eval/**/*.json"))}
+    with open(root / "profile" / "ais.csv") as f:
+        rows = list(csv.DictReader(f))
+    return {"tensors": tensors, "metrics": metrics, "ais": rows,
+            "data": {p.name: p.read_bytes() for p in sorted((folder / "data" / ABILITY).glob("*.jsonl"))}}
+
+
+def assert_same_outputs(got: dict, want: dict) -> None:
+    assert got["data"] == want["data"]
+    assert sorted(got["tensors"]) == sorted(want["tensors"]) and len(want["tensors"]) == 4
+    for name in want["tensors"]:
+        assert got["tensors"][name] == want["tensors"][name], name  # byte for byte
+    assert got["metrics"].keys() == want["metrics"].keys() and len(want["metrics"]) == 4
+    for name, results in want["metrics"].items():
+        for task, values in results.items():
+            for metric, value in values.items():
+                if isinstance(value, float):
+                    assert got["metrics"][name][task][metric] == pytest.approx(value, rel=1e-6, abs=1e-9)
+    assert len(got["ais"]) == len(want["ais"]) > 0
+    for row_got, row_want in zip(got["ais"], want["ais"]):
+        for column, value in row_want.items():
+            try:
+                assert float(row_got[column]) == pytest.approx(float(value), rel=1e-6, abs=1e-9, nan_ok=True)
+            except ValueError:
+                assert row_got[column] == value
+
+
+def temp_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob(".*.tmp"))
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model_dir, tmp_path_factory):
+    """An uninterrupted run, in process."""
+    folder = tmp_path_factory.mktemp("reference")
+    config = write_config(folder, tiny_model_dir)
+    run(str(config))
+    return folder, final_outputs(folder)
+
+
+# ---- kill and resume -------------------------------------------------------------------------
+
+KILLER = """
+import os, re, signal, sys
+pattern, nth = sys.argv[1], int(sys.argv[2])
+real_replace, seen = os.replace, [0]
+
+def replace(src, dst, *args, **kwargs):
+    if re.search(pattern, str(dst)):
+        seen[0] += 1
+        if seen[0] == nth:  # SIGKILL right before this rename: the temporary file is written, the target not
+            os.kill(os.getpid(), signal.SIGKILL)
+    return real_replace(src, dst, *args, **kwargs)
+
+os.replace = replace
+from benchprof.cli import main
+main(sys.argv[3:])
+"""
+
+
+def killed_run(folder: Path, config: Path, pattern: str, nth: int = 1) -> None:
+    """`benchprof run config` in a subprocess, SIGKILLed just before the nth rename onto a path matching `pattern`."""
+    script = folder / "killer.py"
+    script.write_text(KILLER)
+    proc = subprocess.run([sys.executable, str(script), pattern, str(nth), "run", str(config)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+
+
+@pytest.mark.parametrize("stage,pattern,nth", [
+    ("data", r"data/Spatial_Reasoning/test\.jsonl$", 1),
+    ("finetune", r"importance/manifest\.json$", 1),
+    ("extract", r"masks/k0\.05/random\.safetensors$", 1),
+    ("evaluate", r"eval/.*Spatial_Reasoning\.json$", 3),
+    ("aggregate", r"profile/ais\.md$", 1),
+])
+def test_killed_run_resumes_to_the_same_outputs(reference, tiny_model_dir, tmp_path, stage, pattern, nth):
+    config = write_config(tmp_path, tiny_model_dir)
+    killed_run(tmp_path, config, pattern, nth)
+    assert temp_files(tmp_path), "the kill should have left a temporary file behind"
+    run(str(config))
+    assert_same_outputs(final_outputs(tmp_path), reference[1])
+    left = [p for p in temp_files(tmp_path) if "profile" not in p.parts or stage != "aggregate"]
+    assert not left, left  # a resumed stage clears what the killed one left
+
+
+def test_external_sigkill_during_evaluation_then_resume(reference, tiny_model_dir, tmp_path):
+    """A real SIGKILL from outside, once the first evaluation file appears."""
+    config = write_config(tmp_path, tiny_model_dir)
+    proc = subprocess.Popen([sys.executable, "-m", "benchprof", "run", str(config)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = tmp_path / "outputs" / "tiny" / "original" / "eval" / f"{ABILITY}.json"
+    deadline = time.time() + 240
+    while not first.exists() and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    run(str(config))
+    assert_same_outputs(final_outputs(tmp_path), reference[1])
+
+
+def test_reverted_config_after_a_kill_recomputes_from_the_right_data(reference, tiny_model_dir, tmp_path):
+    """Killed after the new importance file is in place but before its manifest: reverting the
+    config must not let the old manifest vouch for the new file."""
+    shutil.copytree(reference[0] / "outputs", tmp_path / "outputs")
+    shutil.copytree(reference[0] / "data", tmp_path / "data")
+    config = write_config(tmp_path, tiny_model_dir, data__seed=2)
+    killed_run(tmp_path, config, r"importance/manifest\.json$")
+    config = write_config(tmp_path, tiny_model_dir)  # back to seed 1
+    run(str(config))
+    assert_same_outputs(final_outputs(tmp_path), reference[1])
+
+
+# ---- invalidation ----------------------------------------------------------------------------
+
+
+def write_user_data(folder: Path, reference_folder: Path) -> Path:
+    """A user-supplied dataset folder (a copy of generated Spatial_Reasoning data)."""
+    shutil.copytree(reference_folder / "data" / ABILITY, folder, ignore=shutil.ignore_patterns("manifest.json"))
+    return folder
+
+
+def stamps(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*")) if p.is_file()
+            and p.suffix in (".safetensors", ".json", ".jsonl") and "profile" not in p.parts
+            and "tasks" not in p.parts}
+
+
+def test_changes_recompute_exactly_what_depends_on_them(reference, tiny_model_dir, tmp_path):
+    user_data = write_user_data(tmp_path / "spatial", reference[0])
+    datasets = [{"name": ABILITY, "path": str(user_data)}, {"name": OTHER}]
+    config = write_config(tmp_path, tiny_model_dir, datasets=datasets)
+    run(str(config))
+    root = tmp_path / "outputs" / "tiny"
+    before = stamps(root)
+
+    # a new k adds masks and evaluations; nothing computed before is touched
+    config = write_config(tmp_path, tiny_model_dir, datasets=datasets, settings__k_values=[K, 0.1])
+    run(str(config))
+    after = stamps(root)
+    assert {name: after[name] for name in before} == before
+    added = sorted(set(after) - set(before))
+    assert all("k0.1" in name for name in added)
+    assert len([n for n in added if n.endswith(".safetensors")]) == 2 * 3  # 2 abilities x 3 regions
+    assert len([n for n in added if "eval" in n and n.endswith(f"{ABILITY}.json")]) == 2 * 3
+
+    # a new data seed regenerates OTHER's data: its importance, masks and evaluations are redone,
+    # the user-supplied ability and the original evaluation (benchmark data unchanged) are not
+    config = write_config(tmp_path, tiny_model_dir, datasets=datasets, settings__k_values=[K, 0.1], data__seed=2)
+    run(str(config))
+    final = stamps(root)
+    changed = sorted(name for name in after if final[name] != after[name])
+    assert changed and all(name.startswith(OTHER) for name in changed)
+    assert f"{OTHER}/importance/importance.safetensors" in changed
+    assert sum(1 for n in changed if "/masks/" in n and n.endswith(".safetensors")) == 2 * 3
+    # random regions do not depend on importance: same mask bytes, so their evaluations are kept
+    assert sorted(n for n in changed if "/eval/" in n and n.endswith(f"{ABILITY}.json")) == [
+        f"{OTHER}/eval/k{k}/{region}/{ABILITY}.json" for k in ("0.05", "0.1") for region in ("bottom", "top")]
+    assert all(final[name] == after[name] for name in after if not name.startswith(OTHER))
+
+
+# ---- fail early ------------------------------------------------------------------------------
+
+
+def test_preflight_passes_and_counts_parameters_like_the_loaded_model(reference, tiny_model_dir):
+    from safetensors import safe_open
+    from transformers import AutoConfig
+
+    cfg = load_config(reference[0] / "config.yml")
+    assert preflight(cfg) == []
+    total, eligible, n_layers = parameter_counts(AutoConfig.from_pretrained(tiny_model_dir), "mlp", 0, 0)
+    path = Layout(cfg.output_root, "tiny").importance_file(ABILITY)
+    with safe_open(str(path), "pt") as f:
+        assert total == int(f.metadata()["total_params"])
+        assert eligible == sum(f.get_slice(n).get_shape()[0] * f.get_slice(n).get_shape()[1] for n in f.keys())
+    assert n_layers == 4
+
+
+def problems_of(config: Path) -> list[str]:
+    with pytest.raises(BenchprofError) as err:
+        preflight(load_config(config))
+    return str(err.value).splitlines()
+
+
+def test_preflight_names_each_problem(tiny_model_dir, tmp_path):
+    no_config = tmp_path / "not_a_model"
+    no_config.mkdir()
+    assert problems_of(write_config(tmp_path, no_config)) == [f"models[0].name: {no_config}: no config.json "
+                                                              "(not a Hugging Face model folder)"]
+    assert problems_of(write_config(tmp_path, tmp_path / "missing")) == [
+        f"models[0].name: {tmp_path / 'missing'}: model folder not found"]
+    assert problems_of(write_config(tmp_path, "nobody-xyz/no-such-model")) == [
+        "models[0].name: 'nobody-xyz/no-such-model' not found locally and HF_HUB_OFFLINE=1"]
+    [line] = problems_of(write_config(tmp_path, tiny_model_dir, settings__k_values=[0.9]))
+    assert line.startswith("settings.k_values[0]: k=0.9 selects n = floor(k * ") and "eligible" in line
+    [line] = problems_of(write_config(tmp_path, tiny_model_dir, settings__front_removal=3,
+                                      settings__back_removal=1))
+    assert line.startswith("settings.front_removal/back_removal: 3 + 1 remove all 4 layers")
+    (tmp_path / "a_file").write_text("")
+    assert problems_of(write_config(tmp_path, tiny_model_dir, settings__output_dir="a_file/out")) == [
+        f"settings.output_dir: {tmp_path / 'a_file'} is not a folder"]
+
+
+def test_preflight_checks_user_datasets(tiny_model_dir, tmp_path, reference):
+    data = write_user_data(tmp_path / "spatial", reference[0])
+    config = write_config(tmp_path, tiny_model_dir, datasets=[{"name": ABILITY, "path": str(data)}])
+    assert preflight(load_config(config)) == []
+    lines = (data / "train.jsonl").read_text().splitlines()
+    (data / "train.jsonl").write_text("\n".join(lines[:2] + ['{"id": "x", oops'] + lines[3:]) + "\n")
+    (data / "test.jsonl").write_text("\n")
+    assert problems_of(config) == [f"datasets[0].path: {data / 'train.jsonl'}:3: not valid JSON "
+                                   "(Expecting property name enclosed in double quotes)",
+                                   f"datasets[0].path: {data / 'test.jsonl'}: no records"]
+    config = write_config(tmp_path, tiny_model_dir, datasets=[{"name": ABILITY, "path": str(tmp_path / "none")}])
+    assert problems_of(config) == [f"datasets[0].path: {tmp_path / 'none'}: folder not found"]
+
+
+def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_path, capsys):
+    config = write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY, "arc_eazy"], "limit": 4},
+                          settings__k_values=[0.9])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["run", str(config)])
+    assert exit_info.value.code == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("benchprof: error:")]
+    assert len(err) == 2
+    assert err[0].startswith("benchprof: error: settings.k_values[0]: k=0.9")
+    assert err[1] == ("benchprof: error: evals.benchmarks[1]: unknown benchmark 'arc_eazy' (not an lm-eval task, "
+                      "an ability or an evals.composites entry; did you mean 'arc_easy'?)")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]  # nothing written
+
+
+def test_tokenizer_without_chat_template_warns(tiny_model_dir, tmp_path):
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    settings = json.loads((model / "tokenizer_config.json").read_text())
+    settings.pop("chat_template", None)
+    (model / "tokenizer_config.json").write_text(json.dumps(settings))
+    [warning] = preflight(load_config(write_config(tmp_path, model)))
+    assert warning.startswith("models[0].tokenizer: ") and "no chat template" in warning and "plain_text" in warning
+
+
+# ---- clear errors ----------------------------------------------------------------------------
+
+
+def copy_project(reference_folder: Path, folder: Path, model_dir: Path) -> Path:
+    shutil.copytree(reference_folder / "outputs", folder / "outputs")
+    shutil.copytree(reference_folder / "data", folder / "data")
+    return write_config(folder, model_dir)
+
+
+def test_truncated_safetensors_are_named(reference, tiny_model_dir, tmp_path):
+    from benchprof.evaluate import evaluate
+    from benchprof.extract import extract
+
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    layout = Layout(tmp_path / "outputs", "tiny")
+    importance = layout.importance_file(ABILITY)
+    importance.write_bytes(importance.read_bytes()[:1000])
+    with pytest.raises(BenchprofError, match=rf"^{importance}: not a readable safetensors file"):
+        extract(str(config), force=True)
+    mask = layout.mask_file(ABILITY, K, "top")
+    mask.write_bytes(mask.read_bytes()[:-10])
+    with pytest.raises(BenchprofError, match=rf"^{mask}: not a readable safetensors mask"):
+        evaluate(str(config))
+
+
+def test_masks_from_another_model_are_refused(reference, tiny_model_dir, tmp_path):
+    from safetensors import safe_open
+
+    from benchprof.evaluate import evaluate
+
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    mask = Layout(tmp_path / "outputs", "tiny").mask_file(ABILITY, K, "top")
+    with safe_open(str(mask), "pt") as f:
+        tensors, metadata = {n: f.get_tensor(n) for n in f.keys()}, f.metadata()
+    save_tensors(mask, tensors, {**metadata, "fingerprint": "0123456789abcdef"})
+    with pytest.raises(BenchprofError, match=rf"^{mask}: masks from another model"):
+        evaluate(str(config))
+
+
+def disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_disk_full_leaves_nothing_partial(tmp_path, monkeypatch):
+    import safetensors.torch
+    import torch
+
+    target = tmp_path / "out" / "result.json"
+    write_json(target, {"old": 1})
+    real_write_text = Path.write_text
+
+    def half_then_full(self, text, *args, **kwargs):
+        real_write_text(self, text[: len(text) // 2])
+        disk_full()
+
+    monkeypatch.setattr(Path, "write_text", half_then_full)
+    with pytest.raises(BenchprofError, match=rf"^{target}: cannot write \(No space left on device\)"):
+        write_json(target, {"new": 2})
+    monkeypatch.undo()
+    assert read_json(target) == {"old": 1} and temp_files(tmp_path) == []
+
+    def partial_save(tensors, filename, metadata=None):
+        Path(filename).write_bytes(b"\0" * 100)
+        raise safetensors.SafetensorError("Error while serializing: I/O error: No space left on device (os error 28)")
+
+    monkeypatch.setattr(safetensors.torch, "save_file", partial_save)
+    fresh = tmp_path / "out" / "mask.safetensors"
+    with pytest.raises(BenchprofError, match=rf"^{fresh}: cannot write \(.*No space left on device"):
+        save_tensors(fresh, {"a": torch.zeros(3)})
+    assert not fresh.exists() and temp_files(tmp_path) == []
+
+
+def test_disk_full_in_a_stage_then_rerun(reference, tiny_model_dir, tmp_path, monkeypatch):
+    import safetensors.torch
+
+    from benchprof.extract import extract
+
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    masks = Layout(tmp_path / "outputs", "tiny").masks_dir(ABILITY, K)
+    real_save = safetensors.torch.save_file
+    calls = []
+
+    def second_fails(tensors, filename, metadata=None):
+        calls.append(filename)
+        if len(calls) == 2:
+            disk_full()
+        real_save(tensors, filename, metadata=metadata)
+
+    monkeypatch.setattr(safetensors.torch, "save_file", second_fails)
+    with pytest.raises(BenchprofError, match="No space left on device"):
+        extract(str(config), force=True)
+    monkeypatch.undo()
+    assert not (masks / "manifest.json").exists() and temp_files(tmp_path) == []
+    extract(str(config))  # no manifest: the whole (ability, k) is redone
+    for region in ("top", "bottom", "random"):
+        name = f"{ABILITY}/masks/k0.05/{region}.safetensors"
+        assert (masks / f"{region}.safetensors").read_bytes() == reference[1]["tensors"][name]
+
+
+# ---- status ----------------------------------------------------------------------------------
+
+
+def states(items) -> dict[tuple[str, str], str]:
+    return {(i.stage, i.what): i.state for i in items}
+
+
+def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, monkeypatch, capsys):
+    import benchprof.modeling
+
+    def no_load(*args, **kwargs):
+        raise AssertionError("status loaded the model")
+
+    monkeypatch.setattr(benchprof.modeling, "load_model", no_load)
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    items = plan_status(load_config(config))
+    assert {i.state for i in items} == {"done"} and len(items) == 1 + 1 + 1 + 4 + 1, items
+    main(["status", str(config)])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("status: 8 done, 0 stale, 0 pending")
+
+    # a new k and a new data seed
+    config = write_config(tmp_path, tiny_model_dir, settings__k_values=[K, 0.1], data__seed=2)
+    got = states(plan_status(load_config(config)))
+    assert got[("data", ABILITY)] == "stale"
+    assert got[("importance", ABILITY)] == "stale" and got[("masks", f"{ABILITY} k0.05")] == "stale"
+    assert got[("masks", f"{ABILITY} k0.1")] == "pending"
+    assert got[("eval", f"original {ABILITY}")] == "stale"  # the benchmark is the ability's test split
+    assert got[("eval", f"{ABILITY}/k0.05/top {ABILITY}")] == "stale"
+    assert got[("eval", f"{ABILITY}/k0.1/top {ABILITY}")] == "pending"
+    assert got[("profile", "ais")] == "stale"
+
+    # only a new k: what exists stays done
+    config = write_config(tmp_path, tiny_model_dir, settings__k_values=[K, 0.1])
+    got = states(plan_status(load_config(config)))
+    assert got[("importance", ABILITY)] == got[("masks", f"{ABILITY} k0.05")] == "done"
+    assert got[("eval", f"{ABILITY}/k0.05/random {ABILITY}")] == "done"
+    assert got[("eval", f"{ABILITY}/k0.1/random {ABILITY}")] == "pending"
+
+    # an interrupted extract: files without a manifest are pending, and so is what follows
+    config = write_config(tmp_path, tiny_model_dir)
+    layout = Layout(tmp_path / "outputs", "tiny")
+    (layout.masks_dir(ABILITY, K) / "manifest.json").unlink()
+    items = {(i.stage, i.what): i for i in plan_status(load_config(config))}
+    assert items[("masks", f"{ABILITY} k0.05")].state == "pending"
+    assert "interrupted" in items[("masks", f"{ABILITY} k0.05")].why
+    assert items[("eval", f"{ABILITY}/k0.05/top {ABILITY}")].state == "stale"
+    assert items[("eval", f"original {ABILITY}")].state == "done"
+    assert items[("profile", "ais")].state == "stale"
+    assert layout.eval_file(Variant(ABILITY, K, "top"), ABILITY).is_file()
