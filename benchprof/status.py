@@ -453,7 +453,10 @@ def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool 
         not_done = [f"{i.what.rsplit(' ', 1)[1]} ({i.state}{': ' + i.why if i.why else ''})"
                     for i in group if i.state != "done"]
         why = ", ".join(f"{counts[s]} {s}" for s in STATES if counts[s]) if not_done else ""
-        if not_done:
+        reasons = {i.why for i in group if i.state != "done"}
+        if not_done and len(reasons) == 1 and reasons != {""}:
+            why += f" | {reasons.pop()}"  # the same reason for all: say it once
+        elif not_done:
             shown = "; ".join(not_done[:3]) + (f"; ... {len(not_done) - 3} more" if len(not_done) > 3 else "")
             why += f" | {shown}"
         print(format_item(Item("eval", entry[0], entry[1], state, why)))
