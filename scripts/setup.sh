@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -c "import benchprof, torch; print(f'benchprof ready (torch {torch.__version__})')"

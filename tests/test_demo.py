@@ -33,6 +33,8 @@ def test_top_region_hurts_own_ability_more_than_random(tmp_path):
     demo["evals"] = {"benchmarks": [ABILITY], "num_fewshot": [0], "device": "cpu"}
     demo["extract"]["regions"] = ["top", "random"]
     demo["aggregate"]["bootstrap"] = 200
+    k = demo["aggregate"]["report_k"]  # the k the demo's known answer is read at
+    demo["settings"]["k_values"] = [k]
     config = tmp_path / "demo.yml"
     config.write_text(yaml.safe_dump(demo))
 
@@ -41,7 +43,6 @@ def test_top_region_hurts_own_ability_more_than_random(tmp_path):
     extract(str(config))
     evaluate(str(config))
     profile = load_scores(load_config(config), progress=False)
-    k = demo["settings"]["k_values"][0]
     top = profile.row(ABILITY, ABILITY, k=k, region="top")
     random = profile.row(ABILITY, ABILITY, k=k, region="random")
     assert top.score_original > 0.4, "the demo model should have learned this ability (chance 0.25)"
