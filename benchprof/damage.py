@@ -77,11 +77,9 @@ def check_region(model: Any, indices: Region, metadata: dict[str, str], path: Pa
         raise BenchprofError(f"{path}: mask has no 'fingerprint' metadata; re-run `benchprof extract`")
     actual = model_fingerprint or fingerprint(model)
     if recorded != actual:
-        dtype = next(model.parameters()).dtype
         raise BenchprofError(
-            f"{path}: masks from another model (mask fingerprint {recorded}, loaded model {actual}; "
-            f"another checkpoint, or the same one loaded as {str(dtype).replace('torch.', '')} "
-            f"where extract used another dtype)")
+            f"{path}: masks from another model (mask fingerprint {recorded}, loaded model {actual}); "
+            f"re-run `benchprof finetune` and `benchprof extract` for this model")
     params = named_params(model)
     for name, idx in indices.items():
         if name not in params:

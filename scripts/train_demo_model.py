@@ -38,7 +38,7 @@ def parse_args() -> argparse.Namespace:
                    help="demo config: its data section decides the train/test splits")
     p.add_argument("--out", default=str(ROOT / "benchprof" / "assets" / "demo-model"))
     p.add_argument("--abilities", default="", help="comma-separated; default: every ability")
-    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--steps", type=int, default=3500)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--lr", type=float, default=3e-3)
     p.add_argument("--hidden", type=int, default=256)
@@ -51,7 +51,10 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--fact-repeats", type=int, default=4, help="times each knowledge statement is shown per epoch")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--eval-items", type=int, default=200, help="test items per ability for the final report")
+    p.add_argument("--heldout", type=int, default=200,
+                   help="items per ability held out of training (the first ones generated); the demo's "
+                        "test split (data.test_size <= this) is drawn from them, so it is never trained on")
+    p.add_argument("--eval-items", type=int, default=200, help="held-out items per ability for the final report")
     return p.parse_args()
 
 
@@ -148,8 +151,11 @@ def main() -> None:
     from benchprof.config import ABILITIES
 
     abilities = [a for a in args.abilities.split(",") if a] or list(ABILITIES)
-    # the same call `benchprof data` makes for the demo config: the test split stays unseen
-    splits = {a: generate(a, cfg.data.train_size, cfg.data.test_size, cfg.data.seed) for a in abilities}
+    # `benchprof data` draws the demo's test split as the first data.test_size items of the same
+    # (seed) sequence, so holding out the first `heldout` >= test_size items keeps it unseen, and the
+    # training set does not change when the demo's test_size does (the shipped model used 200)
+    heldout = max(args.heldout, cfg.data.test_size)
+    splits = {a: generate(a, cfg.data.train_size, heldout, cfg.data.seed) for a in abilities}
     corpus = [eval_prompt(r) + " " + r["answer"] for a in abilities for r in splits[a][0]]
     corpus += [f for a in abilities for f in fact_texts(a)]
     corpus += ["You are a helpful assistant.", "Context: Question: Answer:"]
