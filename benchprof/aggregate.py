@@ -9,8 +9,14 @@ Intervals are 95% percentile intervals of a paired bootstrap over documents: eac
 document indices with replacement and scores the original model and every region on the same
 documents, so the interval reflects the paired difference, not two independent noises.
 
+Region specificity (benchprof/specificity.py): rows of benchmark "specificity" give, per ability,
+k and region, AIS on the ability's own split minus the mean AIS on the other abilities' splits,
+with an interval from the same bootstrap resamples; the overlap of the abilities' regions is
+written beside the AIS tables.
+
 Outputs under <model>/profile/ (see `aggregate` for the formats): ais.csv, ais.json, ais.md,
-heatmap.png, ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png and manifest.json.
+heatmap.png, ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png, overlap.csv,
+overlap_k<k>.png, layers.csv, layers_k<k>.png and manifest.json.
 `load_scores` returns the same numbers as Python objects for notebooks and the demo.
 """
 
@@ -192,6 +198,9 @@ class Profile:
     rows: list[AisRow] = field(default_factory=list)
     missing: list[MissingEval] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    score: str = "importance"  # extract.score of the evaluated top/bottom masks (from their headers)
+    loss_on: str = ""  # finetune.loss_on of the importance files ("" when unknown)
+    overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
 
     def row(self, ability: str, benchmark: str, k: Optional[float] = None,
             region: str = "top") -> Optional[AisRow]:
@@ -208,7 +217,7 @@ class Profile:
         k = self.report_k if k is None else k
         out: dict[str, dict[str, float]] = {a: {} for a in self.abilities}
         for row in self.rows:
-            if row.region == region and math.isclose(row.k, k):
+            if row.region == region and math.isclose(row.k, k) and row.benchmark in self.benchmarks:
                 out.setdefault(row.ability, {})[row.benchmark] = row.ais
         return out
 
@@ -268,11 +277,16 @@ def _read_samples(path: Path, metric_key: str) -> tuple[Optional[dict[tuple, flo
 
 
 def _load_score(layout: Layout, variant: Variant, benchmark: str, metric_key: str,
-                notes: list[str]) -> _Score:
+                notes: list[str], mask_hash: Optional[Any] = None) -> _Score:
     path = layout.eval_file(variant, benchmark)
     if not path.is_file():
         raise _Unusable("missing")
     payload, results = _read_results(path)
+    inputs = payload.get("inputs")
+    recorded = inputs.get("mask") if isinstance(inputs, dict) else None
+    current = mask_hash(variant) if mask_hash is not None and recorded else None
+    if current and recorded != current:  # e.g. extract.score switched after this evaluation
+        raise _Unusable("evaluated on a mask that extract has since replaced (rerun `benchprof evaluate`)")
     value = results.get(metric_key)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
         raise _Unusable(f"metric {metric_key!r} not in results")
@@ -317,6 +331,9 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
     import numpy as np
     from tqdm import tqdm
 
+    from .io import file_hash
+    from .specificity import ability_benchmarks, mean_specificity_rows, region_provenance, specificity_rows
+
     cfg = _as_config(config)
     spec: ModelSpec = cfg.model(model)
     layout = Layout(cfg.output_root, spec.tag)
@@ -327,6 +344,17 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
                       regions=list(cfg.extract.regions), report_k=default_report_k(cfg, report_k),
                       threshold=settings.threshold, bootstrap=resamples)
     variants = [Variant(a, k, r) for a in profile.abilities for k in profile.k_values for r in profile.regions]
+    profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
+    mask_hashes: dict[Variant, Optional[str]] = {}
+    samples: dict[tuple, Any] = {}  # (ability, k, benchmark, region) -> bootstrap AIS samples
+    per_doc: dict[tuple, Any] = {}  # ability splits' per-document values, for the mean specificity
+    splits = ability_benchmarks(profile.benchmarks)
+
+    def mask_hash(variant: Variant) -> Optional[str]:
+        if variant not in mask_hashes:
+            path = layout.mask_file(variant.ability, variant.k, variant.region)
+            mask_hashes[variant] = file_hash(path) if path.is_file() else None
+        return mask_hashes[variant]
 
     def missing(benchmark: str, variant: Variant, reason: str) -> None:
         path = layout.eval_file(variant, benchmark)
@@ -354,6 +382,8 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
             continue
         profile.metrics[benchmark] = metric_key
         profile.original_scores[benchmark] = original.value
+        if benchmark in splits and original.per_doc is not None:
+            per_doc[(benchmark,)] = original.per_doc
         if original.per_doc is not None:
             doc_mean = float(np.mean(list(original.per_doc.values())))
             if not math.isclose(doc_mean, original.value, abs_tol=1e-6):
@@ -367,7 +397,8 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
                 for region in profile.regions:
                     variant = Variant(ability, k, region)
                     try:
-                        ablated[region] = _load_score(layout, variant, benchmark, metric_key, profile.notes)
+                        ablated[region] = _load_score(layout, variant, benchmark, metric_key, profile.notes,
+                                                      mask_hash)
                     except _Unusable as err:
                         missing(benchmark, variant, str(err))
                         continue
@@ -377,15 +408,23 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
                             f"{benchmark} {variant.label()}: limit/n_samples {score.limit}/{score.n_samples} "
                             f"differ from the original's {original.limit}/{original.n_samples}")
                 profile.rows.extend(_cell_rows(profile, ability, k, benchmark, metric_key, original,
-                                               ablated, resamples, settings.seed))
+                                               ablated, resamples, settings.seed, samples))
+                if benchmark in splits:
+                    per_doc.update({(benchmark, ability, k, region): score.per_doc
+                                    for region, score in ablated.items() if score.per_doc is not None})
                 bar.update(1)
     bar.close()
+    profile.rows.extend(specificity_rows(profile, samples))
+    profile.rows.extend(mean_specificity_rows(profile, per_doc, resamples, settings.seed))
     return profile
 
 
 def _cell_rows(profile: Profile, ability: str, k: float, benchmark: str, metric_key: str,
-               original: _Score, ablated: dict[str, _Score], resamples: int, seed: int) -> list[AisRow]:
-    """The rows of one (ability, k, benchmark) cell: one per region present, plus top-random."""
+               original: _Score, ablated: dict[str, _Score], resamples: int, seed: int,
+               samples_out: Optional[dict[tuple, Any]] = None) -> list[AisRow]:
+    """The rows of one (ability, k, benchmark) cell: one per region present, plus top-random.
+
+    `samples_out[(ability, k, benchmark, region)]` receives each region's bootstrap AIS samples."""
     import numpy as np
 
     def new_row(region: str, score_ablated: Optional[float], ais: float) -> AisRow:
@@ -415,6 +454,8 @@ def _cell_rows(profile: Profile, ability: str, k: float, benchmark: str, metric_
             if ADJUSTED in rows and "top" in samples and "random" in samples:
                 samples[ADJUSTED] = samples["top"] - samples["random"]
             for region, values in samples.items():
+                if samples_out is not None:
+                    samples_out[(ability, k, benchmark, region)] = values
                 row = rows[region]
                 row.ci_low, row.ci_high = percentile_ci(values)
                 row.n_docs = len(docs)
@@ -486,7 +527,10 @@ def ais_table(profile: Profile, k: Optional[float] = None, region: str = "top") 
 
 
 def render_markdown(profile: Profile) -> str:
-    """ais.md: headline tables at the report k, the k sweep per benchmark, and what is missing."""
+    """ais.md: headline tables at the report k, the k sweep per benchmark, region specificity, and
+    what is missing."""
+    from .specificity import specificity_markdown
+
     k = format_k(profile.report_k)
     regions = profile.regions + ([ADJUSTED] if {"top", "random"} <= set(profile.regions) else [])
     parts = [
@@ -496,7 +540,9 @@ def render_markdown(profile: Profile) -> str:
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
         f"hurt the benchmark. `*`: the 95% paired bootstrap interval ({profile.bootstrap} resamples "
         f"over documents) excludes 0. `{UNDEFINED_CELL}`: the original score is 0. "
-        f"`{MISSING_CELL}`: no evaluation (see Missing evaluations).",
+        f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "
+        f"`{profile.score}`" + (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
+        + " (docs/specificity.md).",
         "",
         "## Primary metrics",
         "",
@@ -522,6 +568,7 @@ def render_markdown(profile: Profile) -> str:
                 for a in profile.abilities for r in regions]
         parts += ["", f"### {benchmark} ({profile.metrics.get(benchmark, 'no original score')})", "",
                   _md_table(header, rows)]
+    parts += specificity_markdown(profile)
     parts += ["", "## Missing evaluations", ""]
     if profile.missing:
         grouped: dict[tuple[str, str, str], list[str]] = {}
@@ -774,8 +821,12 @@ def aggregate(config: str = "config.yml", model: Optional[str] = None,
 
     Writes, per model: ais.csv (columns model, ability, benchmark, k, region, metric, score_original,
     score_ablated, ais, ci_low, ci_high, significant, n_docs; region "top-random" rows hold the
-    control-adjusted AIS(top) - AIS(random); empty cells are undefined or unavailable), ais.json,
-    ais.md, heatmap.png, ribbons.png, profile_<benchmark>.png and ksweep_<benchmark>.png.
+    control-adjusted AIS(top) - AIS(random); benchmark "specificity" rows hold AIS on the ability's
+    own split minus the mean AIS on the other abilities' splits; empty cells are undefined or
+    unavailable), ais.json, ais.md (with the specificity table and diagonal dominance), heatmap.png,
+    ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png, and from the masks overlap.csv,
+    overlap_k<k>.png, layers.csv and layers_k<k>.png (as `benchprof overlap`). An evaluation made on
+    a mask that extract has since replaced (e.g. after switching extract.score) is listed as missing.
 
     Arguments:
         config: path of config.yml.
@@ -783,6 +834,8 @@ def aggregate(config: str = "config.yml", model: Optional[str] = None,
         report_k: k for the headline tables and plots; default aggregate.report_k or the largest k.
         plots: also draw the PNG plots.
     """
+    from .specificity import model_overlap, overlap_summary, specificity_summary
+
     started = time.time()
     cfg = load_config(config)
     specs = [cfg.model(model)] if model is not None else list(cfg.models)
@@ -793,10 +846,15 @@ def aggregate(config: str = "config.yml", model: Optional[str] = None,
         profile = load_scores(cfg, spec.tag, report_k=k)
         folder = Layout(cfg.output_root, spec.tag).profile_dir
         if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
-            print(f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped")
+            overlap_files, _, _ = model_overlap(cfg, spec.tag, plots)  # masks alone still show their overlap
+            print(f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
+                  + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else ""))
             continue
         clear_manifest(folder)  # the manifest, written last, marks a complete profile
-        written = write_profile(profile, folder, plots=plots)
+        overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
+        profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
+        profile.notes += overlap_notes
+        written = write_profile(profile, folder, plots=plots) + overlap_files
         write_manifest(folder, inputs={"aggregate": asdict(cfg.aggregate), "report_k": k,
                                        "abilities": profile.abilities, "benchmarks": profile.benchmarks,
                                        "k_values": profile.k_values, "regions": profile.regions},
@@ -814,6 +872,8 @@ def aggregate(config: str = "config.yml", model: Optional[str] = None,
     for profile, folder, files in done:
         print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* 95% CI excludes 0)")
         print(ais_table(profile))
+        for line in profile.overlap + specificity_summary(profile, k):
+            print(line)
     print(f"\naggregate: {sum(len(p.rows) for p, _, _ in done)} rows, "
           f"{_count(sum(len(p.missing) for p, _, _ in done), 'missing evaluation')}, "
           f"{sum(files for _, _, files in done)} files -> {', '.join(str(f) for _, f, _ in done)} "

@@ -3,7 +3,8 @@
   benchprof run config.yml          every stage in order
   benchprof data                    generate the ten ability datasets
   benchprof finetune                importance scores |theta * sum of gradients| per ability
-  benchprof extract --k 0.01024     top / bottom / random regions per ability and k
+  benchprof extract --k 0.01024     top / bottom / random regions per ability and k (--score: docs/specificity.md)
+  benchprof overlap                 how much the abilities' regions share, against chance (from the masks)
   benchprof damage --save           write ablated checkpoints (for vLLM or sharing)
   benchprof evaluate                lm-eval on the original model and every ablated variant
   benchprof aggregate               AIS tables, confidence intervals and plots
@@ -25,6 +26,7 @@ from .evaluate import evaluate
 from .extract import extract
 from .finetune import finetune
 from .run import run
+from .specificity import overlap
 from .status import status
 
 COMMANDS = {
@@ -32,6 +34,7 @@ COMMANDS = {
     "data": data,
     "finetune": finetune,
     "extract": extract,
+    "overlap": overlap,
     "damage": damage,
     "evaluate": evaluate,
     "aggregate": aggregate,

@@ -26,8 +26,17 @@ Files (`layout.mask_file(ability, k, region)`): safetensors keyed by parameter n
 sorted int64 flat indices selected in that tensor; **tensors with no selected weight are
 omitted**. Metadata (all strings): fingerprint, total_params, n, k, region, ability, model,
 selection, selected (the actual count), eligible, scope, n_layers, front_removal, back_removal,
-order; random adds seed and random_seed, chunked adds chunk_size. `stats.csv` has one row per
-candidate tensor and region (tensor, layer, numel, region, selected, fraction), then manifest.json.
+order; top and bottom add score (extract.score, when not importance), random adds seed and
+random_seed, chunked adds chunk_size. `stats.csv` has one row per candidate tensor and region
+(tensor, layer, numel, region, selected, fraction), then manifest.json.
+
+- Score (`extract.score`, `--score`). `importance` (default, the authors') ranks I_a itself; the
+  ability-specific scores of benchprof/specificity.py rank S_a, computed from every configured
+  ability's stored importance file (no new gradient pass). The masks stay in the same folders: the
+  score and the identity of every importance file it reads are in the manifest's inputs, so a
+  switch recomputes the masks (and `status` calls them stale), and evaluate, which records each
+  mask file's hash, re-evaluates the top and bottom regions. Random regions never depend on the
+  score: their files keep their bytes, so their evaluations are reused.
 """
 
 from __future__ import annotations
@@ -335,16 +344,43 @@ def importance_identity(path: Path) -> dict[str, Any]:
 
 
 def region_inputs(cfg: Any, ability: str, k: float, n: int, importance: dict[str, Any],
-                  metadata: dict[str, str], selection: str) -> dict[str, Any]:
-    """What one (ability, k) mask folder is computed from (its manifest's inputs; also read by `status`)."""
-    return {
+                  metadata: dict[str, str], selection: str, score: Optional[str] = None,
+                  layout: Optional[Layout] = None) -> dict[str, Any]:
+    """What one (ability, k) mask folder is computed from (its manifest's inputs; also read by `status`).
+
+    `score` defaults to extract.score. An ability-specific score adds its formula and the identity of
+    every other ability's importance file, read from `layout` (default: the layout of the config's
+    model whose own importance file has identity `importance`).
+    """
+    score = score or cfg.extract.score
+    inputs = {
         "stage": "extract", "ability": ability, "k": k, "n": n, "importance": importance,
         "fingerprint": metadata.get("fingerprint", ""), "selection": selection,
         "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
         "regions": [r for r in REGIONS if r in cfg.extract.regions], "random_seed": cfg.extract.random_seed,
         "front_removal": cfg.settings.front_removal, "back_removal": cfg.settings.back_removal,
-        "score": cfg.extract.score,
+        "score": score,
     }
+    if score != "importance":
+        from .specificity import score_inputs
+
+        layout = layout or _importance_layout(cfg, ability, importance, metadata)
+        others = {b: layout.importance_file(b) if layout else None for b in cfg.abilities() if b != ability}
+        inputs["score_inputs"] = score_inputs(score, others)
+    return inputs
+
+
+def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any], metadata: dict[str, str]) -> Optional[Layout]:
+    """The layout holding the importance file of identity `importance` (callers that only have the file's
+    header, like `status`); None when no configured model has it."""
+    for spec in cfg.models:
+        if spec.name != metadata.get("model", spec.name):
+            continue
+        layout = Layout(cfg.output_root, spec.tag)
+        path = layout.importance_file(ability)
+        if path.is_file() and importance_identity(path) == importance:
+            return layout
+    return None
 
 
 def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
@@ -359,12 +395,15 @@ def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
 
 
 def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = None,
-            model: Optional[str] = None, selection: Optional[str] = None, force: bool = False) -> None:
-    """Regions per ability and k: top (n largest importance), bottom (n smallest), random (n uniform draws).
+            model: Optional[str] = None, selection: Optional[str] = None, score: Optional[str] = None,
+            force: bool = False) -> None:
+    """Regions per ability and k: top (n largest scores), bottom (n smallest), random (n uniform draws).
 
     n = floor(k * total parameters), chosen among eligible weights only (scope of the importance
     file, layers front_removal <= l < L - back_removal). Exact global ranking with a deterministic
-    tie-break, streamed tensor by tensor; reads only the importance files `finetune` wrote.
+    tie-break, streamed tensor by tensor; reads only the importance files `finetune` wrote. The score
+    is the ability's importance I_a (the authors') or an ability-specific score computed from every
+    configured ability's importance (docs/specificity.md); a new score replaces the masks in place.
 
     Arguments:
         config: path of config.yml.
@@ -372,9 +411,12 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
         ability: only this ability (or a comma-separated list).
         model: only this model (name or tag).
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
+        score: importance (default extract.score; the authors'), contrast_mean, ratio, rank or entropy.
         force: recompute even when the manifest matches.
     """
+    from .config import SCORES
     from .modeling import pick_device
+    from .specificity import ScoreCache, open_specific_scores, other_importance_files
 
     cfg = load_config(config)
     ks = select(k, cfg.settings.k_values, "--k", float)
@@ -383,8 +425,9 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
     selection = selection or cfg.extract.selection
     if selection not in ("exact", "chunked"):
         raise BenchprofError(f"--selection: {selection!r} is not one of exact, chunked")
-    if cfg.extract.score != "importance":
-        raise BenchprofError(f"extract.score: {cfg.extract.score!r} is not supported (known: importance)")
+    score = score or cfg.extract.score
+    if score not in SCORES:
+        raise BenchprofError(f"--score: {score!r} is not one of {', '.join(SCORES)}")
     regions = [r for r in REGIONS if r in cfg.extract.regions]
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
     device = pick_device()
@@ -393,6 +436,7 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
     written, skipped = 0, 0
     for spec in specs:
         layout = Layout(cfg.output_root, spec.tag)
+        totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
         for ability_name in abilities:
             path = layout.importance_file(ability_name)
             if not path.is_file():
@@ -401,6 +445,7 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
             total_params = int(scores.metadata["total_params"])
             n_layers = int(scores.metadata["n_layers"])
             identity = importance_identity(path)
+            others = other_importance_files(layout, ability_name, cfg.abilities()) if score != "importance" else {}
             todo = {}
             for k_value in ks:
                 n = math.floor(k_value * total_params)
@@ -409,7 +454,8 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
                         f"k={k_value}: n = floor(k * {total_params}) = {n} exceeds the {scores.total} eligible "
                         f"weights ({scores.metadata['scope']}, layers {front}..{n_layers - back - 1}); lower k "
                         "or front/back_removal")
-                inputs = region_inputs(cfg, ability_name, k_value, n, identity, scores.metadata, selection)
+                inputs = region_inputs(cfg, ability_name, k_value, n, identity, scores.metadata, selection,
+                                       score, layout)
                 files = [layout.mask_file(ability_name, k_value, r) for r in regions]
                 if force or not is_current(layout.masks_dir(ability_name, k_value), inputs, files):
                     todo[k_value] = (n, inputs)
@@ -418,6 +464,8 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
             if not todo:
                 continue
             k_started = time.time()
+            if score != "importance":  # the pre-pass reads every ability's file: only when something is to do
+                scores = open_specific_scores(score, path, others, front, back, device, totals)
             chosen: dict[float, dict[str, dict[str, Any]]] = {k_value: {} for k_value in todo}
             if selection == "exact":
                 requests = {(k_value, region): (n, region == "top") for k_value, (n, _) in todo.items()
@@ -433,17 +481,17 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
                 if "random" in regions:
                     chosen[k_value]["random"] = split_positions(scores, random_positions(scores.total, n, seed))
                 write_regions(layout, ability_name, k_value, n, scores, chosen[k_value], selection, seed,
-                              cfg.extract, front, back, spec.name, inputs, k_started)
+                              cfg.extract, front, back, spec.name, inputs, k_started, score)
                 written += 1
-            print(f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), {scores.total:,} candidate "
-                  f"weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s")
+            print(f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), score {score}, {scores.total:,} "
+                  f"candidate weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s")
     print(f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
           f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s")
 
 
 def write_regions(layout: Layout, ability: str, k: float, n: int, scores: Scores, regions: dict[str, dict[str, Any]],
                   selection: str, seed: int, settings: Any, front: int, back: int, model_name: str,
-                  inputs: dict[str, Any], started: float) -> None:
+                  inputs: dict[str, Any], started: float, score: str = "importance") -> None:
     """Mask files, stats.csv, then the manifest (last) for one (ability, k)."""
     clear_manifest(layout.masks_dir(ability, k))  # a run killed below leaves no manifest over mixed files
     for region, indices in regions.items():
@@ -455,9 +503,11 @@ def write_regions(layout: Layout, ability: str, k: float, n: int, scores: Scores
             "scope": scores.metadata["scope"], "n_layers": scores.metadata["n_layers"],
             "front_removal": str(front), "back_removal": str(back), "order": ORDER,
         }
-        if region == "random":
+        if region == "random":  # no score: a random region's file (and its evaluations) outlive a score switch
             metadata.update(seed=str(seed), random_seed=str(settings.random_seed))
-        elif selection == "chunked":
+        elif score != "importance":  # absent means importance: masks of the default keep their bytes
+            metadata["score"] = score
+        if region != "random" and selection == "chunked":
             metadata["chunk_size"] = str(chunk_length(scores.total, n, settings.chunk_size)) if n else ""
         save_tensors(layout.mask_file(ability, k, region), indices, metadata)
     write_text(layout.mask_stats(ability, k), stats_csv(scores, regions))
