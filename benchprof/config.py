@@ -363,6 +363,8 @@ def _validate(cfg: Config) -> None:
     for r in cfg.extract.regions:
         if r not in REGIONS:
             raise ConfigError(f"extract.regions: unknown region {r!r} (known: {', '.join(REGIONS)})")
+    if cfg.extract.score != "importance" and len(cfg.datasets) < 2:
+        raise ConfigError(f"extract.score: {cfg.extract.score!r} compares abilities; it needs at least two in datasets")
     if cfg.extract.chunk_size < 1:
         raise ConfigError("extract.chunk_size: must be >= 1")
     for key in ("train_size", "test_size"):

@@ -28,8 +28,10 @@ Every score is computed tensor by tensor from the importance files (`SpecificSco
 extract's `Scores`), after one pre-pass for each ability's sum and histogram. Top = the n largest
 S_a, bottom = the n smallest (for the contrast scores: the weights most specific to the *other*
 abilities), random is unchanged. The score and the identities of every importance file it reads
-are part of the masks' manifest inputs, so a switch recomputes the masks, and evaluate (which
-records each mask file's hash) re-evaluates.
+are part of the masks' manifest inputs, so a switch recomputes the masks in their folders, and
+evaluate (which records each mask file's hash) re-evaluates the top and bottom regions; random
+mask files keep their bytes and their evaluations. Until then, aggregate lists an evaluation of a
+replaced mask as missing rather than mixing scores in one table.
 
 **Overlap** of two regions A, B (sets of (parameter, flat index)) from the mask files:
 Jaccard J = |A∩B| / |A∪B| and shared fraction |A∩B| / n. Chance level: for two independent uniform
@@ -39,9 +41,12 @@ concentrates tightly at these sizes).
 
 **Specificity** of ability a's region at k:  spec_a = AIS_a(a) − mean_{b≠a} AIS_a(b), over the
 ability benchmarks in evals.benchmarks (AIS_a(b): the AIS on b's test split when a's region is
-removed). Its interval comes from the same paired bootstrap resamples as the AIS cells (documents
-resampled within each benchmark independently). **Diagonal dominance**: the abilities whose own
-split has the largest AIS in their row.
+removed). Its interval comes from the AIS cells' own paired bootstrap resamples, combined resample
+by resample (the splits hold different documents, so their resamples are independent). The **mean
+specificity** (ability `mean`) averages spec_a over the abilities; its interval needs a bootstrap of
+its own, since two abilities' AIS on one split share that split's documents: each resample draws
+one set of document indices per split and applies it to every ability's scores there.
+**Diagonal dominance**: the abilities whose own split has the largest AIS in their row.
 """
 
 from __future__ import annotations
@@ -454,6 +459,7 @@ def plot_layers(rows: list[dict[str, Any]], model: str, k: float, path: Path) ->
         layers = sorted(eligible_by_layer)
         ax.plot(layers, [eligible_by_layer[layer] / total for layer in layers], linestyle="--", color="black",
                 label="eligible share (uniform region)")
+    ax.set_xticks(sorted({r["layer"] for r in rows}))
     ax.set_xlabel("decoder layer")
     ax.set_ylabel("fraction of the region")
     ax.legend(fontsize=7)

@@ -180,6 +180,10 @@ def test_specific_score_needs_every_ability_importance(tmp_path):
     config.write_text(yaml.safe_dump(raw))
     with pytest.raises(BenchprofError, match="extract.score: 'bogus' is not one of"):
         load_config(config)
+    raw["extract"]["score"], raw["datasets"] = "rank", raw["datasets"][:1]
+    config.write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match="extract.score: 'rank' compares abilities; it needs at least two"):
+        load_config(config)
 
 
 # ---- overlap ---------------------------------------------------------------------------------
