@@ -541,7 +541,8 @@ def render_markdown(profile: Profile) -> str:
         f"hurt the benchmark. `*`: the 95% paired bootstrap interval ({profile.bootstrap} resamples "
         f"over documents) excludes 0. `{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "
-        f"`{profile.score}`" + (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
+        f"`{profile.score}`"
+        + (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
         + " (docs/specificity.md).",
         "",
         "## Primary metrics",
@@ -748,6 +749,7 @@ def plot_ribbons(profile: Profile, path: Path) -> Path:
 def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
     """AIS versus k (log axis) for one benchmark: a panel per ability, a line per region with its
     95% interval as a band."""
+    import matplotlib.ticker
     import numpy as np
 
     abilities = profile.abilities
@@ -774,6 +776,9 @@ def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
         ax.axhline(0, color="black", linewidth=0.6)
         ax.set_xscale("log")
         ax.set_xlim(ks.min() / 2, ks.max() * 2)  # explicit: a panel with no finite AIS has no data limits
+        # ticks at the k values only: log-axis minor labels overlap on a panel this narrow
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xticks(ks, [f"{k:g}" for k in ks], rotation=45 if len(ks) > 2 else 0)
         ax.set_title(ability.replace("_", " "), fontsize=8)
         ax.tick_params(labelsize=7)
     for ax in axes[len(abilities):]:
