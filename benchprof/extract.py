@@ -370,7 +370,8 @@ def region_inputs(cfg: Any, ability: str, k: float, n: int, importance: dict[str
     return inputs
 
 
-def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any], metadata: dict[str, str]) -> Optional[Layout]:
+def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any],
+                       metadata: dict[str, str]) -> Optional[Layout]:
     """The layout holding the importance file of identity `importance` (callers that only have the file's
     header, like `status`); None when no configured model has it."""
     for spec in cfg.models:

@@ -58,7 +58,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Union
+from typing import Any, Iterator, Optional
 
 from . import BenchprofError
 from .config import ABILITIES, SCORES
@@ -743,7 +743,9 @@ def specificity_markdown(profile: Any) -> list[str]:
     has_rows = any(r.benchmark == SPECIFICITY for r in profile.rows)
     if not has_rows and not profile.overlap:
         return []
-    what = f"extract.score = `{profile.score}`" + (f", finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
+    what = f"extract.score = `{profile.score}`"
+    if profile.loss_on:
+        what += f", finetune.loss_on = `{profile.loss_on}`"
     parts = ["", f"## Region specificity ({what})", ""]
     if profile.overlap:
         parts += ["Overlap of the abilities' regions (mean over ability pairs; chance: independent random regions "

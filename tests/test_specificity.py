@@ -42,7 +42,10 @@ def importance_tensors(seed: int, ties: bool = False) -> dict[str, torch.Tensor]
     for layer in range(2):
         for suffix in MLP:
             shape = (20, 8) if "down" in suffix else (8, 20)
-            values = torch.randint(0, 5, shape, generator=g).float() / 4 if ties else torch.rand(shape, generator=g) ** 3
+            if ties:
+                values = torch.randint(0, 5, shape, generator=g).float() / 4
+            else:
+                values = torch.rand(shape, generator=g) ** 3
             tensors[f"model.layers.{layer}.{suffix}"] = values
     tensors["model.embed_tokens.weight"] = torch.rand(10, 8, generator=g) + 10
     tensors["model.layers.0.mlp.up_proj.weight"][0, :4] = 0.0  # zero importance for every ability
@@ -227,7 +230,8 @@ def test_overlap_against_set_arithmetic(tmp_path):
 def test_chance_levels_are_the_hypergeometric_mean():
     eligible, n_a, n_b = 40, 12, 7
     # E|A∩B| = Σ_x x P(x), P(x) = C(n_a, x) C(E - n_a, n_b - x) / C(E, n_b): B drawn against a fixed A
-    mean = sum(x * math.comb(n_a, x) * math.comb(eligible - n_a, n_b - x) for x in range(n_b + 1)) / math.comb(eligible, n_b)
+    mean = sum(x * math.comb(n_a, x) * math.comb(eligible - n_a, n_b - x)
+               for x in range(n_b + 1)) / math.comb(eligible, n_b)
     assert expected_shared(n_a, n_b, eligible) == pytest.approx(mean)
     # Jaccard of random regions concentrates near the ratio of expectations at realistic sizes
     rng = np.random.default_rng(1)
@@ -264,8 +268,8 @@ def write_result(cfg, variant: Variant, benchmark: str, per_doc: list[float], ma
     layout = Layout(cfg.output_root, "t")
     path = layout.eval_file(variant, benchmark)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": benchmark, "primary_task": benchmark, "results": {benchmark: {"acc,none": float(np.mean(per_doc))}},
-               "n_samples": len(per_doc), "limit": None}
+    payload = {"benchmark": benchmark, "primary_task": benchmark,
+               "results": {benchmark: {"acc,none": float(np.mean(per_doc))}}, "n_samples": len(per_doc), "limit": None}
     if mask is not None:
         payload["inputs"] = {"mask": mask}
     path.write_text(json.dumps(payload))
