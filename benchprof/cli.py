@@ -58,3 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("benchprof: interrupted; rerun the same command to resume", file=sys.stderr)
         sys.exit(130)
+
+
+if __name__ == "__main__":  # `accelerate launch -m benchprof.cli …` as well as `-m benchprof`
+    main()
