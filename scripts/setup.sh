@@ -2,6 +2,8 @@
 # Create .venv and install benchprof with its test extra. Safe to rerun.
 # torch is installed first, pinned to 2.13.0 (a CPU build here); on a GPU node install the CUDA
 # build of torch you want into the venv first and this script keeps it.
+# Other packages stay within constraints.txt (the versions the tests last passed with), so a new
+# release upstream cannot change CI or the demo; UNPINNED=1 installs the newest allowed instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -9,5 +11,7 @@ PY=${PYTHON:-python3}
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
 fi
-.venv/bin/pip install --quiet --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "is ignored" || true
+PIN=(-c constraints.txt)
+[ "${UNPINNED:-0}" = 1 ] && PIN=()
+.venv/bin/pip install --quiet --disable-pip-version-check "${PIN[@]}" -e ".[dev]" 2>&1 | grep -v "is ignored" || true
 .venv/bin/python -c "import benchprof, torch; print(f'benchprof ready (torch {torch.__version__})')"
