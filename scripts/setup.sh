@@ -13,5 +13,13 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
 fi
 PIN=(-c constraints.txt)
 [ "${UNPINNED:-0}" = 1 ] && PIN=()
-.venv/bin/pip install --quiet --disable-pip-version-check "${PIN[@]}" -e ".[dev]" 2>&1 | grep -v "is ignored" || true
+status=0
+.venv/bin/pip install --quiet --disable-pip-version-check "${PIN[@]}" -e ".[dev]" 2>&1 | grep -v "is ignored" \
+    || status=${PIPESTATUS[0]}
+if [ "$status" != 0 ]; then
+    hint=""
+    [ ${#PIN[@]} -gt 0 ] && hint="; constraints.txt was tested on Python 3.11: try UNPINNED=1 bash scripts/setup.sh"
+    echo "setup.sh: pip install failed (exit $status)$hint" >&2
+    exit 1
+fi
 .venv/bin/python -c "import benchprof, torch; print(f'benchprof ready (torch {torch.__version__})')"
