@@ -9,7 +9,11 @@ cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "is ignored" || true
+    status=0
+    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "is ignored" \
+        || status=${PIPESTATUS[0]}
+    # stop here: going on would let the next install pull a multi-GB default torch build
+    [ "$status" = 0 ] || { echo "setup.sh: installing torch==2.13.0 failed (exit $status)" >&2; exit 1; }
 fi
 PIN=(-c constraints.txt)
 [ "${UNPINNED:-0}" = 1 ] && PIN=()
