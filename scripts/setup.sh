@@ -7,23 +7,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
-[ -x .venv/bin/python ] || "$PY" -m venv .venv
-if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-    status=0
-    .venv/bin/pip install --quiet --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "is ignored" \
+
+# pip_install WHAT ARGS...: quiet pip without its "is ignored" noise; a failure stops setup with one
+# line, so a failed torch pin never lets the next step pull a multi-GB default torch build.
+pip_install() {
+    local what=$1 status=0
+    shift
+    .venv/bin/pip install --quiet --disable-pip-version-check "$@" 2>&1 | grep -v "is ignored" \
         || status=${PIPESTATUS[0]}
-    # stop here: going on would let the next install pull a multi-GB default torch build
-    [ "$status" = 0 ] || { echo "setup.sh: installing torch==2.13.0 failed (exit $status)" >&2; exit 1; }
-fi
-PIN=(-c constraints.txt)
-[ "${UNPINNED:-0}" = 1 ] && PIN=()
-status=0
-.venv/bin/pip install --quiet --disable-pip-version-check "${PIN[@]}" -e ".[dev]" 2>&1 | grep -v "is ignored" \
-    || status=${PIPESTATUS[0]}
-if [ "$status" != 0 ]; then
-    hint=""
-    [ ${#PIN[@]} -gt 0 ] && hint="; constraints.txt was tested on Python 3.11: try UNPINNED=1 bash scripts/setup.sh"
-    echo "setup.sh: pip install failed (exit $status)$hint" >&2
-    exit 1
+    [ "$status" = 0 ] || { echo "setup.sh: installing $what failed (exit $status)" >&2; exit 1; }
+}
+
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -c "import torch" 2>/dev/null || pip_install "torch==2.13.0" "torch==2.13.0"
+if [ "${UNPINNED:-0}" = 1 ]; then
+    pip_install benchprof -e ".[dev]"
+else
+    pip_install "benchprof within constraints.txt (tested on Python 3.11; try UNPINNED=1 bash scripts/setup.sh)" \
+        -c constraints.txt -e ".[dev]"
 fi
 .venv/bin/python -c "import benchprof, torch; print(f'benchprof ready (torch {torch.__version__})')"
