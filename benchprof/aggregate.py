@@ -31,18 +31,31 @@ import time
 import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from . import BenchprofError
 from .config import Config, ModelSpec, load_config
-from .io import atomic_path, clear_manifest, write_json, write_manifest, write_text
 from .layout import Layout, Variant, format_k
+from .storage import atomic_path, clear_manifest, write_json, write_manifest, write_text
 
 METRIC_PREFERENCE = ("acc_norm", "acc", "exact_match", "pass@1")
 FILTER_PREFERENCE = ("none", "strict-match")
 ADJUSTED = "top-random"  # region name of the control-adjusted rows in ais.csv / ais.json
-CSV_COLUMNS = ("model", "ability", "benchmark", "k", "region", "metric", "score_original",
-               "score_ablated", "ais", "ci_low", "ci_high", "significant", "n_docs")
+CSV_COLUMNS = (
+    "model",
+    "ability",
+    "benchmark",
+    "k",
+    "region",
+    "metric",
+    "score_original",
+    "score_ablated",
+    "ais",
+    "ci_low",
+    "ci_high",
+    "significant",
+    "n_docs",
+)
 MISSING_CELL = "–"  # no evaluation to compute from
 UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
 NO_ORIGINAL = "no usable original score"
@@ -62,8 +75,7 @@ def impact_score(s_original: Any, s_ablated: Any) -> Any:
     return float(ais) if ais.ndim == 0 else ais
 
 
-def bootstrap_ais(original: Any, ablated: Any, resamples: int, rng: Any,
-                  max_elements: int = 2_000_000) -> Any:
+def bootstrap_ais(original: Any, ablated: Any, resamples: int, rng: Any, max_elements: int = 2_000_000) -> Any:
     """AIS on `resamples` paired bootstrap resamples of the documents.
 
     original: per-document metric of the original model, shape (n,); ablated: shape (R, n), one row
@@ -115,7 +127,7 @@ def cell_rng(seed: int, ability: str, k: float, benchmark: str) -> Any:
     return np.random.default_rng([int(seed), key])
 
 
-def primary_metric(results: dict[str, Any], override: Optional[str] = None) -> Optional[str]:
+def primary_metric(results: dict[str, Any], override: str | None = None) -> str | None:
     """The lm-eval key ("metric,filter") that represents a benchmark, or None if there is none.
 
     `override` (aggregate.metrics in the config) is a metric name ("acc") or a full key
@@ -123,11 +135,13 @@ def primary_metric(results: dict[str, Any], override: Optional[str] = None) -> O
     the results hold, else their first metric that is not a standard error. Among a metric's filters,
     "none" is preferred, then "strict-match", then the first listed.
     """
-    keys = [key for key, value in results.items()
-            if isinstance(value, (int, float)) and not isinstance(value, bool)
-            and not key.split(",")[0].endswith("_stderr")]
+    keys = [
+        key
+        for key, value in results.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not key.split(",")[0].endswith("_stderr")
+    ]
 
-    def with_filter(metric: str) -> Optional[str]:
+    def with_filter(metric: str) -> str | None:
         candidates = [key for key in keys if key.split(",")[0] == metric]
         for preferred in FILTER_PREFERENCE:
             for key in candidates:
@@ -162,11 +176,11 @@ class AisRow:
     region: str
     metric: str
     score_original: float
-    score_ablated: Optional[float]
+    score_ablated: float | None
     ais: float
     ci_low: float = math.nan
     ci_high: float = math.nan
-    significant: Optional[bool] = None
+    significant: bool | None = None
     n_docs: int = 0  # documents in the paired bootstrap
 
 
@@ -202,8 +216,7 @@ class Profile:
     loss_on: str = ""  # finetune.loss_on of the importance files ("" when unknown)
     overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
 
-    def row(self, ability: str, benchmark: str, k: Optional[float] = None,
-            region: str = "top") -> Optional[AisRow]:
+    def row(self, ability: str, benchmark: str, k: float | None = None, region: str = "top") -> AisRow | None:
         """The row for one cell, or None when it could not be computed."""
         k = self.report_k if k is None else k
         index = getattr(self, "_index", None)
@@ -212,7 +225,7 @@ class Profile:
             self._index = index  # not a dataclass field: asdict() leaves it out
         return index.get((ability, benchmark, format_k(k), region))
 
-    def matrix(self, k: Optional[float] = None, region: str = "top") -> dict[str, dict[str, float]]:
+    def matrix(self, k: float | None = None, region: str = "top") -> dict[str, dict[str, float]]:
         """ability -> benchmark -> AIS at k (default the report k); cells without a result are absent."""
         k = self.report_k if k is None else k
         out: dict[str, dict[str, float]] = {a: {} for a in self.abilities}
@@ -229,7 +242,7 @@ class _Unusable(Exception):
 @dataclass
 class _Score:
     value: float
-    per_doc: Optional[dict[tuple, float]]  # (task, doc_id, filter) -> metric; None without samples
+    per_doc: dict[tuple, float] | None  # (task, doc_id, filter) -> metric; None without samples
     limit: Any = None
     n_samples: Any = None
 
@@ -253,7 +266,7 @@ def _read_results(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return payload, results[task]
 
 
-def _read_samples(path: Path, metric_key: str) -> tuple[Optional[dict[tuple, float]], Optional[str]]:
+def _read_samples(path: Path, metric_key: str) -> tuple[dict[tuple, float] | None, str | None]:
     """Per-document values of `metric_key` from a samples JSONL: (values, None) or (None, why not)."""
     if not path.is_file():
         return None, "no per-sample file"
@@ -276,8 +289,9 @@ def _read_samples(path: Path, metric_key: str) -> tuple[Optional[dict[tuple, flo
     return per_doc, None
 
 
-def _load_score(layout: Layout, variant: Variant, benchmark: str, metric_key: str,
-                notes: list[str], mask_hash: Optional[Any] = None) -> _Score:
+def _load_score(
+    layout: Layout, variant: Variant, benchmark: str, metric_key: str, notes: list[str], mask_hash: Any | None = None
+) -> _Score:
     path = layout.eval_file(variant, benchmark)
     if not path.is_file():
         raise _Unusable("missing")
@@ -296,7 +310,7 @@ def _load_score(layout: Layout, variant: Variant, benchmark: str, metric_key: st
     return _Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"))
 
 
-def _as_config(config: Union[str, Path, Config]) -> Config:
+def _as_config(config: str | Path | Config) -> Config:
     return config if isinstance(config, Config) else load_config(config)
 
 
@@ -313,12 +327,19 @@ def default_report_k(cfg: Config, report_k: Any = None) -> float:
     for k in cfg.settings.k_values:
         if math.isclose(k, wanted, rel_tol=1e-9):
             return k
-    raise BenchprofError(f"--report_k: {report_k} is not one of settings.k_values "
-                         f"({', '.join(format_k(k) for k in cfg.settings.k_values)})")
+    raise BenchprofError(
+        f"--report_k: {report_k} is not one of settings.k_values "
+        f"({', '.join(format_k(k) for k in cfg.settings.k_values)})"
+    )
 
 
-def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional[str] = None,
-                report_k: Any = None, bootstrap: Optional[int] = None, progress: bool = True) -> Profile:
+def load_scores(
+    config: str | Path | Config = "config.yml",
+    model: str | None = None,
+    report_k: Any = None,
+    bootstrap: int | None = None,
+    progress: bool = True,
+) -> Profile:
     """Read one model's evaluations and compute every AIS with its interval (no files written).
 
     Arguments:
@@ -331,26 +352,33 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
     import numpy as np
     from tqdm import tqdm
 
-    from .io import file_hash
     from .specificity import ability_benchmarks, mean_specificity_rows, region_provenance, specificity_rows
+    from .storage import file_hash
 
     cfg = _as_config(config)
     spec: ModelSpec = cfg.model(model)
     layout = Layout(cfg.output_root, spec.tag)
     settings = cfg.aggregate
     resamples = settings.bootstrap if bootstrap is None else int(bootstrap)
-    profile = Profile(model=spec.tag, name=spec.name, abilities=cfg.abilities(),
-                      benchmarks=list(cfg.evals.benchmarks), k_values=list(cfg.settings.k_values),
-                      regions=list(cfg.extract.regions), report_k=default_report_k(cfg, report_k),
-                      threshold=settings.threshold, bootstrap=resamples)
+    profile = Profile(
+        model=spec.tag,
+        name=spec.name,
+        abilities=cfg.abilities(),
+        benchmarks=list(cfg.evals.benchmarks),
+        k_values=list(cfg.settings.k_values),
+        regions=list(cfg.extract.regions),
+        report_k=default_report_k(cfg, report_k),
+        threshold=settings.threshold,
+        bootstrap=resamples,
+    )
     variants = [Variant(a, k, r) for a in profile.abilities for k in profile.k_values for r in profile.regions]
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
-    mask_hashes: dict[Variant, Optional[str]] = {}
+    mask_hashes: dict[Variant, str | None] = {}
     samples: dict[tuple, Any] = {}  # (ability, k, benchmark, region) -> bootstrap AIS samples
     per_doc: dict[tuple, Any] = {}  # ability splits' per-document values, for the mean specificity
     splits = ability_benchmarks(profile.benchmarks)
 
-    def mask_hash(variant: Variant) -> Optional[str]:
+    def mask_hash(variant: Variant) -> str | None:
         if variant not in mask_hashes:
             path = layout.mask_file(variant.ability, variant.k, variant.region)
             mask_hashes[variant] = file_hash(path) if path.is_file() else None
@@ -360,8 +388,12 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
         path = layout.eval_file(variant, benchmark)
         profile.missing.append(MissingEval(benchmark, variant.label(), str(path), reason))
 
-    bar = tqdm(total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
-               desc=f"aggregate {spec.tag}", unit="cell", disable=None if progress else True)
+    bar = tqdm(
+        total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
+        desc=f"aggregate {spec.tag}",
+        unit="cell",
+        disable=None if progress else True,
+    )
     for benchmark in profile.benchmarks:
         original_path = layout.eval_file(Variant(), benchmark)
         metric_key = None
@@ -389,7 +421,8 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
             if not math.isclose(doc_mean, original.value, abs_tol=1e-6):
                 profile.notes.append(
                     f"{benchmark}: the reported {metric_key} ({original.value:.4f}) is not the mean over "
-                    f"documents ({doc_mean:.4f}); intervals are for the document mean")
+                    f"documents ({doc_mean:.4f}); intervals are for the document mean"
+                )
 
         for ability in profile.abilities:
             for k in profile.k_values:
@@ -397,8 +430,7 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
                 for region in profile.regions:
                     variant = Variant(ability, k, region)
                     try:
-                        ablated[region] = _load_score(layout, variant, benchmark, metric_key, profile.notes,
-                                                      mask_hash)
+                        ablated[region] = _load_score(layout, variant, benchmark, metric_key, profile.notes, mask_hash)
                     except _Unusable as err:
                         missing(benchmark, variant, str(err))
                         continue
@@ -406,12 +438,21 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
                     if (score.limit, score.n_samples) != (original.limit, original.n_samples):
                         profile.notes.append(
                             f"{benchmark} {variant.label()}: limit/n_samples {score.limit}/{score.n_samples} "
-                            f"differ from the original's {original.limit}/{original.n_samples}")
-                profile.rows.extend(_cell_rows(profile, ability, k, benchmark, metric_key, original,
-                                               ablated, resamples, settings.seed, samples))
+                            f"differ from the original's {original.limit}/{original.n_samples}"
+                        )
+                profile.rows.extend(
+                    _cell_rows(
+                        profile, ability, k, benchmark, metric_key, original, ablated, resamples, settings.seed, samples
+                    )
+                )
                 if benchmark in splits:
-                    per_doc.update({(benchmark, ability, k, region): score.per_doc
-                                    for region, score in ablated.items() if score.per_doc is not None})
+                    per_doc.update(
+                        {
+                            (benchmark, ability, k, region): score.per_doc
+                            for region, score in ablated.items()
+                            if score.per_doc is not None
+                        }
+                    )
                 bar.update(1)
     bar.close()
     profile.rows.extend(specificity_rows(profile, samples))
@@ -419,20 +460,30 @@ def load_scores(config: Union[str, Path, Config] = "config.yml", model: Optional
     return profile
 
 
-def _cell_rows(profile: Profile, ability: str, k: float, benchmark: str, metric_key: str,
-               original: _Score, ablated: dict[str, _Score], resamples: int, seed: int,
-               samples_out: Optional[dict[tuple, Any]] = None) -> list[AisRow]:
+def _cell_rows(
+    profile: Profile,
+    ability: str,
+    k: float,
+    benchmark: str,
+    metric_key: str,
+    original: _Score,
+    ablated: dict[str, _Score],
+    resamples: int,
+    seed: int,
+    samples_out: dict[tuple, Any] | None = None,
+) -> list[AisRow]:
     """The rows of one (ability, k, benchmark) cell: one per region present, plus top-random.
 
     `samples_out[(ability, k, benchmark, region)]` receives each region's bootstrap AIS samples."""
     import numpy as np
 
-    def new_row(region: str, score_ablated: Optional[float], ais: float) -> AisRow:
-        return AisRow(profile.model, ability, benchmark, k, region, metric_key, original.value,
-                      score_ablated, ais)
+    def new_row(region: str, score_ablated: float | None, ais: float) -> AisRow:
+        return AisRow(profile.model, ability, benchmark, k, region, metric_key, original.value, score_ablated, ais)
 
-    rows = {region: new_row(region, score.value, impact_score(original.value, score.value))
-            for region, score in ablated.items()}
+    rows = {
+        region: new_row(region, score.value, impact_score(original.value, score.value))
+        for region, score in ablated.items()
+    }
     if "top" in rows and "random" in rows:
         rows[ADJUSTED] = new_row(ADJUSTED, None, rows["top"].ais - rows["random"].ais)
 
@@ -444,13 +495,14 @@ def _cell_rows(profile: Profile, ability: str, k: float, benchmark: str, metric_
             shared &= set(ablated[region].per_doc)
         docs = [d for d in original.per_doc if d in shared]  # the original file's order
         if len(docs) < len(original.per_doc):
-            profile.notes.append(f"{benchmark} {ability}/k{format_k(k)}: intervals over the {len(docs)} of "
-                                 f"{len(original.per_doc)} documents that every per-sample file holds")
+            profile.notes.append(
+                f"{benchmark} {ability}/k{format_k(k)}: intervals over the {len(docs)} of "
+                f"{len(original.per_doc)} documents that every per-sample file holds"
+            )
         if docs:
             base = np.array([original.per_doc[d] for d in docs])
             matrix = np.array([[ablated[r].per_doc[d] for d in docs] for r in paired])
-            samples = dict(zip(paired, bootstrap_ais(base, matrix, resamples,
-                                                     cell_rng(seed, ability, k, benchmark))))
+            samples = dict(zip(paired, bootstrap_ais(base, matrix, resamples, cell_rng(seed, ability, k, benchmark))))
             if ADJUSTED in rows and "top" in samples and "random" in samples:
                 samples[ADJUSTED] = samples["top"] - samples["random"]
             for region, values in samples.items():
@@ -500,7 +552,7 @@ def profile_json(profile: Profile) -> dict[str, Any]:
     return out
 
 
-def _fmt_ais(row: Optional[AisRow]) -> str:
+def _fmt_ais(row: AisRow | None) -> str:
     if row is None:
         return MISSING_CELL
     if math.isnan(row.ais):
@@ -518,12 +570,13 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def ais_table(profile: Profile, k: Optional[float] = None, region: str = "top") -> str:
+def ais_table(profile: Profile, k: float | None = None, region: str = "top") -> str:
     """Markdown table abilities x benchmarks of AIS at k ('*': 95% interval excludes 0)."""
     k = profile.report_k if k is None else k
-    return _md_table(["ability"] + profile.benchmarks,
-                     [[a] + [_fmt_ais(profile.row(a, b, k, region)) for b in profile.benchmarks]
-                      for a in profile.abilities])
+    return _md_table(
+        ["ability"] + profile.benchmarks,
+        [[a] + [_fmt_ais(profile.row(a, b, k, region)) for b in profile.benchmarks] for a in profile.abilities],
+    )
 
 
 def render_markdown(profile: Profile) -> str:
@@ -547,28 +600,41 @@ def render_markdown(profile: Profile) -> str:
         "",
         "## Primary metrics",
         "",
-        _md_table(["benchmark", "metric", "original score"],
-                  [[b, profile.metrics.get(b, MISSING_CELL),
-                    f"{profile.original_scores[b]:.4f}" if b in profile.original_scores else MISSING_CELL]
-                   for b in profile.benchmarks]),
+        _md_table(
+            ["benchmark", "metric", "original score"],
+            [
+                [
+                    b,
+                    profile.metrics.get(b, MISSING_CELL),
+                    f"{profile.original_scores[b]:.4f}" if b in profile.original_scores else MISSING_CELL,
+                ]
+                for b in profile.benchmarks
+            ],
+        ),
         "",
         f"## AIS at k = {k} (top region)",
         "",
         ais_table(profile, region="top"),
     ]
     if ADJUSTED in regions:
-        parts += ["", f"## Control-adjusted AIS at k = {k} (top - random)", "",
-                  ais_table(profile, region=ADJUSTED)]
+        parts += ["", f"## Control-adjusted AIS at k = {k} (top - random)", "", ais_table(profile, region=ADJUSTED)]
     for region in ("bottom", "random"):
         if region in profile.regions:
             parts += ["", f"## Control: AIS at k = {k} ({region} region)", "", ais_table(profile, region=region)]
     parts += ["", "## k sweep per benchmark"]
     for benchmark in profile.benchmarks:
         header = ["ability", "region"] + [f"k = {format_k(k_)}" for k_ in profile.k_values]
-        rows = [[a, r] + [_fmt_ais(profile.row(a, benchmark, k_, r)) for k_ in profile.k_values]
-                for a in profile.abilities for r in regions]
-        parts += ["", f"### {benchmark} ({profile.metrics.get(benchmark, 'no original score')})", "",
-                  _md_table(header, rows)]
+        rows = [
+            [a, r] + [_fmt_ais(profile.row(a, benchmark, k_, r)) for k_ in profile.k_values]
+            for a in profile.abilities
+            for r in regions
+        ]
+        parts += [
+            "",
+            f"### {benchmark} ({profile.metrics.get(benchmark, 'no original score')})",
+            "",
+            _md_table(header, rows),
+        ]
     parts += specificity_markdown(profile)
     parts += ["", "## Missing evaluations", ""]
     if profile.missing:
@@ -576,12 +642,17 @@ def render_markdown(profile: Profile) -> str:
         for m in profile.missing:
             ability, _, rest = m.variant.partition("/")
             grouped.setdefault((m.benchmark, ability, m.reason), []).append(rest)
-        parts.append(f"{_count(len(profile.missing), 'evaluation')} could not be used "
-                     "(every one is listed in ais.json under `missing`).")
+        parts.append(
+            f"{_count(len(profile.missing), 'evaluation')} could not be used "
+            "(every one is listed in ais.json under `missing`)."
+        )
         parts.append("")
-        parts.append(_md_table(["benchmark", "model variant", "k / region", "reason"],
-                               [[b, a, ", ".join(rest) if any(rest) else "", reason]
-                                for (b, a, reason), rest in grouped.items()]))
+        parts.append(
+            _md_table(
+                ["benchmark", "model variant", "k / region", "reason"],
+                [[b, a, ", ".join(rest) if any(rest) else "", reason] for (b, a, reason), rest in grouped.items()],
+            )
+        )
     else:
         parts.append("None.")
     if profile.notes:
@@ -649,15 +720,23 @@ def plot_heatmap(profile: Profile, path: Path, region: str = "top") -> Path:
             text = _fmt_ais(row)
             dark = row is not None and not math.isnan(row.ais) and abs(row.ais) > 0.6 * limit
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
-    ax.set_xticks(range(len(benchmarks)),
-                  [f"{b}: {_short(profile.metrics[b])}" if b in profile.metrics else b for b in benchmarks],
-                  rotation=30, ha="right", rotation_mode="anchor", fontsize=8)
+    ax.set_xticks(
+        range(len(benchmarks)),
+        [f"{b}: {_short(profile.metrics[b])}" if b in profile.metrics else b for b in benchmarks],
+        rotation=30,
+        ha="right",
+        rotation_mode="anchor",
+        fontsize=8,
+    )
     ax.set_yticks(range(len(abilities)), [a.replace("_", " ") for a in abilities], fontsize=8)
     ax.set_xlabel("benchmark: primary metric")
     fig.colorbar(image, ax=ax, shrink=0.85, label="AIS (> 0: ablation hurts)")
     what = "top region" if region == "top" else region
-    ax.set_title(f"{profile.model}: AIS at k = {format_k(profile.report_k)} ({what})\n{_metric_title(profile)}; "
-                 f"* 95% CI excludes 0; {MISSING_CELL} not evaluated", fontsize=9)
+    ax.set_title(
+        f"{profile.model}: AIS at k = {format_k(profile.report_k)} ({what})\n{_metric_title(profile)}; "
+        f"* 95% CI excludes 0; {MISSING_CELL} not evaluated",
+        fontsize=9,
+    )
     return _save(fig, path)
 
 
@@ -680,39 +759,55 @@ def plot_benchmark_profile(profile: Profile, benchmark: str, path: Path) -> Path
         high = np.array([r.ci_high if r else np.nan for r in rows])
         err = np.vstack([np.where(np.isnan(low), 0, ais - low), np.where(np.isnan(high), 0, high - ais)])
         offset = (n - (len(shown) - 1) / 2) * height
-        ax.barh(y + offset, np.nan_to_num(ais), height=height * 0.9, color=colours[region],
-                xerr=np.nan_to_num(err), error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "#333333"},
-                label=f"{region} region" + (" (control)" if region == "random" else ""))
+        ax.barh(
+            y + offset,
+            np.nan_to_num(ais),
+            height=height * 0.9,
+            color=colours[region],
+            xerr=np.nan_to_num(err),
+            error_kw={"elinewidth": 1, "capsize": 2, "ecolor": "#333333"},
+            label=f"{region} region" + (" (control)" if region == "random" else ""),
+        )
         for yi, row in zip(y + offset, rows):
             if row is None or math.isnan(row.ais):
                 ax.text(0, yi, f" {MISSING_CELL if row is None else UNDEFINED_CELL}", va="center", fontsize=7)
     if benchmark in profile.original_scores and profile.original_scores[benchmark] == 0:
-        ax.text(0.5, 0.5, "original score is 0: AIS undefined", transform=ax.transAxes, ha="center",
-                va="center", color="#666666")
+        ax.text(
+            0.5,
+            0.5,
+            "original score is 0: AIS undefined",
+            transform=ax.transAxes,
+            ha="center",
+            va="center",
+            color="#666666",
+        )
     ax.axvline(0, color="black", linewidth=0.8)
-    ax.axvline(profile.threshold, color="#555555", linewidth=0.8, linestyle="--",
-               label=f"threshold {profile.threshold:g}")
+    ax.axvline(
+        profile.threshold, color="#555555", linewidth=0.8, linestyle="--", label=f"threshold {profile.threshold:g}"
+    )
     ax.set_yticks(y, [a.replace("_", " ") for a in abilities], fontsize=8)
     ax.invert_yaxis()
     ax.set_xlabel("AIS (bars: point estimate, whiskers: 95% paired bootstrap CI)")
     ax.legend(fontsize=7, loc="best")
     metric = _short(profile.metrics[benchmark]) if benchmark in profile.metrics else "no original score"
-    ax.set_title(f"{profile.model}: profile of {benchmark} ({metric}) at k = {format_k(profile.report_k)}",
-                 fontsize=9)
+    ax.set_title(f"{profile.model}: profile of {benchmark} ({metric}) at k = {format_k(profile.report_k)}", fontsize=9)
     return _save(fig, path)
 
 
 def plot_ribbons(profile: Profile, path: Path) -> Path:
     """Ability -> benchmark links where the top-region AIS at the report k exceeds the threshold;
     line width proportional to AIS (the paper's profile figure)."""
+    import matplotlib
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path as CurvePath
-    import matplotlib
 
     abilities, benchmarks = profile.abilities, profile.benchmarks
-    links = [(i, j, row) for i, a in enumerate(abilities) for j, b in enumerate(benchmarks)
-             if (row := profile.row(a, b)) is not None and not math.isnan(row.ais)
-             and row.ais > profile.threshold]
+    links = [
+        (i, j, row)
+        for i, a in enumerate(abilities)
+        for j, b in enumerate(benchmarks)
+        if (row := profile.row(a, b)) is not None and not math.isnan(row.ais) and row.ais > profile.threshold
+    ]
     rows = max(len(abilities), len(benchmarks))
     fig = _figure(8.5, 1.6 + 0.45 * rows)
     ax = fig.add_subplot()
@@ -724,10 +819,20 @@ def plot_ribbons(profile: Profile, path: Path) -> Path:
     colours = matplotlib.colormaps["tab10"]
     widest = max([row.ais for _, _, row in links], default=1.0)
     for i, j, row in sorted(links, key=lambda link: link[2].ais):
-        curve = CurvePath([(0.0, ya[i]), (0.5, ya[i]), (0.5, yb[j]), (1.0, yb[j])],
-                          [CurvePath.MOVETO, CurvePath.CURVE4, CurvePath.CURVE4, CurvePath.CURVE4])
-        ax.add_patch(PathPatch(curve, facecolor="none", edgecolor=colours(i % 10), alpha=0.55,
-                               linewidth=1.0 + 9.0 * row.ais / widest, capstyle="butt"))
+        curve = CurvePath(
+            [(0.0, ya[i]), (0.5, ya[i]), (0.5, yb[j]), (1.0, yb[j])],
+            [CurvePath.MOVETO, CurvePath.CURVE4, CurvePath.CURVE4, CurvePath.CURVE4],
+        )
+        ax.add_patch(
+            PathPatch(
+                curve,
+                facecolor="none",
+                edgecolor=colours(i % 10),
+                alpha=0.55,
+                linewidth=1.0 + 9.0 * row.ais / widest,
+                capstyle="butt",
+            )
+        )
     for i, a in enumerate(abilities):
         ax.plot(0, ya[i], "o", color=colours(i % 10), markersize=6)
         ax.text(-0.03, ya[i], a.replace("_", " "), ha="right", va="center", fontsize=8)
@@ -735,14 +840,15 @@ def plot_ribbons(profile: Profile, path: Path) -> Path:
         ax.plot(1, yb[j], "s", color="#444444", markersize=6)
         ax.text(1.03, yb[j], b, ha="left", va="center", fontsize=8)
     if not links:
-        ax.text(0.5, 0.5, f"no AIS above {profile.threshold:g}", ha="center", va="center",
-                fontsize=10, color="#666666")
+        ax.text(0.5, 0.5, f"no AIS above {profile.threshold:g}", ha="center", va="center", fontsize=10, color="#666666")
     ax.set_xlim(-0.75, 1.75)
     ax.set_ylim(0, 1)
     ax.axis("off")
-    ax.set_title(f"{profile.model}: ability → benchmark links with AIS > {profile.threshold:g} "
-                 f"(top region, k = {format_k(profile.report_k)}; width ∝ AIS, widest {widest:.3f})",
-                 fontsize=9)
+    ax.set_title(
+        f"{profile.model}: ability → benchmark links with AIS > {profile.threshold:g} "
+        f"(top region, k = {format_k(profile.report_k)}; width ∝ AIS, widest {widest:.3f})",
+        fontsize=9,
+    )
     return _save(fig, path)
 
 
@@ -771,8 +877,17 @@ def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
                 ax.fill_between(ks, low, high, color=colour, alpha=0.15, linewidth=0)
             else:  # one k: a band has no width; error bars, dodged so the regions do not hide each other
                 dodge = 1.12 ** (profile.regions.index(region) - (len(profile.regions) - 1) / 2)
-                ax.errorbar(ks * dodge, ais, yerr=[np.nan_to_num(ais - low), np.nan_to_num(high - ais)],
-                            fmt="o", markersize=3, color=colour, elinewidth=1, capsize=3, label=region)
+                ax.errorbar(
+                    ks * dodge,
+                    ais,
+                    yerr=[np.nan_to_num(ais - low), np.nan_to_num(high - ais)],
+                    fmt="o",
+                    markersize=3,
+                    color=colour,
+                    elinewidth=1,
+                    capsize=3,
+                    label=region,
+                )
         ax.axhline(0, color="black", linewidth=0.6)
         ax.set_xscale("log")
         ax.set_xlim(ks.min() / 2, ks.max() * 2)  # explicit: a panel with no finite AIS has no data limits
@@ -781,14 +896,15 @@ def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
         ax.set_xticks(ks, [f"{k:g}" for k in ks], rotation=45 if len(ks) > 2 else 0)
         ax.set_title(ability.replace("_", " "), fontsize=8)
         ax.tick_params(labelsize=7)
-    for ax in axes[len(abilities):]:
+    for ax in axes[len(abilities) :]:
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
     fig.supxlabel("k (fraction of all parameters, log scale)", fontsize=8)
     fig.supylabel("AIS", fontsize=8)
     metric = _short(profile.metrics[benchmark]) if benchmark in profile.metrics else "no original score"
-    fig.suptitle(f"{profile.model}: {benchmark} ({metric}), AIS vs k; "
-                 f"{'bands' if len(ks) > 1 else 'bars'}: 95% CI", fontsize=9)
+    fig.suptitle(
+        f"{profile.model}: {benchmark} ({metric}), AIS vs k; {'bands' if len(ks) > 1 else 'bars'}: 95% CI", fontsize=9
+    )
     return _save(fig, path)
 
 
@@ -816,8 +932,9 @@ def write_profile(profile: Profile, folder: Path, plots: bool = True) -> list[Pa
     return written
 
 
-def aggregate(config: str = "config.yml", model: Optional[str] = None,
-              report_k: Optional[float] = None, plots: bool = True) -> None:
+def aggregate(
+    config: str = "config.yml", model: str | None = None, report_k: float | None = None, plots: bool = True
+) -> None:
     """Ability Impact Scores, bootstrap intervals, tables and plots under <model>/profile/.
 
     AIS = (s(original) - s(ablated)) / s(original) on each benchmark's primary metric (aggregate.metrics,
@@ -852,34 +969,46 @@ def aggregate(config: str = "config.yml", model: Optional[str] = None,
         folder = Layout(cfg.output_root, spec.tag).profile_dir
         if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
             overlap_files, _, _ = model_overlap(cfg, spec.tag, plots)  # masks alone still show their overlap
-            print(f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
-                  + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else ""))
+            print(
+                f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
+                + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else "")
+            )
             continue
         clear_manifest(folder)  # the manifest, written last, marks a complete profile
         overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
         profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
         profile.notes += overlap_notes
         written = write_profile(profile, folder, plots=plots) + overlap_files
-        write_manifest(folder, inputs={"aggregate": asdict(cfg.aggregate), "report_k": k,
-                                       "abilities": profile.abilities, "benchmarks": profile.benchmarks,
-                                       "k_values": profile.k_values, "regions": profile.regions},
-                       extra={"rows": len(profile.rows), "missing": len(profile.missing),
-                              "files": [p.name for p in written]},
-                       started=model_started)
+        write_manifest(
+            folder,
+            inputs={
+                "aggregate": asdict(cfg.aggregate),
+                "report_k": k,
+                "abilities": profile.abilities,
+                "benchmarks": profile.benchmarks,
+                "k_values": profile.k_values,
+                "regions": profile.regions,
+            },
+            extra={"rows": len(profile.rows), "missing": len(profile.missing), "files": [p.name for p in written]},
+            started=model_started,
+        )
         done.append((profile, folder, len(written)))
     if not any(profile.rows for profile, _, _ in done):
         tags = ", ".join(s.tag for s in specs)
-        raise BenchprofError(f"aggregate: no AIS could be computed for {tags} under {cfg.output_root} "
-                             "(run `benchprof evaluate` first; ais.md lists what is missing)"
-                             if done else
-                             f"aggregate: no evaluation results for {tags} under {cfg.output_root} "
-                             "(run `benchprof evaluate` first)")
+        raise BenchprofError(
+            f"aggregate: no AIS could be computed for {tags} under {cfg.output_root} "
+            "(run `benchprof evaluate` first; ais.md lists what is missing)"
+            if done
+            else f"aggregate: no evaluation results for {tags} under {cfg.output_root} (run `benchprof evaluate` first)"
+        )
     for profile, folder, files in done:
         print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* 95% CI excludes 0)")
         print(ais_table(profile))
         for line in profile.overlap + specificity_summary(profile, k):
             print(line)
-    print(f"\naggregate: {sum(len(p.rows) for p, _, _ in done)} rows, "
-          f"{_count(sum(len(p.missing) for p, _, _ in done), 'missing evaluation')}, "
-          f"{sum(files for _, _, files in done)} files -> {', '.join(str(f) for _, f, _ in done)} "
-          f"in {time.time() - started:.1f} s")
+    print(
+        f"\naggregate: {sum(len(p.rows) for p, _, _ in done)} rows, "
+        f"{_count(sum(len(p.missing) for p, _, _ in done), 'missing evaluation')}, "
+        f"{sum(files for _, _, files in done)} files -> {', '.join(str(f) for _, f, _ in done)} "
+        f"in {time.time() - started:.1f} s"
+    )

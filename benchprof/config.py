@@ -13,7 +13,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Union
 
 from . import BenchprofError
 
@@ -44,9 +44,7 @@ class ConfigError(BenchprofError):
 class Settings:
     """`settings:` run-wide values (the authors' keys plus a few of ours)."""
 
-    k_values: list[float] = field(
-        default_factory=lambda: [0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024]
-    )
+    k_values: list[float] = field(default_factory=lambda: [0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024])
     front_removal: int = 0  # skip this many decoder layers at the front when selecting regions
     back_removal: int = 0  # ... and this many at the back
     cuda_visible_devices: str = ""  # "0,1,2,3": one evaluation worker per listed GPU
@@ -109,7 +107,7 @@ class FinetuneSettings:
 
     scope: Literal["mlp", "attention", "all"] = "mlp"
     loss_on: Literal["all", "answer"] = "all"  # all tokens (authors) or the answer tokens only
-    max_samples: Optional[int] = None
+    max_samples: int | None = None
     max_length: int = 1024
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     gradient_checkpointing: bool = False
@@ -138,7 +136,7 @@ class EvalSettings:
     benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
     num_fewshot: list[int] = field(default_factory=list)
     backend: Literal["hf", "vllm"] = "hf"
-    limit: Optional[int] = None
+    limit: int | None = None
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     tensor_parallel_size: int = 1
@@ -152,7 +150,7 @@ class EvalSettings:
 class AggregateSettings:
     """`aggregate:` how AIS tables and plots are made."""
 
-    report_k: Optional[float] = None  # defaults to the largest k
+    report_k: float | None = None  # defaults to the largest k
     threshold: float = 0.05  # ribbon figure draws ability -> benchmark links above this AIS
     bootstrap: int = 1000
     seed: int = 0
@@ -202,7 +200,35 @@ class Config:
             return DatasetSpec(name=ability)
         raise ConfigError(f"datasets: no entry for ability {ability!r}")
 
-    def model(self, name_or_tag: Optional[str] = None) -> ModelSpec:
+    def selected_models(self, name_or_tag: str | None = None) -> list[ModelSpec]:
+        """The models a command works on: all of them, or the one named by `--model` (name or tag)."""
+        return list(self.models) if name_or_tag is None else [self.model(name_or_tag)]
+
+    def with_overrides(self, **sections: dict[str, Any]) -> Config:
+        """A copy with command-line values put into their sections, checked like the YAML.
+
+        `cfg.with_overrides(finetune={"scope": "all", "dtype": None})`: values that are None were not
+        given and leave the config's value; a bad value raises ConfigError naming `section.key`.
+        """
+        hints = typing.get_type_hints(Config)
+        updated = {}
+        for section, values in sections.items():
+            current = getattr(self, section)
+            section_hints = typing.get_type_hints(type(current))
+            given = {}
+            for key, value in values.items():
+                if value is None:
+                    continue
+                if key not in section_hints:
+                    raise ConfigError(f"{section}.{key}: unknown key")
+                given[key] = _cast(value, section_hints[key], f"{section}.{key}")
+            updated[section] = dataclasses.replace(current, **given)
+        assert set(updated) <= set(hints)
+        cfg = dataclasses.replace(self, **updated)
+        _validate(cfg)
+        return cfg
+
+    def model(self, name_or_tag: str | None = None) -> ModelSpec:
         if name_or_tag is None:
             return self.models[0]
         for m in self.models:
@@ -305,9 +331,7 @@ def _build(cls: type, raw: Any, key: str) -> Any:
     missing = [
         f.name
         for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-        and f.name not in kwargs
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in kwargs
     ]
     if missing:
         raise ConfigError(f"{key + '.' if key else ''}{missing[0]}: required key is missing")
@@ -333,9 +357,7 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("models: two models share the tag; set models[i].tag")
     for i, d in enumerate(cfg.datasets):
         if d.name not in ABILITIES:
-            raise ConfigError(
-                f"datasets[{i}].name: unknown ability {d.name!r} (known: {', '.join(ABILITIES)})"
-            )
+            raise ConfigError(f"datasets[{i}].name: unknown ability {d.name!r} (known: {', '.join(ABILITIES)})")
         for k in d.keys():
             if k not in RECORD_FIELDS:
                 raise ConfigError(f"datasets[{i}].key: unknown field {k!r} (known: {', '.join(RECORD_FIELDS)})")
@@ -343,9 +365,7 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("datasets: an ability is listed twice")
     ev = cfg.evals
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
-        raise ConfigError(
-            f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks"
-        )
+        raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
     if len(set(ev.benchmarks)) != len(ev.benchmarks):
         raise ConfigError("evals.benchmarks: a benchmark is listed twice")
     if ev.limit is not None and ev.limit < 1:
@@ -396,7 +416,7 @@ def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:
     return cfg
 
 
-def load_config(path: Union[str, Path] = "config.yml") -> Config:
+def load_config(path: str | Path = "config.yml") -> Config:
     """Read, parse and validate config.yml; raise ConfigError naming the key on any problem."""
     import yaml
 

@@ -14,46 +14,17 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import Config, ModelSpec, load_config, select
 from .layout import Layout, Variant
+from .regions import Region, read_region, region_metadata
 
-# The region of a variant: parameter name -> sorted int64 flat indices.
-Region = dict[str, Any]
 # What apply_region overwrote: parameter name -> (flat indices, original values), in apply order.
 Saved = list[tuple[str, Any, Any]]
-
-
-def read_mask(path: Path) -> tuple[Region, dict[str, str]]:
-    """A mask file's indices (parameter name -> int64 tensor) and its metadata."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise BenchprofError(f"{path}: mask file not found (run `benchprof extract` first)")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            metadata = dict(f.metadata() or {})
-            indices = {name: f.get_tensor(name) for name in f.keys()}
-    except Exception as err:  # safetensors raises its own error types for a corrupt file
-        raise BenchprofError(f"{path}: not a readable safetensors mask ({str(err).splitlines()[0]})") from None
-    return indices, metadata
-
-
-def mask_metadata(path: Path) -> dict[str, str]:
-    """A mask file's metadata only (cheap: the indices are not read)."""
-    from safetensors import safe_open
-
-    if not Path(path).is_file():
-        raise BenchprofError(f"{path}: mask file not found (run `benchprof extract` first)")
-    try:
-        with safe_open(str(path), framework="pt") as f:
-            return dict(f.metadata() or {})
-    except Exception as err:  # safetensors raises its own error types for a corrupt file
-        raise BenchprofError(f"{path}: not a readable safetensors mask ({str(err).splitlines()[0]})") from None
 
 
 def named_params(model: Any) -> dict[str, Any]:
@@ -61,8 +32,9 @@ def named_params(model: Any) -> dict[str, Any]:
     return dict(model.named_parameters(remove_duplicate=False))
 
 
-def check_region(model: Any, indices: Region, metadata: dict[str, str], path: Path,
-                 model_fingerprint: Optional[str] = None) -> None:
+def check_region(
+    model: Any, indices: Region, metadata: dict[str, str], path: Path, model_fingerprint: str | None = None
+) -> None:
     """Raise a one-line BenchprofError naming `path` unless the mask fits this model.
 
     `model_fingerprint` is modeling.fingerprint of the *unablated* model; pass it when the model
@@ -79,22 +51,25 @@ def check_region(model: Any, indices: Region, metadata: dict[str, str], path: Pa
     if recorded != actual:
         raise BenchprofError(
             f"{path}: masks from another model (mask fingerprint {recorded}, loaded model {actual}); "
-            f"re-run `benchprof finetune` and `benchprof extract` for this model")
+            f"re-run `benchprof finetune` and `benchprof extract` for this model"
+        )
     params = named_params(model)
     for name, idx in indices.items():
         if name not in params:
             raise BenchprofError(f"{path}: masks from another model: {name!r} is not a parameter of it")
         if idx.dtype != torch.int64 or idx.dim() != 1:
-            raise BenchprofError(f"{path}: {name}: indices must be a 1-D int64 tensor, "
-                                 f"got {idx.dtype} of shape {tuple(idx.shape)}")
+            raise BenchprofError(
+                f"{path}: {name}: indices must be a 1-D int64 tensor, got {idx.dtype} of shape {tuple(idx.shape)}"
+            )
         if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= params[name].numel()):
-            raise BenchprofError(f"{path}: masks from another model: {name} has an index outside "
-                                 f"0..{params[name].numel() - 1}")
+            raise BenchprofError(
+                f"{path}: masks from another model: {name} has an index outside 0..{params[name].numel() - 1}"
+            )
 
 
-def load_region(model: Any, path: Path, model_fingerprint: Optional[str] = None) -> Region:
+def load_region(model: Any, path: Path, model_fingerprint: str | None = None) -> Region:
     """Read a mask file and check it against `model`; return its indices."""
-    indices, metadata = read_mask(path)
+    indices, metadata = read_region(path)
     check_region(model, indices, metadata, path, model_fingerprint)
     return indices
 
@@ -144,8 +119,7 @@ def region_stats(model: Any, indices: Region) -> dict[str, float]:
 
     params = dict(model.named_parameters())  # each tensor once, for the whole-model totals
     aliases = named_params(model)
-    total_sq = sum(float(torch.linalg.vector_norm(p.detach(), dtype=torch.float32)) ** 2
-                   for p in params.values())
+    total_sq = sum(float(torch.linalg.vector_norm(p.detach(), dtype=torch.float32)) ** 2 for p in params.values())
     total = sum(p.numel() for p in params.values())
     zeroed = removed_sq = already_zero = 0
     with torch.no_grad():
@@ -184,21 +158,22 @@ def missing_masks(layout: Layout, todo: list[Variant]) -> list[Path]:
 def require_masks(layout: Layout, todo: list[Variant]) -> None:
     missing = missing_masks(layout, todo)
     if missing:
-        raise BenchprofError(f"{len(missing)} mask file(s) missing, e.g. {missing[0]} "
-                             f"(run `benchprof extract`, or narrow with --ability/--k/--region)")
+        raise BenchprofError(
+            f"{len(missing)} mask file(s) missing, e.g. {missing[0]} "
+            f"(run `benchprof extract`, or narrow with --ability/--k/--region)"
+        )
 
 
 def checkpoint_inputs(layout: Layout, variant: Variant, model_fingerprint: str, dtype: str) -> dict[str, Any]:
-    from .io import file_hash
+    from .storage import file_hash
 
     mask = layout.mask_file(variant.ability, variant.k, variant.region)
-    return {"variant": variant.label(), "mask": file_hash(mask), "model_fingerprint": model_fingerprint,
-            "dtype": dtype}
+    return {"variant": variant.label(), "mask": file_hash(mask), "model_fingerprint": model_fingerprint, "dtype": dtype}
 
 
 def save_checkpoint(model: Any, tokenizer: Any, region: Region, out_dir: Path, inputs: dict[str, Any]) -> None:
     """Write the ablated model (and tokenizer) as a full HF checkpoint; the folder appears whole or not at all."""
-    from .io import write_manifest
+    from .storage import write_manifest
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -217,28 +192,30 @@ def save_checkpoint(model: Any, tokenizer: Any, region: Region, out_dir: Path, i
             shutil.rmtree(tmp)
 
 
-def ensure_checkpoints(cfg: Config, spec: ModelSpec, todo: list[Variant], force: bool = False,
-                       model: Any = None, tokenizer: Any = None) -> tuple[int, int]:
+def ensure_checkpoints(
+    cfg: Config, spec: ModelSpec, todo: list[Variant], force: bool = False, model: Any = None, tokenizer: Any = None
+) -> tuple[int, int]:
     """Write the checkpoint of every variant in `todo` that is missing or stale; return (written, skipped).
 
     Loads the model only if something has to be written (or uses the one given).
     """
     from tqdm.auto import tqdm
 
-    from .io import is_current
     from .modeling import fingerprint, load_model
+    from .storage import is_current
 
     layout = Layout(cfg.output_root, spec.tag)
     require_masks(layout, todo)
     dtype = eval_dtype(cfg, spec)
 
     def stale(v: Variant, fp: str) -> bool:
-        out = layout.damaged_dir(v.ability, v.k, v.region)
+        out = layout.checkpoint_output(v.ability, v.k, v.region)
         return force or not is_current(out, checkpoint_inputs(layout, v, fp, dtype))
 
     # the mask records the fingerprint of its model, so a current checkpoint is found without a load
-    pending = [v for v in todo
-               if stale(v, mask_metadata(layout.mask_file(v.ability, v.k, v.region)).get("fingerprint", ""))]
+    pending = [
+        v for v in todo if stale(v, region_metadata(layout.mask_file(v.ability, v.k, v.region)).get("fingerprint", ""))
+    ]
     if not pending:
         return 0, len(todo)
     if model is None:
@@ -246,14 +223,25 @@ def ensure_checkpoints(cfg: Config, spec: ModelSpec, todo: list[Variant], force:
     fp = fingerprint(model)
     for v in tqdm(pending, desc=f"damage --save {spec.tag}", unit="variant"):
         path = layout.mask_file(v.ability, v.k, v.region)
-        save_checkpoint(model, tokenizer, load_region(model, path, fp),
-                        layout.damaged_dir(v.ability, v.k, v.region), checkpoint_inputs(layout, v, fp, dtype))
+        save_checkpoint(
+            model,
+            tokenizer,
+            load_region(model, path, fp),
+            layout.damaged_dir(v.ability, v.k, v.region),
+            checkpoint_inputs(layout, v, fp, dtype),
+        )
     return len(pending), len(todo) - len(pending)
 
 
-def damage(config: str = "config.yml", ability: Optional[str] = None, k: Any = None,
-           region: Optional[str] = None, model: Optional[str] = None, save: bool = False,
-           force: bool = False) -> None:
+def damage(
+    config: str = "config.yml",
+    ability: str | None = None,
+    k: Any = None,
+    region: str | None = None,
+    model: str | None = None,
+    save: bool = False,
+    force: bool = False,
+) -> None:
     """Check each region against the model and report what it zeroes; with --save, write checkpoints.
 
     `benchprof evaluate` applies regions in memory by itself (zero, evaluate, restore on one loaded
@@ -284,16 +272,21 @@ def damage(config: str = "config.yml", ability: Optional[str] = None, k: Any = N
         require_masks(layout, todo)
         if save:
             written, skipped = ensure_checkpoints(cfg, spec, todo, force=force)
-            print(f"damage: {written} checkpoint(s) written, {skipped} current kept, for {spec.tag} "
-                  f"under {layout.model_dir}/<ability>/damaged/ in {time.time() - started:.0f}s")
+            print(
+                f"damage: {written} checkpoint(s) written, {skipped} current kept, for {spec.tag} "
+                f"under {layout.model_dir}/<ability>/damaged/ in {time.time() - started:.0f}s"
+            )
             continue
-        net, _ = load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec),
-                            device=pick_device(cfg.evals.device))
+        net, _ = load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device))
         fp = fingerprint(net)
         print(f"{'variant':<48} {'zeroed':>12} {'of params':>10} {'norm drop':>10} {'were 0':>8}")
         for v in todo:
             stats = region_stats(net, load_region(net, layout.mask_file(v.ability, v.k, v.region), fp))
-            print(f"{v.label():<48} {stats['zeroed']:>12,} {stats['fraction']:>10.3%} "
-                  f"{stats['norm_drop']:>10.3%} {stats['already_zero']:>8,}")
-        print(f"damage: {len(todo)} region(s) checked against {spec.tag} in {time.time() - started:.0f}s "
-              f"(nothing written; --save writes checkpoints)")
+            print(
+                f"{v.label():<48} {stats['zeroed']:>12,} {stats['fraction']:>10.3%} "
+                f"{stats['norm_drop']:>10.3%} {stats['already_zero']:>8,}"
+            )
+        print(
+            f"damage: {len(todo)} region(s) checked against {spec.tag} in {time.time() - started:.0f}s "
+            f"(nothing written; --save writes checkpoints)"
+        )

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import ABILITIES, Config, load_config, select
-from .io import clear_manifest, is_current, write_manifest, write_text
+from .layout import DATA_SPLITS, data_file, data_output
+from .storage import clear_manifest, is_current, write_manifest, write_text
 
-SPLITS = ("train", "test")
 SCHEMA: dict[str, type | tuple[type, ...]] = {
     "id": (str, int),
     "ability": str,
@@ -23,10 +23,6 @@ SCHEMA: dict[str, type | tuple[type, ...]] = {
     "answer": str,
     "label": int,
 }
-
-
-def split_path(folder: Path, split: str) -> Path:
-    return Path(folder) / f"{split}.jsonl"
 
 
 def check_record(record: Any, where: str) -> dict[str, Any]:
@@ -85,14 +81,15 @@ def looks_like_path(name: str) -> bool:
 
 def is_hub_id(cfg: Config, ability: str) -> bool:
     spec = cfg.dataset(ability)
-    return (bool(spec.path) and not cfg.resolve(spec.path).exists() and "/" in spec.path
-            and not looks_like_path(spec.path))
+    return (
+        bool(spec.path) and not cfg.resolve(spec.path).exists() and "/" in spec.path and not looks_like_path(spec.path)
+    )
 
 
 def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:
     """An ability's split as checked records: from a JSONL folder, generated data or the hub."""
-    if split not in SPLITS:
-        raise BenchprofError(f"unknown split {split!r} (known: {', '.join(SPLITS)})")
+    if split not in DATA_SPLITS:
+        raise BenchprofError(f"unknown split {split!r} (known: {', '.join(DATA_SPLITS)})")
     spec = cfg.dataset(ability)
     if is_hub_id(cfg, ability):
         import datasets
@@ -104,41 +101,49 @@ def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:
         if len(rows) == 0:
             raise BenchprofError(f"datasets.{ability}.path: {spec.path!r} has no {split} records")
         return [check_record(dict(r), f"{spec.path}[{split}][{i}]") for i, r in enumerate(rows)]
-    path = split_path(ability_folder(cfg, ability), split)
+    path = data_file(ability_folder(cfg, ability), split)
     if not path.is_file():
         hint = " (run `benchprof data` first)" if not spec.path else ""
         raise BenchprofError(f"{path}: file not found for datasets.{ability}{hint}")
     return read_jsonl(path)
 
 
-def data_files(folder: Path) -> list[Path]:
-    return [split_path(folder, split) for split in SPLITS]
-
-
 def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed: int) -> dict[str, Any]:
     """What a generated folder depends on (its manifest records these)."""
     from . import __version__
 
-    return {"ability": ability, "train_size": train_size, "test_size": test_size, "seed": seed,
-            "generator_version": __version__}
+    return {
+        "ability": ability,
+        "train_size": train_size,
+        "test_size": test_size,
+        "seed": seed,
+        "generator_version": __version__,
+    }
 
 
-def generate_ability(folder: Path, ability: str, train_size: int, test_size: int, seed: int,
-                     inputs: dict[str, Any]) -> None:
+def generate_ability(
+    folder: Path, ability: str, train_size: int, test_size: int, seed: int, inputs: dict[str, Any]
+) -> None:
     """Write one ability's train/test JSONL files and its manifest (last)."""
     from .abilities import generate
 
     started = time.time()
     train, test = generate(ability, train_size, test_size, seed)
     clear_manifest(folder)  # a run killed below must not leave an old manifest over new files
-    write_jsonl(split_path(folder, "train"), train)
-    write_jsonl(split_path(folder, "test"), test)
+    write_jsonl(data_file(folder, "train"), train)
+    write_jsonl(data_file(folder, "test"), test)
     write_manifest(folder, inputs, started=started)
 
 
-def data(config: str = "config.yml", ability: Optional[str] = None, out: Optional[str] = None,
-         train_size: Optional[int] = None, test_size: Optional[int] = None, seed: Optional[int] = None,
-         force: bool = False) -> None:
+def data(
+    config: str = "config.yml",
+    ability: str | None = None,
+    out: str | None = None,
+    train_size: int | None = None,
+    test_size: int | None = None,
+    seed: int | None = None,
+    force: bool = False,
+) -> None:
     """Generate the ability datasets: <dir>/<Ability>/{train,test}.jsonl.
 
     Abilities whose `datasets:` entry has a `path` use the user's data and are not generated.
@@ -166,13 +171,15 @@ def data(config: str = "config.yml", ability: Optional[str] = None, out: Optiona
             continue
         folder = root / name
         inputs = data_inputs(cfg, name, train_size, test_size, seed)
-        if not force and is_current(folder, inputs, data_files(folder)):
+        if not force and is_current(data_output(folder, name), inputs):
             skipped.append(name)
             continue
         generate_ability(folder, name, train_size, test_size, seed, inputs)
         written.append(name)
-    print(f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each), "
-          f"{len(skipped)} up to date or user-supplied, in {root} ({time.time() - started:.1f}s)")
+    print(
+        f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each), "
+        f"{len(skipped)} up to date or user-supplied, in {root} ({time.time() - started:.1f}s)"
+    )
 
 
 def ensure_data(cfg: Config, abilities: list[str]) -> None:
@@ -183,6 +190,5 @@ def ensure_data(cfg: Config, abilities: list[str]) -> None:
             continue
         folder = ability_folder(cfg, name)
         inputs = data_inputs(cfg, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
-        if not is_current(folder, inputs, data_files(folder)):
+        if not is_current(data_output(folder, name), inputs):
             generate_ability(folder, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed, inputs)
-

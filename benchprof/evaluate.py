@@ -19,12 +19,13 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import Config, ModelSpec, load_config, select
-from .damage import eval_dtype, mask_metadata, require_masks, variants
+from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant
+from .regions import region_metadata
 
 MODEL_LOADS = 0  # model loads in this process; tests read it to check one load per worker
 
@@ -35,8 +36,9 @@ class Job:
     benchmark: str
 
 
-def job_list(cfg: Config, ability: Any = None, k: Any = None, region: Any = None,
-             benchmark: Any = None, original: bool = True) -> list[Job]:
+def job_list(
+    cfg: Config, ability: Any = None, k: Any = None, region: Any = None, benchmark: Any = None, original: bool = True
+) -> list[Job]:
     """The jobs in their fixed order: original first, then variants in config order; benchmarks inner."""
     benchmarks = select(benchmark, cfg.evals.benchmarks, "--benchmark")
     todo = ([Variant()] if original else []) + variants(cfg, ability, k, region)
@@ -76,18 +78,18 @@ def model_signature(cfg: Config, spec: ModelSpec) -> dict[str, Any]:
     return {"hub": source, "commit": commit}
 
 
-def task_hash(include_path: Path, task: str, planned: Optional[dict[Path, str]] = None) -> str:
+def task_hash(include_path: Path, task: str, planned: dict[Path, str] | None = None) -> str:
     """A local task's YAML and data file, hashed; a standard lm-eval task is named by its name only.
 
     `planned` (tasks.plan_tasks' files) stands in for files not written yet (`benchprof status`).
     """
     import hashlib
 
-    from .io import file_hash, value_hash
+    from .storage import file_hash, value_hash
 
     planned = planned or {}
 
-    def content_hash(path: Path) -> Optional[str]:
+    def content_hash(path: Path) -> str | None:
         if path in planned:
             return hashlib.sha256(planned[path].encode("utf-8")).hexdigest()[:16]  # as io.file_hash
         return file_hash(path) if path.is_file() else None
@@ -109,24 +111,32 @@ def task_hash(include_path: Path, task: str, planned: Optional[dict[Path, str]] 
 class JobInputs:
     """The inputs of each job (hashed into its JSON), computed once per run and mask."""
 
-    def __init__(self, cfg: Config, spec: ModelSpec, layout: Layout, include_path: Path,
-                 mapping: dict[str, str], backend: str, limit: Optional[int],
-                 planned: Optional[dict[Path, str]] = None):
+    def __init__(
+        self,
+        cfg: Config,
+        spec: ModelSpec,
+        layout: Layout,
+        include_path: Path,
+        mapping: dict[str, str],
+        backend: str,
+        limit: int | None,
+        planned: dict[Path, str] | None = None,
+    ):
         self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
         self.backend, self.limit, self.planned = backend, limit, planned
         self.model = model_signature(cfg, spec)
         self.dtype = eval_dtype(cfg, spec)
-        self._masks: dict[Variant, tuple[Optional[str], Optional[str]]] = {}
+        self._masks: dict[Variant, tuple[str | None, str | None]] = {}
         self._tasks: dict[str, str] = {}
 
-    def mask(self, variant: Variant) -> tuple[Optional[str], Optional[str]]:
-        from .io import file_hash
+    def mask(self, variant: Variant) -> tuple[str | None, str | None]:
+        from .storage import file_hash
 
         if variant.is_original:
             return None, None
         if variant not in self._masks:
             path = self.layout.mask_file(variant.ability, variant.k, variant.region)
-            self._masks[variant] = (file_hash(path), mask_metadata(path).get("fingerprint"))
+            self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
         return self._masks[variant]
 
     def __call__(self, job: Job) -> dict[str, Any]:
@@ -135,17 +145,24 @@ class JobInputs:
             self._tasks[task] = task_hash(self.include_path, task, self.planned)
         mask, mask_fingerprint = self.mask(job.variant)
         return {
-            "benchmark": job.benchmark, "task": task, "task_hash": self._tasks[task],
-            "num_fewshot": self.cfg.evals.fewshot(job.benchmark), "limit": self.limit,
-            "seed": self.cfg.settings.seed, "backend": self.backend, "model": self.model,
-            "dtype": self.dtype, "variant": job.variant.label(), "mask": mask,
+            "benchmark": job.benchmark,
+            "task": task,
+            "task_hash": self._tasks[task],
+            "num_fewshot": self.cfg.evals.fewshot(job.benchmark),
+            "limit": self.limit,
+            "seed": self.cfg.settings.seed,
+            "backend": self.backend,
+            "model": self.model,
+            "dtype": self.dtype,
+            "variant": job.variant.label(),
+            "mask": mask,
             "mask_fingerprint": mask_fingerprint,
         }
 
 
 def is_done(layout: Layout, job: Job, inputs: dict[str, Any]) -> bool:
     """The job's JSON exists, was written from these inputs, and its samples file is there."""
-    from .io import read_json, value_hash
+    from .storage import read_json, value_hash
 
     path = layout.eval_file(job.variant, job.benchmark)
     if not (path.is_file() and layout.samples_file(job.variant, job.benchmark).is_file()):
@@ -197,10 +214,18 @@ def sample_rows(samples: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
     return sorted(rows, key=lambda r: (r["task"], r["doc_id"], r["filter"]))
 
 
-def write_job(layout: Layout, job: Job, spec: ModelSpec, task: str, output: dict[str, Any],
-              inputs: dict[str, Any], model_fingerprint: Optional[str], wall_seconds: float) -> None:
+def write_job(
+    layout: Layout,
+    job: Job,
+    spec: ModelSpec,
+    task: str,
+    output: dict[str, Any],
+    inputs: dict[str, Any],
+    model_fingerprint: str | None,
+    wall_seconds: float,
+) -> None:
     """Samples first, then the JSON (its presence marks the job done); both atomic."""
-    from .io import remove_temps, value_hash, versions, write_json, write_text
+    from .storage import remove_temps, value_hash, versions, write_json, write_text
 
     rows = sample_rows(output.get("samples") or {})
     # the JSON marks the job done: remove an old one first, so a run killed between the two writes
@@ -208,42 +233,57 @@ def write_job(layout: Layout, job: Job, spec: ModelSpec, task: str, output: dict
     layout.eval_file(job.variant, job.benchmark).unlink(missing_ok=True)
     for path in (layout.eval_file(job.variant, job.benchmark), layout.samples_file(job.variant, job.benchmark)):
         remove_temps(path.parent, path.name)  # left by a killed run; each job has one writer
-    write_text(layout.samples_file(job.variant, job.benchmark),
-               "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
+    write_text(
+        layout.samples_file(job.variant, job.benchmark), "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
+    )
     results = plain({**output.get("groups", {}), **output["results"]})
     if task not in results and len(results) == 1:
         task = next(iter(results))  # e.g. a tag that expands to one task
     v = job.variant
-    write_json(layout.eval_file(job.variant, job.benchmark), {
-        "benchmark": job.benchmark,
-        "primary_task": task,
-        "results": results,
-        "higher_is_better": plain(output.get("higher_is_better", {})),
-        "group_subtasks": plain(output.get("group_subtasks", {})),
-        "n_samples": sum(int(n.get("effective", 0)) for n in output.get("n-samples", {}).values()),
-        "num_fewshot": inputs["num_fewshot"],
-        "limit": inputs["limit"],
-        "variant": {"ability": v.ability, "k": v.k, "region": v.region},
-        "model": spec.tag,
-        "model_fingerprint": model_fingerprint,
-        "backend": inputs["backend"],
-        "wall_seconds": round(wall_seconds, 3),
-        "inputs": inputs,
-        "inputs_hash": value_hash(inputs),
-        "versions": versions(),
-        "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-    })
+    write_json(
+        layout.eval_file(job.variant, job.benchmark),
+        {
+            "benchmark": job.benchmark,
+            "primary_task": task,
+            "results": results,
+            "higher_is_better": plain(output.get("higher_is_better", {})),
+            "group_subtasks": plain(output.get("group_subtasks", {})),
+            "n_samples": sum(int(n.get("effective", 0)) for n in output.get("n-samples", {}).values()),
+            "num_fewshot": inputs["num_fewshot"],
+            "limit": inputs["limit"],
+            "variant": {"ability": v.ability, "k": v.k, "region": v.region},
+            "model": spec.tag,
+            "model_fingerprint": model_fingerprint,
+            "backend": inputs["backend"],
+            "wall_seconds": round(wall_seconds, 3),
+            "inputs": inputs,
+            "inputs_hash": value_hash(inputs),
+            "versions": versions(),
+            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        },
+    )
 
 
-def run_lm_eval(lm: Any, task: str, num_fewshot: int, limit: Optional[int], task_manager: Any,
-                seed: int) -> dict[str, Any]:
+def run_lm_eval(
+    lm: Any, task: str, num_fewshot: int, limit: int | None, task_manager: Any, seed: int
+) -> dict[str, Any]:
     """One lm-eval run, no response cache (a shared one would answer for the original model)."""
     import lm_eval
 
     return lm_eval.simple_evaluate(
-        model=lm, tasks=[task], num_fewshot=num_fewshot, limit=limit, log_samples=True,
-        task_manager=task_manager, use_cache=None, cache_requests=False, random_seed=seed,
-        numpy_random_seed=seed, torch_random_seed=seed, fewshot_random_seed=seed)
+        model=lm,
+        tasks=[task],
+        num_fewshot=num_fewshot,
+        limit=limit,
+        log_samples=True,
+        task_manager=task_manager,
+        use_cache=None,
+        cache_requests=False,
+        random_seed=seed,
+        numpy_random_seed=seed,
+        torch_random_seed=seed,
+        fewshot_random_seed=seed,
+    )
 
 
 def load_model_counted(cfg: Config, spec: ModelSpec, device: str) -> tuple[Any, Any]:
@@ -266,8 +306,15 @@ def ablated_variants(jobs: list[Job]) -> list[Variant]:
     return [v for v in dict.fromkeys(job.variant for job in jobs) if not v.is_original]
 
 
-def run_hf(cfg: Config, spec: ModelSpec, layout: Layout, pending: list[tuple[Job, dict]],
-           mapping: dict[str, str], task_manager: Any, progress: Any) -> None:
+def run_hf(
+    cfg: Config,
+    spec: ModelSpec,
+    layout: Layout,
+    pending: list[tuple[Job, dict]],
+    mapping: dict[str, str],
+    task_manager: Any,
+    progress: Any,
+) -> None:
     """Load once, wrap in one HFLM, and for each variant: apply, run its benchmarks, restore."""
     from lm_eval.models.huggingface import HFLM
 
@@ -278,28 +325,45 @@ def run_hf(cfg: Config, spec: ModelSpec, layout: Layout, pending: list[tuple[Job
     fp = fingerprint(model)  # of the unablated model: every mask is checked against it
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
     for variant, jobs in by_variant(pending).items():
-        region = {} if variant.is_original else load_region(
-            model, layout.mask_file(variant.ability, variant.k, variant.region), fp)
+        region = (
+            {}
+            if variant.is_original
+            else load_region(model, layout.mask_file(variant.ability, variant.k, variant.region), fp)
+        )
         with ablated(model, region):
             for job, inputs in jobs:
                 run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp)
                 progress.update(1)
 
 
-def run_vllm(cfg: Config, spec: ModelSpec, layout: Layout, pending: list[tuple[Job, dict]],
-             mapping: dict[str, str], task_manager: Any, progress: Any) -> None:
+def run_vllm(
+    cfg: Config,
+    spec: ModelSpec,
+    layout: Layout,
+    pending: list[tuple[Job, dict]],
+    mapping: dict[str, str],
+    task_manager: Any,
+    progress: Any,
+) -> None:
     """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself)."""
     from lm_eval.api.registry import get_model
 
     global MODEL_LOADS
     for variant, jobs in by_variant(pending).items():
-        path = cfg.model_source(spec)[0] if variant.is_original else str(
-            layout.damaged_dir(variant.ability, variant.k, variant.region))
+        path = (
+            cfg.model_source(spec)[0]
+            if variant.is_original
+            else str(layout.damaged_dir(variant.ability, variant.k, variant.region))
+        )
         MODEL_LOADS += 1
-        lm = get_model("vllm")(pretrained=path, tokenizer=path if not variant.is_original else
-                               cfg.model_source(spec)[1], dtype=eval_dtype(cfg, spec),
-                               tensor_parallel_size=cfg.evals.tensor_parallel_size,
-                               batch_size="auto", seed=cfg.settings.seed)
+        lm = get_model("vllm")(
+            pretrained=path,
+            tokenizer=path if not variant.is_original else cfg.model_source(spec)[1],
+            dtype=eval_dtype(cfg, spec),
+            tensor_parallel_size=cfg.evals.tensor_parallel_size,
+            batch_size="auto",
+            seed=cfg.settings.seed,
+        )
         for job, inputs in jobs:
             run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, None)
             progress.update(1)
@@ -325,22 +389,33 @@ def free_vllm() -> None:
         torch.cuda.empty_cache()
 
 
-def run_job(cfg: Config, spec: ModelSpec, layout: Layout, job: Job, inputs: dict[str, Any], lm: Any,
-            mapping: dict[str, str], task_manager: Any, model_fingerprint: Optional[str]) -> None:
+def run_job(
+    cfg: Config,
+    spec: ModelSpec,
+    layout: Layout,
+    job: Job,
+    inputs: dict[str, Any],
+    lm: Any,
+    mapping: dict[str, str],
+    task_manager: Any,
+    model_fingerprint: str | None,
+) -> None:
     started = time.time()
     task = mapping[job.benchmark]
     try:
         output = run_lm_eval(lm, task, inputs["num_fewshot"], inputs["limit"], task_manager, cfg.settings.seed)
     except Exception as err:  # lm-eval raises many kinds; say which job failed
-        raise BenchprofError(f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: "
-                             f"{type(err).__name__}: {err}") from err
+        raise BenchprofError(
+            f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: {type(err).__name__}: {err}"
+        ) from err
     write_job(layout, job, spec, task, output, inputs, model_fingerprint, time.time() - started)
 
 
-def worker_commands(config: str, devices: list[str], per_worker: int,
-                    options: dict[str, Any]) -> list[tuple[list[str], dict[str, str]]]:
+def worker_commands(
+    config: str, devices: list[str], per_worker: int, options: dict[str, Any]
+) -> list[tuple[list[str], dict[str, str]]]:
     """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n."""
-    groups = [devices[i:i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
+    groups = [devices[i : i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
     args = []
     for name, value in options.items():
         if value is None or value is False:
@@ -360,11 +435,15 @@ def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
     """Run the workers side by side, wait for all, and fail naming any that failed."""
     procs = [subprocess.Popen(argv, env=env) for argv, env in commands]
     codes = [p.wait() for p in procs]
-    failed = [f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"
-              for i, c in enumerate(codes) if c != 0]
+    failed = [
+        f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"
+        for i, c in enumerate(codes)
+        if c != 0
+    ]
     if failed:
-        raise BenchprofError(f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}; "
-                             f"rerun the same command to resume")
+        raise BenchprofError(
+            f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}; rerun the same command to resume"
+        )
 
 
 def cuda_available() -> bool:
@@ -373,10 +452,19 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any = None,
-             region: Optional[str] = None, model: Optional[str] = None, benchmark: Optional[str] = None,
-             limit: Optional[int] = None, backend: Optional[str] = None, shard: Optional[str] = None,
-             force: bool = False, original: bool = True) -> None:
+def evaluate(
+    config: str = "config.yml",
+    ability: str | None = None,
+    k: Any = None,
+    region: str | None = None,
+    model: str | None = None,
+    benchmark: str | None = None,
+    limit: int | None = None,
+    backend: str | None = None,
+    shard: str | None = None,
+    force: bool = False,
+    original: bool = True,
+) -> None:
     """Score the original model and every ablated variant on every benchmark with lm-eval.
 
     Jobs are (variant, benchmark) pairs: the original model (scored once, under original/eval/)
@@ -414,8 +502,9 @@ def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any =
         import importlib.util
 
         if importlib.util.find_spec("vllm") is None:
-            raise BenchprofError("evals.backend: vllm is not installed (pip install vllm, on a GPU node); "
-                                 "backend hf needs nothing more")
+            raise BenchprofError(
+                "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
+            )
     limit = int(limit) if limit is not None else cfg.evals.limit
     specs = [cfg.model(model)] if model is not None else cfg.models
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
@@ -429,13 +518,28 @@ def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any =
         if backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
             for spec in specs:
                 ensure_checkpoints(cfg, spec, ablated_variants(jobs))
-        commands = worker_commands(config, devices, per_worker, {
-            "ability": ability, "k": k, "region": region, "model": model, "benchmark": benchmark,
-            "limit": limit, "backend": backend, "force": force, "nooriginal": not original})
+        commands = worker_commands(
+            config,
+            devices,
+            per_worker,
+            {
+                "ability": ability,
+                "k": k,
+                "region": region,
+                "model": model,
+                "benchmark": benchmark,
+                "limit": limit,
+                "backend": backend,
+                "force": force,
+                "nooriginal": not original,
+            },
+        )
         spawn_workers(commands)
         gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
-        print(f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in "
-              f"{time.time() - started:.0f}s; results under {cfg.output_root}")
+        print(
+            f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in "
+            f"{time.time() - started:.0f}s; results under {cfg.output_root}"
+        )
         return
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
@@ -470,7 +574,9 @@ def evaluate(config: str = "config.yml", ability: Optional[str] = None, k: Any =
     where = f"shard {index}/{count}, " if shard is not None else ""
     ablated = sum(1 for _, v in variants_run if not v.is_original)
     originals = len(variants_run) - ablated
-    print(f"evaluate: {ran} jobs run, {skipped} skipped (finished), over {ablated} ablated variant(s)"
-          f"{' + original' if originals else ''}, "
-          f"{MODEL_LOADS - loads_before} model load(s), {where}{time.time() - started:.0f}s; "
-          f"results under {cfg.output_root}")
+    print(
+        f"evaluate: {ran} jobs run, {skipped} skipped (finished), over {ablated} ablated variant(s)"
+        f"{' + original' if originals else ''}, "
+        f"{MODEL_LOADS - loads_before} model load(s), {where}{time.time() - started:.0f}s; "
+        f"results under {cfg.output_root}"
+    )

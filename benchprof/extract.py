@@ -46,33 +46,23 @@ import hashlib
 import io as stdio
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import REGIONS, load_config, select
-from .io import clear_manifest, file_hash, is_current, read_manifest, save_tensors, write_manifest, write_text
 from .layout import Layout, format_k
 from .modeling import is_eligible, layer_index
+from .regions import write_region
+from .storage import clear_manifest, file_hash, is_current, open_tensors, read_manifest, write_manifest, write_text
 
 ORDER = "score desc, then position asc (parameter names sorted, row-major flat index)"
 BINS = 1 << 16
 
 
 # ---- reading importance files --------------------------------------------------------------
-
-
-def _open(path: Path) -> Any:
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not path.is_file():
-        raise BenchprofError(f"{path}: file not found")
-    try:
-        return safe_open(str(path), framework="pt", device="cpu")
-    except Exception as err:  # safetensors raises its own error types for a bad header
-        raise BenchprofError(f"{path}: not a readable safetensors file ({str(err).splitlines()[0]})") from None
 
 
 @dataclass
@@ -102,7 +92,7 @@ class Scores:
         for name in self.names:
             try:
                 # a handle per tensor: the file's memory map (and its resident pages) never outlives one tensor
-                with _open(self.path) as handle:
+                with open_tensors(self.path) as handle:
                     scores = handle.get_tensor(name)
             except Exception as err:
                 raise BenchprofError(f"{self.path}: cannot read tensor {name!r} ({str(err).splitlines()[0]})") from None
@@ -117,27 +107,15 @@ class Scores:
 
 def open_scores(path: Path, front_removal: int = 0, back_removal: int = 0, device: str = "cpu") -> Scores:
     """An importance file's candidate tensors (eligible for its scope, within the layer range)."""
-    handle = _open(path)
+    handle = open_tensors(path)
     metadata = dict(handle.metadata() or {})
     missing = [key for key in ("total_params", "n_layers", "scope") if key not in metadata]
     if missing:
         raise BenchprofError(f"{path}: not an importance file (metadata lacks {', '.join(missing)})")
     n_layers = int(metadata["n_layers"])
-    names = sorted(n for n in handle.keys()
-                   if is_eligible(n, metadata["scope"], n_layers, front_removal, back_removal))
+    names = sorted(n for n in handle.keys() if is_eligible(n, metadata["scope"], n_layers, front_removal, back_removal))
     numels = [math.prod(handle.get_slice(n).get_shape()) for n in names]
     return Scores(Path(path), metadata, names, numels, device)
-
-
-def load_region(path: Path) -> dict[str, Any]:
-    """A mask file's {parameter name: sorted int64 flat indices}; tensors with none are absent."""
-    handle = _open(path)
-    return {name: handle.get_tensor(name) for name in handle.keys()}
-
-
-def region_metadata(path: Path) -> dict[str, str]:
-    """A mask (or importance) file's metadata."""
-    return dict(_open(path).metadata() or {})
 
 
 # ---- exact selection -----------------------------------------------------------------------
@@ -240,7 +218,7 @@ def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict
                 beyond = keys > cut.key if cut.largest else keys < cut.key
                 tied = torch.nonzero(keys == cut.key).flatten()
                 seen = ties_seen[rid]
-                admitted = tied[max(0, cut.tie_start - seen): max(0, cut.tie_stop - seen)]
+                admitted = tied[max(0, cut.tie_start - seen) : max(0, cut.tie_stop - seen)]
                 ties_seen[rid] = seen + tied.numel()
                 indices = torch.nonzero(beyond).flatten()  # ascending already
                 if admitted.numel():
@@ -282,7 +260,7 @@ def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, 
         buffered = torch.cat(pending) if len(pending) > 1 else pending[0]
         done = 0
         while buffered.numel() - done >= length:
-            take(buffered[done:done + length], pending_start + done)
+            take(buffered[done : done + length], pending_start + done)
             done += length
         pending, pending_start = [buffered[done:]], pending_start + done
     if pending[0].numel():
@@ -343,9 +321,17 @@ def importance_identity(path: Path) -> dict[str, Any]:
     return {"file_hash": file_hash(path)}
 
 
-def region_inputs(cfg: Any, ability: str, k: float, n: int, importance: dict[str, Any],
-                  metadata: dict[str, str], selection: str, score: Optional[str] = None,
-                  layout: Optional[Layout] = None) -> dict[str, Any]:
+def region_inputs(
+    cfg: Any,
+    ability: str,
+    k: float,
+    n: int,
+    importance: dict[str, Any],
+    metadata: dict[str, str],
+    selection: str,
+    score: str | None = None,
+    layout: Layout | None = None,
+) -> dict[str, Any]:
     """What one (ability, k) mask folder is computed from (its manifest's inputs; also read by `status`).
 
     `score` defaults to extract.score. An ability-specific score adds its formula and the identity of
@@ -354,11 +340,18 @@ def region_inputs(cfg: Any, ability: str, k: float, n: int, importance: dict[str
     """
     score = score or cfg.extract.score
     inputs = {
-        "stage": "extract", "ability": ability, "k": k, "n": n, "importance": importance,
-        "fingerprint": metadata.get("fingerprint", ""), "selection": selection,
+        "stage": "extract",
+        "ability": ability,
+        "k": k,
+        "n": n,
+        "importance": importance,
+        "fingerprint": metadata.get("fingerprint", ""),
+        "selection": selection,
         "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
-        "regions": [r for r in REGIONS if r in cfg.extract.regions], "random_seed": cfg.extract.random_seed,
-        "front_removal": cfg.settings.front_removal, "back_removal": cfg.settings.back_removal,
+        "regions": [r for r in REGIONS if r in cfg.extract.regions],
+        "random_seed": cfg.extract.random_seed,
+        "front_removal": cfg.settings.front_removal,
+        "back_removal": cfg.settings.back_removal,
         "score": score,
     }
     if score != "importance":
@@ -370,8 +363,7 @@ def region_inputs(cfg: Any, ability: str, k: float, n: int, importance: dict[str
     return inputs
 
 
-def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any],
-                       metadata: dict[str, str]) -> Optional[Layout]:
+def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any], metadata: dict[str, str]) -> Layout | None:
     """The layout holding the importance file of identity `importance` (callers that only have the file's
     header, like `status`); None when no configured model has it."""
     for spec in cfg.models:
@@ -395,9 +387,15 @@ def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
     return out.getvalue()
 
 
-def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = None,
-            model: Optional[str] = None, selection: Optional[str] = None, score: Optional[str] = None,
-            force: bool = False) -> None:
+def extract(
+    config: str = "config.yml",
+    k: Any = None,
+    ability: str | None = None,
+    model: str | None = None,
+    selection: str | None = None,
+    score: str | None = None,
+    force: bool = False,
+) -> None:
     """Regions per ability and k: top (n largest scores), bottom (n smallest), random (n uniform draws).
 
     n = floor(k * total parameters), chosen among eligible weights only (scope of the importance
@@ -454,11 +452,12 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
                     raise BenchprofError(
                         f"k={k_value}: n = floor(k * {total_params}) = {n} exceeds the {scores.total} eligible "
                         f"weights ({scores.metadata['scope']}, layers {front}..{n_layers - back - 1}); lower k "
-                        "or front/back_removal")
-                inputs = region_inputs(cfg, ability_name, k_value, n, identity, scores.metadata, selection,
-                                       score, layout)
-                files = [layout.mask_file(ability_name, k_value, r) for r in regions]
-                if force or not is_current(layout.masks_dir(ability_name, k_value), inputs, files):
+                        "or front/back_removal"
+                    )
+                inputs = region_inputs(
+                    cfg, ability_name, k_value, n, identity, scores.metadata, selection, score, layout
+                )
+                if force or not is_current(layout.masks_output(ability_name, k_value, regions), inputs):
                     todo[k_value] = (n, inputs)
                 else:
                     skipped += 1
@@ -469,8 +468,12 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
                 scores = open_specific_scores(score, path, others, front, back, device, totals)
             chosen: dict[float, dict[str, dict[str, Any]]] = {k_value: {} for k_value in todo}
             if selection == "exact":
-                requests = {(k_value, region): (n, region == "top") for k_value, (n, _) in todo.items()
-                            for region in regions if region != "random"}
+                requests = {
+                    (k_value, region): (n, region == "top")
+                    for k_value, (n, _) in todo.items()
+                    for region in regions
+                    if region != "random"
+                }
                 for (k_value, region), indices in exact_regions(scores, requests).items():
                     chosen[k_value][region] = indices
             else:
@@ -481,28 +484,70 @@ def extract(config: str = "config.yml", k: Any = None, ability: Optional[str] = 
                 seed = derived_seed(cfg.extract.random_seed, ability_name, k_value)
                 if "random" in regions:
                     chosen[k_value]["random"] = split_positions(scores, random_positions(scores.total, n, seed))
-                write_regions(layout, ability_name, k_value, n, scores, chosen[k_value], selection, seed,
-                              cfg.extract, front, back, spec.name, inputs, k_started, score)
+                write_regions(
+                    layout,
+                    ability_name,
+                    k_value,
+                    n,
+                    scores,
+                    chosen[k_value],
+                    selection,
+                    seed,
+                    cfg.extract,
+                    front,
+                    back,
+                    spec.name,
+                    inputs,
+                    k_started,
+                    score,
+                )
                 written += 1
-            print(f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), score {score}, {scores.total:,} "
-                  f"candidate weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s")
-    print(f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
-          f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s")
+            print(
+                f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), score {score}, {scores.total:,} "
+                f"candidate weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s"
+            )
+    print(
+        f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
+        f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s"
+    )
 
 
-def write_regions(layout: Layout, ability: str, k: float, n: int, scores: Scores, regions: dict[str, dict[str, Any]],
-                  selection: str, seed: int, settings: Any, front: int, back: int, model_name: str,
-                  inputs: dict[str, Any], started: float, score: str = "importance") -> None:
+def write_regions(
+    layout: Layout,
+    ability: str,
+    k: float,
+    n: int,
+    scores: Scores,
+    regions: dict[str, dict[str, Any]],
+    selection: str,
+    seed: int,
+    settings: Any,
+    front: int,
+    back: int,
+    model_name: str,
+    inputs: dict[str, Any],
+    started: float,
+    score: str = "importance",
+) -> None:
     """Mask files, stats.csv, then the manifest (last) for one (ability, k)."""
     clear_manifest(layout.masks_dir(ability, k))  # a run killed below leaves no manifest over mixed files
     for region, indices in regions.items():
         metadata = {
-            "fingerprint": scores.metadata.get("fingerprint", ""), "total_params": scores.metadata["total_params"],
-            "n": str(n), "k": repr(float(k)), "region": region, "ability": ability, "model": model_name,
+            "fingerprint": scores.metadata.get("fingerprint", ""),
+            "total_params": scores.metadata["total_params"],
+            "n": str(n),
+            "k": repr(float(k)),
+            "region": region,
+            "ability": ability,
+            "model": model_name,
             "selection": "exact" if region == "random" else selection,
-            "selected": str(sum(int(v.numel()) for v in indices.values())), "eligible": str(scores.total),
-            "scope": scores.metadata["scope"], "n_layers": scores.metadata["n_layers"],
-            "front_removal": str(front), "back_removal": str(back), "order": ORDER,
+            "selected": str(sum(int(v.numel()) for v in indices.values())),
+            "eligible": str(scores.total),
+            "scope": scores.metadata["scope"],
+            "n_layers": scores.metadata["n_layers"],
+            "front_removal": str(front),
+            "back_removal": str(back),
+            "order": ORDER,
         }
         if region == "random":  # no score: a random region's file (and its evaluations) outlive a score switch
             metadata.update(seed=str(seed), random_seed=str(settings.random_seed))
@@ -510,7 +555,7 @@ def write_regions(layout: Layout, ability: str, k: float, n: int, scores: Scores
             metadata["score"] = score
         if region != "random" and selection == "chunked":
             metadata["chunk_size"] = str(chunk_length(scores.total, n, settings.chunk_size)) if n else ""
-        save_tensors(layout.mask_file(ability, k, region), indices, metadata)
+        write_region(layout.mask_file(ability, k, region), indices, metadata)
     write_text(layout.mask_stats(ability, k), stats_csv(scores, regions))
     counts = {region: sum(int(v.numel()) for v in indices.values()) for region, indices in regions.items()}
     write_manifest(layout.masks_dir(ability, k), inputs, started=started, extra={"selected": counts})

@@ -38,18 +38,19 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
-from typing import Any, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import Config, FinetuneSettings, load_config, select
-from .io import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 from .layout import Layout
+from .storage import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 
 IGNORE = -100  # label of a token that is not in the loss (padding, or the prompt with loss_on: answer)
 
 
-def encode_batches(tokenizer: Any, records: list[dict[str, Any]], keys: list[str], max_length: int,
-                   batch_size: int, loss_on: str) -> tuple[list[dict[str, Any]], int]:
+def encode_batches(
+    tokenizer: Any, records: list[dict[str, Any]], keys: list[str], max_length: int, batch_size: int, loss_on: str
+) -> tuple[list[dict[str, Any]], int]:
     """Right-padded batches of (input_ids, attention_mask, labels), and the split's loss-token count N."""
     import torch
 
@@ -58,16 +59,16 @@ def encode_batches(tokenizer: Any, records: list[dict[str, Any]], keys: list[str
 
     batches, n_loss_tokens = [], 0
     for start in range(0, len(records), batch_size):
-        encoded = [encode_record(tokenizer, r, keys, max_length) for r in records[start:start + batch_size]]
+        encoded = [encode_record(tokenizer, r, keys, max_length) for r in records[start : start + batch_size]]
         width = max(len(ids) for ids, _ in encoded)
         input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(encoded), width), dtype=torch.long)
         labels = torch.full((len(encoded), width), IGNORE, dtype=torch.long)
         for row, (ids, answer_start) in enumerate(encoded):
-            input_ids[row, :len(ids)] = torch.tensor(ids)
-            attention_mask[row, :len(ids)] = 1
+            input_ids[row, : len(ids)] = torch.tensor(ids)
+            attention_mask[row, : len(ids)] = 1
             first = answer_start if loss_on == "answer" else 0
-            labels[row, first:len(ids)] = input_ids[row, first:len(ids)]
+            labels[row, first : len(ids)] = input_ids[row, first : len(ids)]
         n_loss_tokens += int((labels[:, 1:] != IGNORE).sum())  # position 0 is never predicted
         batches.append({"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels})
     return batches, n_loss_tokens
@@ -94,8 +95,12 @@ def batch_loss(model: Any, batch: dict[str, Any], n_loss_tokens: int) -> Any:
     import torch.nn.functional as F
 
     logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-    return F.cross_entropy(logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(),
-                           ignore_index=IGNORE, reduction="sum") / n_loss_tokens
+    return (
+        F.cross_entropy(
+            logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(), ignore_index=IGNORE, reduction="sum"
+        )
+        / n_loss_tokens
+    )
 
 
 def rank_batches(batches: list[dict[str, Any]], rank: int, world_size: int) -> list[tuple[dict[str, Any], float]]:
@@ -113,23 +118,29 @@ def check_launcher(strategy: str, world_size: int) -> None:
     if strategy not in STRATEGIES:
         raise BenchprofError(f"--strategy: {strategy!r} is not one of {', '.join(STRATEGIES)}")
     if strategy == "deepspeed" and importlib.util.find_spec("deepspeed") is None:
-        raise BenchprofError("finetune.strategy: deepspeed is not installed (pip install deepspeed), "
-                             "or use fsdp, which needs only torch")
+        raise BenchprofError(
+            "finetune.strategy: deepspeed is not installed (pip install deepspeed), or use fsdp, which needs only torch"
+        )
     stage = os.environ.get("ACCELERATE_DEEPSPEED_ZERO_STAGE")
     if os.environ.get("ACCELERATE_USE_DEEPSPEED", "").lower() == "true":
         if strategy != "deepspeed":
-            raise BenchprofError(f"accelerate launch uses DeepSpeed but finetune.strategy is {strategy}; "
-                                 "pass --strategy deepspeed (or launch with configs/accelerate_ddp.yaml)")
+            raise BenchprofError(
+                f"accelerate launch uses DeepSpeed but finetune.strategy is {strategy}; "
+                "pass --strategy deepspeed (or launch with configs/accelerate_ddp.yaml)"
+            )
         if stage not in (None, "3"):
-            raise BenchprofError(f"accelerate config: zero_stage {stage} cannot read gradients without an "
-                                 "optimizer step; use zero_stage 3 (configs/accelerate_deepspeed.yaml)")
+            raise BenchprofError(
+                f"accelerate config: zero_stage {stage} cannot read gradients without an "
+                "optimizer step; use zero_stage 3 (configs/accelerate_deepspeed.yaml)"
+            )
     if os.environ.get("ACCELERATE_USE_FSDP", "").lower() == "true" and strategy != "fsdp":
-        raise BenchprofError(f"accelerate launch uses FSDP but finetune.strategy is {strategy}; "
-                             "pass --strategy fsdp")
+        raise BenchprofError(f"accelerate launch uses FSDP but finetune.strategy is {strategy}; pass --strategy fsdp")
     if strategy != "ddp" and world_size == 1 and _cuda_count() > 1:
-        raise BenchprofError(f"--strategy {strategy} shards the model over processes, but this is one process "
-                             f"on a {_cuda_count()}-GPU machine; launch with `torchrun --nproc_per_node "
-                             f"{_cuda_count()} -m benchprof finetune ...` or `accelerate launch`")
+        raise BenchprofError(
+            f"--strategy {strategy} shards the model over processes, but this is one process "
+            f"on a {_cuda_count()}-GPU machine; launch with `torchrun --nproc_per_node "
+            f"{_cuda_count()} -m benchprof finetune ...` or `accelerate launch`"
+        )
 
 
 def _cuda_count() -> int:
@@ -182,8 +193,15 @@ def shard_fsdp(model: Any, eligible: list[str], device: str) -> Any:
     return model
 
 
-def importance_fsdp(model: Any, batches: list[dict[str, Any]], n_loss_tokens: int, eligible: list[str],
-                    rank: int, world_size: int, progress: bool = False) -> dict[str, Any]:
+def importance_fsdp(
+    model: Any,
+    batches: list[dict[str, Any]],
+    n_loss_tokens: int,
+    eligible: list[str],
+    rank: int,
+    world_size: int,
+    progress: bool = False,
+) -> dict[str, Any]:
     """I = |theta * sum g| under FSDP2: sharded fp32 sums, each tensor gathered once at the end.
 
     Returns the full fp32 scores on CPU on rank 0, an empty dict on the other ranks.
@@ -195,8 +213,9 @@ def importance_fsdp(model: Any, batches: list[dict[str, Any]], n_loss_tokens: in
     params = dict(model.named_parameters())
     device = params[eligible[0]].to_local().device
     shard_sums = {name: torch.zeros_like(params[name].to_local(), dtype=torch.float32) for name in eligible}
-    for batch, weight in tqdm(rank_batches(batches, rank, world_size), desc="importance", unit="batch",
-                              disable=not progress, leave=False):
+    for batch, weight in tqdm(
+        rank_batches(batches, rank, world_size), desc="importance", unit="batch", disable=not progress, leave=False
+    ):
         batch = {key: value.to(device) for key, value in batch.items()}
         # FSDP averages gradients over ranks; times W makes the reduce-scatter a sum
         (batch_loss(model, batch, n_loss_tokens) * (weight * world_size)).backward()
@@ -208,8 +227,9 @@ def importance_fsdp(model: Any, batches: list[dict[str, Any]], n_loss_tokens: in
     importance = {}
     for name in eligible:
         p = params[name]
-        grad_sum = DTensor.from_local(shard_sums.pop(name), p.device_mesh, p.placements, shape=p.shape,
-                                      stride=p.stride()).full_tensor()
+        grad_sum = DTensor.from_local(
+            shard_sums.pop(name), p.device_mesh, p.placements, shape=p.shape, stride=p.stride()
+        ).full_tensor()
         theta = p.detach().full_tensor().float()
         if rank == 0:
             importance[name] = grad_sum.mul_(theta).abs_().cpu()  # I_a(theta_i) = |theta_i * sum_b dL_b/dtheta_i|
@@ -242,8 +262,10 @@ def shard_deepspeed(model: Any, eligible: list[str]) -> Any:
     freeze_all_but(model, eligible)
     dtype = next(model.parameters()).dtype
     if dtype == torch.float16:
-        raise BenchprofError("--dtype float16 with --strategy deepspeed: fp16 loss scaling would leave "
-                             "scaled gradients; use bfloat16 or float32")
+        raise BenchprofError(
+            "--dtype float16 with --strategy deepspeed: fp16 loss scaling would leave "
+            "scaled gradients; use bfloat16 or float32"
+        )
     from deepspeed.accelerator import get_accelerator
 
     config = deepspeed_config(dtype)
@@ -260,8 +282,15 @@ def shard_deepspeed(model: Any, eligible: list[str]) -> Any:
     return engine
 
 
-def importance_deepspeed(engine: Any, batches: list[dict[str, Any]], n_loss_tokens: int, eligible: list[str],
-                         rank: int, world_size: int, progress: bool = False) -> dict[str, Any]:
+def importance_deepspeed(
+    engine: Any,
+    batches: list[dict[str, Any]],
+    n_loss_tokens: int,
+    eligible: list[str],
+    rank: int,
+    world_size: int,
+    progress: bool = False,
+) -> dict[str, Any]:
     """I = |theta * sum g| under ZeRO-3: DeepSpeed sums each backward's gradient partition in fp32
     (no step, so nothing resets it); each tensor's sum and weight are gathered once at the end.
 
@@ -272,8 +301,9 @@ def importance_deepspeed(engine: Any, batches: list[dict[str, Any]], n_loss_toke
     from tqdm import tqdm
 
     engine.optimizer.zero_grad()  # also resets its micro-step count: the next backward copies, later ones add
-    for batch, weight in tqdm(rank_batches(batches, rank, world_size), desc="importance", unit="batch",
-                              disable=not progress, leave=False):
+    for batch, weight in tqdm(
+        rank_batches(batches, rank, world_size), desc="importance", unit="batch", disable=not progress, leave=False
+    ):
         batch = {key: value.to(engine.device) for key, value in batch.items()}
         # DeepSpeed averages gradients over ranks; times W makes the reduction a sum
         engine.backward(batch_loss(engine, batch, n_loss_tokens) * (weight * world_size))
@@ -289,8 +319,15 @@ def importance_deepspeed(engine: Any, batches: list[dict[str, Any]], n_loss_toke
     return importance
 
 
-def accumulate_gradients(model: Any, batches: list[dict[str, Any]], n_loss_tokens: int, eligible: list[str],
-                         rank: int = 0, world_size: int = 1, progress: bool = False) -> dict[str, Any]:
+def accumulate_gradients(
+    model: Any,
+    batches: list[dict[str, Any]],
+    n_loss_tokens: int,
+    eligible: list[str],
+    rank: int = 0,
+    world_size: int = 1,
+    progress: bool = False,
+) -> dict[str, Any]:
     """sum over batches of dL/dtheta (fp32) for each eligible weight; L is the split-wide token mean.
 
     Rank r processes batches r::world_size; with world_size > 1 the sums are all-reduced at the end
@@ -381,34 +418,59 @@ def data_identity(cfg: Config, ability: str, records: list[dict[str, Any]]) -> d
 
     Content only, not where it lives: a project moved to another folder keeps its importance.
     """
-    from .data import ability_folder, is_hub_id, split_path
+    from .data import ability_folder, is_hub_id
+    from .layout import data_file
 
     if not is_hub_id(cfg, ability):
-        path = split_path(ability_folder(cfg, ability), "train")
+        path = data_file(ability_folder(cfg, ability), "train")
         if path.is_file():
             return {"source": "file", "hash": file_hash(path)}
     return {"source": cfg.dataset(ability).path, "hash": value_hash(records)}
 
 
-def importance_inputs(cfg: Config, model_name: str, ability: str, settings: FinetuneSettings,
-                      records: list[dict[str, Any]], batch_size: int, model_fingerprint: Optional[str],
-                      dtype: Optional[str]) -> dict[str, Any]:
+def importance_inputs(
+    cfg: Config,
+    model_name: str,
+    ability: str,
+    settings: FinetuneSettings,
+    records: list[dict[str, Any]],
+    batch_size: int,
+    model_fingerprint: str | None,
+    dtype: str | None,
+) -> dict[str, Any]:
     """What an importance file is computed from (its manifest's inputs; `benchprof status` rebuilds them)."""
     return {
-        "stage": "finetune", "ability": ability, "model": model_name,
-        "fingerprint": model_fingerprint, "data": data_identity(cfg, ability, records),
-        "keys": cfg.dataset(ability).keys(), "scope": settings.scope, "loss_on": settings.loss_on,
-        "max_samples": settings.max_samples, "n_samples": len(records), "batch_size": batch_size,
-        "max_length": settings.max_length, "dtype": dtype,
+        "stage": "finetune",
+        "ability": ability,
+        "model": model_name,
+        "fingerprint": model_fingerprint,
+        "data": data_identity(cfg, ability, records),
+        "keys": cfg.dataset(ability).keys(),
+        "scope": settings.scope,
+        "loss_on": settings.loss_on,
+        "max_samples": settings.max_samples,
+        "n_samples": len(records),
+        "batch_size": batch_size,
+        "max_length": settings.max_length,
+        "dtype": dtype,
         "normalization": "split_token_mean",
     }
 
 
-def finetune(config: str = "config.yml", ability: Optional[str] = None, model: Optional[str] = None,
-             scope: Optional[str] = None, loss_on: Optional[str] = None, max_samples: Optional[int] = None,
-             batch_size: Optional[int] = None, max_length: Optional[int] = None, dtype: Optional[str] = None,
-             gradient_checkpointing: Optional[bool] = None, strategy: Optional[str] = None,
-             force: bool = False) -> None:
+def finetune(
+    config: str = "config.yml",
+    ability: str | None = None,
+    model: str | None = None,
+    scope: str | None = None,
+    loss_on: str | None = None,
+    max_samples: int | None = None,
+    batch_size: int | None = None,
+    max_length: int | None = None,
+    dtype: str | None = None,
+    gradient_checkpointing: bool | None = None,
+    strategy: str | None = None,
+    force: bool = False,
+) -> None:
     """Importance scores I = |theta * sum over batches of dL/dtheta| for every eligible weight.
 
     No optimizer steps: gradients of the token-mean loss over the whole training split are summed in
@@ -437,8 +499,16 @@ def finetune(config: str = "config.yml", ability: Optional[str] = None, model: O
     from .modeling import eligible_names, fingerprint, load_model, num_layers, pick_device, total_params
 
     cfg = load_config(config)
-    settings = settings_from(cfg, scope=scope, loss_on=loss_on, max_samples=max_samples, max_length=max_length,
-                             dtype=dtype, gradient_checkpointing=gradient_checkpointing, strategy=strategy)
+    settings = settings_from(
+        cfg,
+        scope=scope,
+        loss_on=loss_on,
+        max_samples=max_samples,
+        max_length=max_length,
+        dtype=dtype,
+        gradient_checkpointing=gradient_checkpointing,
+        strategy=strategy,
+    )
     batch_size = int(batch_size or cfg.settings.train_batch_size)
     if batch_size < 1:
         raise BenchprofError("--batch_size: must be >= 1")
@@ -474,8 +544,10 @@ def finetune(config: str = "config.yml", ability: Optional[str] = None, model: O
             net_dtype = str(next(net.parameters()).dtype)
             eligible = eligible_names([n for n, _ in net.named_parameters()], settings.scope, n_layers)
             if not eligible:
-                raise BenchprofError(f"finetune.scope: model {spec.name!r} has no {settings.scope} weights "
-                                     "in layers named '...layers.<i>...'")
+                raise BenchprofError(
+                    f"finetune.scope: model {spec.name!r} has no {settings.scope} weights "
+                    "in layers named '...layers.<i>...'"
+                )
             if settings.strategy == "fsdp":
                 net = shard_fsdp(net, eligible, device)
             elif settings.strategy == "deepspeed":
@@ -483,46 +555,71 @@ def finetune(config: str = "config.yml", ability: Optional[str] = None, model: O
             for ability_name in abilities:
                 records = load_split(cfg, ability_name, "train")
                 records = records[: settings.max_samples] if settings.max_samples else records
-                inputs = importance_inputs(cfg, spec.name, ability_name, settings, records, batch_size,
-                                           model_fingerprint, net_dtype)
+                inputs = importance_inputs(
+                    cfg, spec.name, ability_name, settings, records, batch_size, model_fingerprint, net_dtype
+                )
                 out_dir = layout.importance_dir(ability_name)
-                if not force and is_current(out_dir, inputs) and layout.importance_file(ability_name).is_file():
+                if not force and is_current(layout.importance_output(ability_name), inputs):
                     skipped.append(ability_name)
                     continue
                 ability_started = time.time()
-                batches, n_loss_tokens = encode_batches(tokenizer, records, cfg.dataset(ability_name).keys(),
-                                                        settings.max_length, batch_size, settings.loss_on)
+                batches, n_loss_tokens = encode_batches(
+                    tokenizer,
+                    records,
+                    cfg.dataset(ability_name).keys(),
+                    settings.max_length,
+                    batch_size,
+                    settings.loss_on,
+                )
                 if n_loss_tokens == 0:
-                    raise BenchprofError(f"{ability_name}: no loss tokens (loss_on={settings.loss_on}; is "
-                                         "'answer' in the dataset's key, and max_length long enough?)")
+                    raise BenchprofError(
+                        f"{ability_name}: no loss tokens (loss_on={settings.loss_on}; is "
+                        "'answer' in the dataset's key, and max_length long enough?)"
+                    )
                 if settings.strategy == "fsdp":
-                    importance = importance_fsdp(net, batches, n_loss_tokens, eligible, rank, world_size,
-                                                 progress=rank == 0)
+                    importance = importance_fsdp(
+                        net, batches, n_loss_tokens, eligible, rank, world_size, progress=rank == 0
+                    )
                 elif settings.strategy == "deepspeed":
-                    importance = importance_deepspeed(net, batches, n_loss_tokens, eligible, rank, world_size,
-                                                      progress=rank == 0)
+                    importance = importance_deepspeed(
+                        net, batches, n_loss_tokens, eligible, rank, world_size, progress=rank == 0
+                    )
                 else:
-                    grad_sums = accumulate_gradients(net, batches, n_loss_tokens, eligible, rank, world_size,
-                                                     progress=rank == 0)
+                    grad_sums = accumulate_gradients(
+                        net, batches, n_loss_tokens, eligible, rank, world_size, progress=rank == 0
+                    )
                     importance = importance_scores(net, grad_sums) if rank == 0 else {}
                     del grad_sums
                 tokens += sum(int(b["attention_mask"].sum()) for b in batches)
                 if rank == 0:
                     metadata = {
-                        "fingerprint": model_fingerprint, "total_params": str(n_params),
-                        "n_layers": str(n_layers), "scope": settings.scope, "ability": ability_name,
-                        "model": spec.name, "dtype": inputs["dtype"], "loss_on": settings.loss_on,
-                        "normalization": "split_token_mean", "n_samples": str(len(records)),
+                        "fingerprint": model_fingerprint,
+                        "total_params": str(n_params),
+                        "n_layers": str(n_layers),
+                        "scope": settings.scope,
+                        "ability": ability_name,
+                        "model": spec.name,
+                        "dtype": inputs["dtype"],
+                        "loss_on": settings.loss_on,
+                        "normalization": "split_token_mean",
+                        "n_samples": str(len(records)),
                         "n_loss_tokens": str(n_loss_tokens),
                     }
                     clear_manifest(out_dir)  # no old manifest may vouch for the new file if killed below
                     save_tensors(layout.importance_file(ability_name), importance, metadata)
-                    write_manifest(out_dir, inputs, started=ability_started, extra={
-                        "n_loss_tokens": n_loss_tokens, "world_size": world_size, "strategy": settings.strategy,
-                        "gradient_checkpointing": settings.gradient_checkpointing,
-                        "eligible_tensors": len(eligible),
-                        "eligible_params": sum(t.numel() for t in importance.values()),
-                    })
+                    write_manifest(
+                        out_dir,
+                        inputs,
+                        started=ability_started,
+                        extra={
+                            "n_loss_tokens": n_loss_tokens,
+                            "world_size": world_size,
+                            "strategy": settings.strategy,
+                            "gradient_checkpointing": settings.gradient_checkpointing,
+                            "eligible_tensors": len(eligible),
+                            "eligible_params": sum(t.numel() for t in importance.values()),
+                        },
+                    )
                 del importance
                 written.append(ability_name)
                 if world_size > 1:
@@ -535,6 +632,7 @@ def finetune(config: str = "config.yml", ability: Optional[str] = None, model: O
     if rank == 0:
         where = cfg.output_root
         rate = f", {tokens / max(seconds, 1e-9):,.0f} tokens/s" if written else ""
-        print(f"finetune: wrote importance for {len(written)} ability run(s), {len(skipped)} up to date, "
-              f"under {where}/<model>/<ability>/importance in {seconds:.1f}s{rate}")
-
+        print(
+            f"finetune: wrote importance for {len(written)} ability run(s), {len(skipped)} up to date, "
+            f"under {where}/<model>/<ability>/importance in {seconds:.1f}s{rate}"
+        )

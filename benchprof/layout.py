@@ -11,10 +11,10 @@ outputs/<model-tag>/
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Optional
 
 
 def format_k(k: float) -> str:
@@ -32,9 +32,9 @@ def parse_k(name: str) -> float:
 class Variant:
     """One ablated model: ability a's `region` at fraction k. `ability=None` is the original."""
 
-    ability: Optional[str] = None
-    k: Optional[float] = None
-    region: Optional[str] = None
+    ability: str | None = None
+    k: float | None = None
+    region: str | None = None
 
     @property
     def is_original(self) -> bool:
@@ -42,6 +42,39 @@ class Variant:
 
     def label(self) -> str:
         return "original" if self.is_original else f"{self.ability}/k{format_k(self.k)}/{self.region}"
+
+
+@dataclass(frozen=True)
+class Output:
+    """One unit of a stage's work as it lies on disk: the files it produces and the manifest that
+    vouches for them (a manifest.json, or a result JSON that records its own `inputs`).
+
+    The stage's skip check and `benchprof status` both judge an Output (storage.is_current, storage.judge),
+    so neither needs to know how the other stage works.
+    """
+
+    stage: str  # data, importance, masks, checkpoint, eval, profile
+    label: str  # what `benchprof status` shows, e.g. "Spatial_Reasoning k0.05"
+    manifest: Path
+    files: tuple[Path, ...]
+
+
+def manifest_path(directory: Path) -> Path:
+    """Each stage output folder records what produced it here."""
+    return Path(directory) / "manifest.json"
+
+
+DATA_SPLITS = ("train", "test")
+
+
+def data_file(folder: Path, split: str) -> Path:
+    """An ability's split in its data folder: <folder>/<split>.jsonl."""
+    return Path(folder) / f"{split}.jsonl"
+
+
+def data_output(folder: Path, ability: str) -> Output:
+    """Generated ability data: train.jsonl and test.jsonl in the ability's data folder."""
+    return Output("data", ability, manifest_path(folder), tuple(data_file(folder, s) for s in DATA_SPLITS))
 
 
 @dataclass(frozen=True)
@@ -93,7 +126,22 @@ class Layout:
     def profile_dir(self) -> Path:
         return self.model_dir / "profile"
 
+    # the outputs contract: what each stage produces, judged the same way by the stage and by status
+    def importance_output(self, ability: str) -> Output:
+        return Output(
+            "importance", ability, manifest_path(self.importance_dir(ability)), (self.importance_file(ability),)
+        )
 
-def manifest_path(directory: Path) -> Path:
-    """Each stage output folder records what produced it here."""
-    return Path(directory) / "manifest.json"
+    def masks_output(self, ability: str, k: float, regions: Sequence[str]) -> Output:
+        directory = self.masks_dir(ability, k)
+        files = tuple(self.mask_file(ability, k, r) for r in regions) + (self.mask_stats(ability, k),)
+        return Output("masks", f"{ability} k{format_k(k)}", manifest_path(directory), files)
+
+    def checkpoint_output(self, ability: str, k: float, region: str) -> Output:
+        directory = self.damaged_dir(ability, k, region)
+        return Output("checkpoint", f"{ability}/k{format_k(k)}/{region}", manifest_path(directory), ())
+
+    def eval_output(self, variant: Variant, benchmark: str) -> Output:
+        """An evaluation's result JSON records its own inputs; the samples file sits beside it."""
+        path = self.eval_file(variant, benchmark)
+        return Output("eval", f"{variant.label()} {benchmark}", path, (path, self.samples_file(variant, benchmark)))

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Iterable, Optional
+from collections.abc import Iterable
+from typing import Any
 
 from . import BenchprofError
 
 # Which linear weights each `finetune.scope` makes eligible (matched on the parameter name).
 SCOPES: dict[str, tuple[str, ...]] = {
     "mlp": ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"),
-    "attention": ("self_attn.q_proj.weight", "self_attn.k_proj.weight", "self_attn.v_proj.weight",
-                  "self_attn.o_proj.weight"),
+    "attention": (
+        "self_attn.q_proj.weight",
+        "self_attn.k_proj.weight",
+        "self_attn.v_proj.weight",
+        "self_attn.o_proj.weight",
+    ),
 }
 SCOPES["all"] = SCOPES["mlp"] + SCOPES["attention"]
 
 _LAYER = re.compile(r"\.layers\.(\d+)\.")
 
 
-def layer_index(name: str) -> Optional[int]:
+def layer_index(name: str) -> int | None:
     """Decoder layer of a parameter name ('model.layers.3.mlp.up_proj.weight' -> 3), or None."""
     m = _LAYER.search(name)
     return int(m.group(1)) if m else None
@@ -30,15 +35,12 @@ def is_eligible(name: str, scope: str, n_layers: int, front_removal: int = 0, ba
     if scope not in SCOPES:
         raise BenchprofError(f"finetune.scope: unknown scope {scope!r} (known: {', '.join(SCOPES)})")
     layer = layer_index(name)
-    return (
-        layer is not None
-        and name.endswith(SCOPES[scope])
-        and front_removal <= layer < n_layers - back_removal
-    )
+    return layer is not None and name.endswith(SCOPES[scope]) and front_removal <= layer < n_layers - back_removal
 
 
-def eligible_names(names: Iterable[str], scope: str, n_layers: int, front_removal: int = 0,
-                   back_removal: int = 0) -> list[str]:
+def eligible_names(
+    names: Iterable[str], scope: str, n_layers: int, front_removal: int = 0, back_removal: int = 0
+) -> list[str]:
     return [n for n in names if is_eligible(n, scope, n_layers, front_removal, back_removal)]
 
 
@@ -57,7 +59,7 @@ def pick_device(device: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def load_model(name: str, tokenizer: Optional[str] = None, dtype: str = "auto", device: str = "cpu") -> tuple[Any, Any]:
+def load_model(name: str, tokenizer: str | None = None, dtype: str = "auto", device: str = "cpu") -> tuple[Any, Any]:
     """AutoModelForCausalLM and AutoTokenizer from a local folder or hub id, in eval mode."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

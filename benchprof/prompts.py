@@ -6,7 +6,8 @@ This module is the one place that formatting lives.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 SYSTEM_PROMPT = "You are a helpful assistant."
 
@@ -29,7 +30,9 @@ def answer_text(record: dict[str, Any]) -> str:
     return f"Answer: {record['answer']}"
 
 
-def chat_messages(record: dict[str, Any], keys: Sequence[str] = ("context", "question", "answer")) -> list[dict[str, str]]:
+def chat_messages(
+    record: dict[str, Any], keys: Sequence[str] = ("context", "question", "answer")
+) -> list[dict[str, str]]:
     """The record as chat messages; `keys` is the dataset's `key` from the config."""
     messages = [
         {"role": "system", "content": SYSTEM_PROMPT},
@@ -45,7 +48,9 @@ def plain_text(messages: list[dict[str, str]]) -> str:
     return "\n".join(f"{m['role']}: {m['content']}" for m in messages)
 
 
-def encode_record(tokenizer: Any, record: dict[str, Any], keys: Sequence[str], max_length: int) -> tuple[list[int], int]:
+def encode_record(
+    tokenizer: Any, record: dict[str, Any], keys: Sequence[str], max_length: int
+) -> tuple[list[int], int]:
     """Token ids of the chat-formatted record, and where the answer's tokens start.
 
     The answer start lets the loss be restricted to the answer (`finetune.loss_on: answer`): the

@@ -42,5 +42,7 @@ def run(config: str = "config.yml", eval_only: bool = False, force: bool = False
         extract(config, force=force)
     evaluate(config, force=force)
     aggregate(config)
-    print(f"run: all stages done for {len(cfg.models)} model(s) in {time.time() - started:.0f}s; "
-          f"outputs under {cfg.output_root}")
+    print(
+        f"run: all stages done for {len(cfg.models)} model(s) in {time.time() - started:.0f}s; "
+        f"outputs under {cfg.output_root}"
+    )

@@ -56,13 +56,16 @@ import io as stdio
 import math
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import ABILITIES, SCORES
-from .extract import Scores, _open, open_scores, region_metadata
+from .extract import Scores, open_scores
+from .regions import region_metadata
+from .storage import open_tensors
 
 RATIO_EPSILON = 1.0  # ratio's ε, in units of the mean of Ī_¬a over the eligible weights
 HIGH_BITS = 16  # rank: percentiles of the importance rounded to its top 16 bits (bfloat16)
@@ -109,8 +112,13 @@ class AbilityTotals:
         return (below[bins].double() + 0.5 * histogram[bins].double()) / self.total
 
 
-def specific_score(score: str, own: Any, others: list[Any], own_totals: Optional[AbilityTotals] = None,
-                   other_totals: Optional[list[AbilityTotals]] = None) -> Any:
+def specific_score(
+    score: str,
+    own: Any,
+    others: list[Any],
+    own_totals: AbilityTotals | None = None,
+    other_totals: list[AbilityTotals] | None = None,
+) -> Any:
     """S_a for one tensor: `own` = I_a, `others` = [I_b for b != a] (same shape), fp32 result.
 
     The totals (from `ability_totals`) are needed by ratio (means), rank (histograms) and entropy (means).
@@ -134,8 +142,7 @@ def specific_score(score: str, own: Any, others: list[Any], own_totals: Optional
         result = own_rank - torch.stack([t.percentile(o) for t, o in zip(other_totals, others)]).mean(0)
     elif score == "entropy":
         totals = [own_totals] + list(other_totals)
-        q = torch.stack([v / t.mean if t.mean > 0 else torch.zeros_like(v)
-                         for v, t in zip([own] + others, totals)])
+        q = torch.stack([v / t.mean if t.mean > 0 else torch.zeros_like(v) for v, t in zip([own] + others, totals)])
         mass = q.sum(0)
         p = torch.where(mass > 0, q / mass.clamp_min(1e-300), torch.full_like(q, 1.0 / len(totals)))
         entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(0)
@@ -166,7 +173,8 @@ def other_importance_files(layout: Any, ability: str, abilities: list[str]) -> d
     if missing:
         raise BenchprofError(
             f"extract.score needs the importance of every ability in datasets; none for {', '.join(missing)} "
-            f"under {layout.model_dir} (run `benchprof finetune --ability {','.join(missing)}` first)")
+            f"under {layout.model_dir} (run `benchprof finetune --ability {','.join(missing)}` first)"
+        )
     if not files:
         raise BenchprofError("extract.score: an ability-specific score needs at least two abilities in datasets")
     return files
@@ -176,8 +184,15 @@ class ScoreCache(dict):
     """importance file -> its AbilityTotals, so that one extract run reads each file's pre-pass once."""
 
 
-def open_specific_scores(score: str, own_path: Path, other_paths: dict[str, Path], front_removal: int = 0,
-                         back_removal: int = 0, device: str = "cpu", cache: Optional[ScoreCache] = None) -> Any:
+def open_specific_scores(
+    score: str,
+    own_path: Path,
+    other_paths: dict[str, Path],
+    front_removal: int = 0,
+    back_removal: int = 0,
+    device: str = "cpu",
+    cache: ScoreCache | None = None,
+) -> Any:
     """extract's `Scores` for `score`: I_a itself for importance, else the ability-specific S_a."""
     own = open_scores(own_path, front_removal, back_removal, device)
     if score == "importance":
@@ -189,8 +204,10 @@ def open_specific_scores(score: str, own_path: Path, other_paths: dict[str, Path
         other = open_scores(path, front_removal, back_removal, device)
         for key in ("fingerprint", "scope", "n_layers", "total_params", "loss_on"):
             if other.metadata.get(key) != own.metadata.get(key):
-                raise BenchprofError(f"{path}: {key} {other.metadata.get(key)!r} differs from "
-                                     f"{own_path}'s {own.metadata.get(key)!r}; rerun `benchprof finetune`")
+                raise BenchprofError(
+                    f"{path}: {key} {other.metadata.get(key)!r} differs from "
+                    f"{own_path}'s {own.metadata.get(key)!r}; rerun `benchprof finetune`"
+                )
         if (other.names, other.numels) != (own.names, own.numels):
             raise BenchprofError(f"{path}: its eligible tensors differ from {own_path}'s; rerun `benchprof finetune`")
         others[b] = other
@@ -203,9 +220,17 @@ def open_specific_scores(score: str, own_path: Path, other_paths: dict[str, Path
             cache[key] = ability_totals(scores, histogram)
         return cache[key]
 
-    return SpecificScores(own.path, own.metadata, own.names, own.numels, device, score=score,
-                          others=others, own_totals=totals(own),
-                          other_totals=[totals(o) for o in others.values()])
+    return SpecificScores(
+        own.path,
+        own.metadata,
+        own.names,
+        own.numels,
+        device,
+        score=score,
+        others=others,
+        own_totals=totals(own),
+        other_totals=[totals(o) for o in others.values()],
+    )
 
 
 @dataclass
@@ -214,7 +239,7 @@ class SpecificScores(Scores):
 
     score: str = "importance"
     others: dict = field(default_factory=dict)  # b -> Scores of b's importance file
-    own_totals: Optional[AbilityTotals] = None
+    own_totals: AbilityTotals | None = None
     other_totals: list = field(default_factory=list)
 
     def __iter__(self) -> Iterator[tuple[str, Any]]:
@@ -229,15 +254,18 @@ class SpecificScores(Scores):
             yield name, specific_score(self.score, values, other_values, self.own_totals, self.other_totals)
 
 
-def score_inputs(score: str, other_paths: dict[str, Optional[Path]]) -> dict[str, Any]:
+def score_inputs(score: str, other_paths: dict[str, Path | None]) -> dict[str, Any]:
     """What an ability-specific score adds to the masks' manifest inputs: its formula and the identity
     of every other ability's importance file ("missing" for one that is absent or unknown)."""
     from .extract import importance_identity
 
     inputs: dict[str, Any] = {
         "formula": FORMULAS[score],
-        "other_importance": {b: importance_identity(p) if p is not None and p.is_file() else "missing"
-                             for b, p in sorted(other_paths.items())}}
+        "other_importance": {
+            b: importance_identity(p) if p is not None and p.is_file() else "missing"
+            for b, p in sorted(other_paths.items())
+        },
+    }
     if score == "ratio":
         inputs["ratio_epsilon"] = RATIO_EPSILON
     return inputs
@@ -288,13 +316,23 @@ class OverlapResult:
         size_a, size_b = self.sizes[a], self.sizes[b]
         chance_j = expected_jaccard(size_a, size_b, self.eligible)
         observed_j = jaccard(shared, size_a, size_b)
-        return {"k": self.k, "region": self.region, "score": self.scores[a], "ability_a": a, "ability_b": b,
-                "n": self.n[a],
-                "size_a": size_a, "size_b": size_b, "shared": shared, "jaccard": observed_j,
-                "shared_fraction": shared / self.n[a] if self.n[a] else math.nan, "eligible": self.eligible,
-                "expected_shared": expected_shared(size_a, size_b, self.eligible),
-                "expected_jaccard": chance_j,
-                "jaccard_over_chance": observed_j / chance_j if chance_j else math.nan}
+        return {
+            "k": self.k,
+            "region": self.region,
+            "score": self.scores[a],
+            "ability_a": a,
+            "ability_b": b,
+            "n": self.n[a],
+            "size_a": size_a,
+            "size_b": size_b,
+            "shared": shared,
+            "jaccard": observed_j,
+            "shared_fraction": shared / self.n[a] if self.n[a] else math.nan,
+            "eligible": self.eligible,
+            "expected_shared": expected_shared(size_a, size_b, self.eligible),
+            "expected_jaccard": chance_j,
+            "jaccard_over_chance": observed_j / chance_j if chance_j else math.nan,
+        }
 
 
 def region_overlap(mask_files: dict[str, Path], k: float, region: str = "top") -> OverlapResult:
@@ -310,18 +348,20 @@ def region_overlap(mask_files: dict[str, Path], k: float, region: str = "top") -
     eligible = {int(m.get("eligible", 0)) for m in metadata.values()}
     fingerprints = {m.get("fingerprint", "") for m in metadata.values()}
     if len(eligible) != 1 or len(fingerprints) != 1:
-        raise BenchprofError(f"overlap at k={k}: the {region} masks come from different models or candidate sets "
-                             f"(eligible {sorted(eligible)}); rerun `benchprof extract`")
+        raise BenchprofError(
+            f"overlap at k={k}: the {region} masks come from different models or candidate sets "
+            f"(eligible {sorted(eligible)}); rerun `benchprof extract`"
+        )
     names: set[str] = set()
     for path in mask_files.values():
-        with _open(path) as handle:
+        with open_tensors(path) as handle:
             names.update(handle.keys())
     shared = {(a, b): 0 for a in abilities for b in abilities}
     per_tensor: dict[str, dict[str, int]] = {a: {} for a in abilities}
     for name in sorted(names):
         indices = {}
         for a, path in mask_files.items():
-            with _open(path) as handle:  # a handle per tensor, like extract: bounded resident memory
+            with open_tensors(path) as handle:  # a handle per tensor, like extract: bounded resident memory
                 if name in handle.keys():
                     indices[a] = handle.get_tensor(name).numpy()
         for a, values in indices.items():
@@ -329,7 +369,7 @@ def region_overlap(mask_files: dict[str, Path], k: float, region: str = "top") -
         present = list(indices)
         for i, a in enumerate(present):
             shared[(a, a)] += int(indices[a].size)
-            for b in present[i + 1:]:
+            for b in present[i + 1 :]:
                 count = int(np.intersect1d(indices[a], indices[b], assume_unique=True).size)
                 shared[(a, b)] += count
                 shared[(b, a)] += count
@@ -344,11 +384,36 @@ def mask_score(metadata: dict[str, str]) -> str:
     return metadata.get("score", "importance")
 
 
-OVERLAP_COLUMNS = ("model", "k", "region", "score", "ability_a", "ability_b", "n", "size_a", "size_b", "shared",
-                   "jaccard", "shared_fraction", "eligible", "expected_shared", "expected_jaccard",
-                   "jaccard_over_chance")
-LAYER_COLUMNS = ("model", "k", "region", "ability", "layer", "module", "selected", "fraction_of_region",
-                 "eligible", "fraction_of_eligible")
+OVERLAP_COLUMNS = (
+    "model",
+    "k",
+    "region",
+    "score",
+    "ability_a",
+    "ability_b",
+    "n",
+    "size_a",
+    "size_b",
+    "shared",
+    "jaccard",
+    "shared_fraction",
+    "eligible",
+    "expected_shared",
+    "expected_jaccard",
+    "jaccard_over_chance",
+)
+LAYER_COLUMNS = (
+    "model",
+    "k",
+    "region",
+    "ability",
+    "layer",
+    "module",
+    "selected",
+    "fraction_of_region",
+    "eligible",
+    "fraction_of_eligible",
+)
 
 
 def _cell(value: Any) -> str:
@@ -381,17 +446,26 @@ def layer_rows(result: OverlapResult, model: str, numels: dict[str, int]) -> lis
             cell[0] += result.per_tensor[a].get(name, 0)
             cell[1] += numels.get(name, 0)
         for (layer, module), (selected, eligible) in sorted(cells.items()):
-            rows.append({"model": model, "k": result.k, "region": result.region, "ability": a, "layer": layer,
-                         "module": module, "selected": selected,
-                         "fraction_of_region": selected / result.sizes[a] if result.sizes[a] else math.nan,
-                         "eligible": eligible if numels else "",
-                         "fraction_of_eligible": selected / eligible if eligible else math.nan})
+            rows.append(
+                {
+                    "model": model,
+                    "k": result.k,
+                    "region": result.region,
+                    "ability": a,
+                    "layer": layer,
+                    "module": module,
+                    "selected": selected,
+                    "fraction_of_region": selected / result.sizes[a] if result.sizes[a] else math.nan,
+                    "eligible": eligible if numels else "",
+                    "fraction_of_eligible": selected / eligible if eligible else math.nan,
+                }
+            )
     return rows
 
 
 def _write_csv(path: Path, columns: tuple[str, ...], rows: list[dict[str, Any]]) -> None:
-    from .io import write_text
     from .layout import format_k
+    from .storage import write_text
 
     buffer = stdio.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
@@ -409,8 +483,9 @@ def plot_overlap(result: OverlapResult, model: str, path: Path) -> Path:
     from .layout import format_k
 
     abilities = result.abilities
-    values = np.array([[jaccard(result.shared[(a, b)], result.sizes[a], result.sizes[b]) for b in abilities]
-                       for a in abilities])
+    values = np.array(
+        [[jaccard(result.shared[(a, b)], result.sizes[a], result.sizes[b]) for b in abilities] for a in abilities]
+    )
     size = 2.4 + 0.9 * len(abilities)
     fig = _figure(size + 1.2, size)
     ax = fig.add_subplot()
@@ -419,16 +494,18 @@ def plot_overlap(result: OverlapResult, model: str, path: Path) -> Path:
         for j, b in enumerate(abilities):
             row = result.row(a, b)
             text = f"{row['jaccard']:.2f}" + ("" if i == j else f"\n×{row['jaccard_over_chance']:.1f}")
-            ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                    color="black" if values[i, j] > 0.6 else "white")
+            ax.text(j, i, text, ha="center", va="center", fontsize=7, color="black" if values[i, j] > 0.6 else "white")
     labels = [a.replace("_", " ") for a in abilities]
     ax.set_xticks(range(len(abilities)), labels, rotation=30, ha="right", rotation_mode="anchor", fontsize=8)
     ax.set_yticks(range(len(abilities)), labels, fontsize=8)
     fig.colorbar(image, ax=ax, shrink=0.8, label="Jaccard")
     n = max(result.sizes.values()) if result.sizes else 0
     chance = expected_jaccard(n, n, result.eligible)
-    ax.set_title(f"{model}: overlap of {result.region} regions at k = {format_k(result.k)}\n"
-                 f"Jaccard (×: over chance); chance for random regions ≈ {chance:.3f}", fontsize=9)
+    ax.set_title(
+        f"{model}: overlap of {result.region} regions at k = {format_k(result.k)}\n"
+        f"Jaccard (×: over chance); chance for random regions ≈ {chance:.3f}",
+        fontsize=9,
+    )
     return _save(fig, path)
 
 
@@ -452,13 +529,24 @@ def plot_layers(rows: list[dict[str, Any]], model: str, k: float, path: Path) ->
                 if i == 0 and r["eligible"] != "":
                     eligible_by_layer[r["layer"]] = eligible_by_layer.get(r["layer"], 0) + r["eligible"]
         layers = sorted(by_layer)
-        ax.plot(layers, [by_layer[layer] for layer in layers], marker="o", markersize=3, color=colours(i % 10),
-                label=ability.replace("_", " "))
+        ax.plot(
+            layers,
+            [by_layer[layer] for layer in layers],
+            marker="o",
+            markersize=3,
+            color=colours(i % 10),
+            label=ability.replace("_", " "),
+        )
     if eligible_by_layer:
         total = sum(eligible_by_layer.values())
         layers = sorted(eligible_by_layer)
-        ax.plot(layers, [eligible_by_layer[layer] / total for layer in layers], linestyle="--", color="black",
-                label="eligible share (uniform region)")
+        ax.plot(
+            layers,
+            [eligible_by_layer[layer] / total for layer in layers],
+            linestyle="--",
+            color="black",
+            label="eligible share (uniform region)",
+        )
     ax.set_xticks(sorted({r["layer"] for r in rows}))
     ax.set_xlabel("decoder layer")
     ax.set_ylabel("fraction of the region")
@@ -493,8 +581,10 @@ def model_overlap(cfg: Any, tag: str, plots: bool = True) -> tuple[list[Path], l
                 notes.append(f"overlap skipped: {err}")
                 continue
             if len(set(result.scores.values())) > 1:
-                notes.append(f"overlap at k={format_k(k)} ({region}): the masks were ranked by different scores "
-                             f"({', '.join(f'{a}: {s}' for a, s in result.scores.items())}); rerun `benchprof extract`")
+                notes.append(
+                    f"overlap at k={format_k(k)} ({region}): the masks were ranked by different scores "
+                    f"({', '.join(f'{a}: {s}' for a, s in result.scores.items())}); rerun `benchprof extract`"
+                )
             overlap_rows += [{"model": tag, **result.row(a, b)} for a in result.abilities for b in result.abilities]
             rows = layer_rows(result, tag, _tensor_sizes(layout.mask_stats(result.abilities[0], k)))
             layers += rows
@@ -509,7 +599,7 @@ def model_overlap(cfg: Any, tag: str, plots: bool = True) -> tuple[list[Path], l
     return written, overlap_rows, notes
 
 
-def overlap(config: str = "config.yml", model: Optional[str] = None, plots: bool = True) -> None:
+def overlap(config: str = "config.yml", model: str | None = None, plots: bool = True) -> None:
     """Overlap of the abilities' regions and where they lie, from the mask files only (no evaluation).
 
     Writes under <model>/profile/: overlap.csv (per k and region, every ability pair: shared weights,
@@ -552,9 +642,12 @@ def overlap_summary(rows: list[dict[str, Any]]) -> str:
     for (tag, k, region), group in groups.items():
         mean = lambda key: sum(r[key] for r in group) / len(group)  # noqa: E731
         scores = ", ".join(sorted({r["score"] for r in group if r["score"]}))
-        lines.append(f"{tag} k={format_k(k)} {region}" + (f" (score {scores})" if scores else "")
-                     + f": mean Jaccard {mean('jaccard'):.3f} (chance {mean('expected_jaccard'):.3f}), "
-                     f"mean shared fraction {mean('shared_fraction'):.3f}")
+        lines.append(
+            f"{tag} k={format_k(k)} {region}"
+            + (f" (score {scores})" if scores else "")
+            + f": mean Jaccard {mean('jaccard'):.3f} (chance {mean('expected_jaccard'):.3f}), "
+            f"mean shared fraction {mean('shared_fraction'):.3f}"
+        )
     return "\n".join(lines)
 
 
@@ -579,13 +672,14 @@ def region_provenance(layout: Any, abilities: list[str], k_values: list[float], 
 
     def one(found: dict[str, set[str]], what: str, default: str) -> str:
         if len(found) > 1:
-            notes.append(f"{what} differs between abilities: " + "; ".join(
-                f"{value}: {', '.join(sorted(names))}" for value, names in sorted(found.items())))
+            notes.append(
+                f"{what} differs between abilities: "
+                + "; ".join(f"{value}: {', '.join(sorted(names))}" for value, names in sorted(found.items()))
+            )
             return "mixed"
         return next(iter(found), default)
 
     return one(scores, "extract.score of the masks", "importance"), one(losses, "finetune.loss_on", "")
-
 
 
 def specificity_score(own: Any, others: list[Any]) -> Any:
@@ -619,9 +713,18 @@ def specificity_rows(profile: Any, samples: dict[tuple, Any]) -> list[Any]:
                 others = [r for r in others if r is not None and not math.isnan(r.ais)]
                 if own is None or math.isnan(own.ais) or not others:
                     continue
-                row = AisRow(profile.model, ability, SPECIFICITY, k, region, SPECIFICITY_METRIC, math.nan, None,
-                             float(specificity_score(own.ais, [r.ais for r in others])),
-                             n_docs=own.n_docs + sum(r.n_docs for r in others))
+                row = AisRow(
+                    profile.model,
+                    ability,
+                    SPECIFICITY,
+                    k,
+                    region,
+                    SPECIFICITY_METRIC,
+                    math.nan,
+                    None,
+                    float(specificity_score(own.ais, [r.ais for r in others])),
+                    n_docs=own.n_docs + sum(r.n_docs for r in others),
+                )
                 # the splits hold different documents, so their independent resamples combine index by index
                 draws = [samples.get((ability, k, r.benchmark, region)) for r in [own] + others]
                 if all(d is not None for d in draws) and len({len(d) for d in draws}) == 1:
@@ -657,26 +760,44 @@ def mean_specificity_rows(profile: Any, per_doc: dict[tuple, Any], resamples: in
     regions = list(profile.regions) + ([ADJUSTED] if {"top", "random"} <= set(profile.regions) else [])
     for k in profile.k_values:
         for region in regions:
-            members = [a for a in profile.abilities if (r := profile.row(a, SPECIFICITY, k, region)) is not None
-                       and all(profile.row(a, b, k, region) is not None for b in splits)]
+            members = [
+                a
+                for a in profile.abilities
+                if (r := profile.row(a, SPECIFICITY, k, region)) is not None
+                and all(profile.row(a, b, k, region) is not None for b in splits)
+            ]
             if len(members) < 2:
                 continue
             spec = [profile.row(a, SPECIFICITY, k, region).ais for a in members]
-            row = AisRow(profile.model, MEAN, SPECIFICITY, k, region, SPECIFICITY_METRIC, math.nan, None,
-                         float(np.mean(spec)))
+            row = AisRow(
+                profile.model, MEAN, SPECIFICITY, k, region, SPECIFICITY_METRIC, math.nan, None, float(np.mean(spec))
+            )
             parts = ("top", "random") if region == ADJUSTED else (region,)
             if resamples > 0:
-                draws = _mean_specificity_draws(members, splits, k, parts, per_doc, resamples,
-                                                lambda b: np.random.default_rng(
-                                                    [int(seed), zlib.crc32(f"mean|{format_k(k)}|{b}".encode())]))
+                draws = _mean_specificity_draws(
+                    members,
+                    splits,
+                    k,
+                    parts,
+                    per_doc,
+                    resamples,
+                    lambda b: np.random.default_rng([int(seed), zlib.crc32(f"mean|{format_k(k)}|{b}".encode())]),
+                )
                 if draws is not None:
                     _set_interval(row, percentile_ci(draws))
             rows.append(row)
     return rows
 
 
-def _mean_specificity_draws(members: list[str], splits: list[str], k: float, parts: tuple[str, ...],
-                            per_doc: dict[tuple, Any], resamples: int, rng_of: Any) -> Any:
+def _mean_specificity_draws(
+    members: list[str],
+    splits: list[str],
+    k: float,
+    parts: tuple[str, ...],
+    per_doc: dict[tuple, Any],
+    resamples: int,
+    rng_of: Any,
+) -> Any:
     """Bootstrap samples of the mean specificity (None when a per-sample file is missing);
     `parts` = (region,) or ("top", "random") for the control-adjusted specificity."""
     import numpy as np
@@ -698,22 +819,23 @@ def _mean_specificity_draws(members: list[str], splits: list[str], k: float, par
         matrix = np.array([[per_doc[key][d] for d in docs] for key in keys])
         values = bootstrap_ais(base, matrix, resamples, rng_of(split))  # one index set for every row
         for i, a in enumerate(members):
-            block = values[i * len(parts):(i + 1) * len(parts)]
+            block = values[i * len(parts) : (i + 1) * len(parts)]
             ais[(a, split)] = block[0] - block[1] if len(parts) == 2 else block[0]
     spec = [specificity_score(ais[(a, a)], [ais[(a, b)] for b in splits if b != a]) for a in members]
     return np.mean(spec, axis=0)
 
 
-def diagonal_dominance(profile: Any, k: float, region: str = "top") -> dict[str, Optional[bool]]:
+def diagonal_dominance(profile: Any, k: float, region: str = "top") -> dict[str, bool | None]:
     """ability -> whether its own split has the largest AIS in its row (over the ability splits with
     an AIS); None when its own split or every other one lacks an AIS."""
     splits = ability_benchmarks(profile.benchmarks)
-    out: dict[str, Optional[bool]] = {}
+    out: dict[str, bool | None] = {}
     for ability in profile.abilities:
         if ability not in splits:
             continue
-        values = {b: r.ais for b in splits if (r := profile.row(ability, b, k, region)) is not None
-                  and not math.isnan(r.ais)}
+        values = {
+            b: r.ais for b in splits if (r := profile.row(ability, b, k, region)) is not None and not math.isnan(r.ais)
+        }
         if ability not in values or len(values) < 2:
             out[ability] = None
             continue
@@ -730,8 +852,10 @@ def specificity_summary(profile: Any, k: float) -> list[str]:
         return []
     interval = "" if math.isnan(row.ci_low) else f" [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
     known = {a: v for a, v in diagonal_dominance(profile, k).items() if v is not None}
-    return [f"{profile.model} k={format_k(k)} top (score {profile.score}): mean specificity {row.ais:+.3f}{interval}, "
-            f"diagonal dominance {sum(known.values())} of {len(known)}"]
+    return [
+        f"{profile.model} k={format_k(k)} top (score {profile.score}): mean specificity {row.ais:+.3f}{interval}, "
+        f"diagonal dominance {sum(known.values())} of {len(known)}"
+    ]
 
 
 def specificity_markdown(profile: Any) -> list[str]:
@@ -748,16 +872,29 @@ def specificity_markdown(profile: Any) -> list[str]:
         what += f", finetune.loss_on = `{profile.loss_on}`"
     parts = ["", f"## Region specificity ({what})", ""]
     if profile.overlap:
-        parts += ["Overlap of the abilities' regions (mean over ability pairs; chance: independent random regions "
-                  "of the same sizes; every pair in overlap.csv, heatmap overlap_k<k>.png, where the regions lie "
-                  "in layers.csv and layers_k<k>.png):", ""] + [f"- {line}" for line in profile.overlap] + [""]
+        parts += (
+            [
+                "Overlap of the abilities' regions (mean over ability pairs; chance: independent random regions "
+                "of the same sizes; every pair in overlap.csv, heatmap overlap_k<k>.png, where the regions lie "
+                "in layers.csv and layers_k<k>.png):",
+                "",
+            ]
+            + [f"- {line}" for line in profile.overlap]
+            + [""]
+        )
     if not has_rows:
         return parts
-    parts += [f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits "
-              f"({', '.join(ability_benchmarks(profile.benchmarks))}); `*`: the 95% bootstrap interval excludes 0; "
-              f"`{MEAN}`: the mean over the abilities.", ""]
-    regions = [r for r in ("top", "top-random", "random") if any(
-        row.benchmark == SPECIFICITY and row.region == r for row in profile.rows)]
+    parts += [
+        f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits "
+        f"({', '.join(ability_benchmarks(profile.benchmarks))}); `*`: the 95% bootstrap interval excludes 0; "
+        f"`{MEAN}`: the mean over the abilities.",
+        "",
+    ]
+    regions = [
+        r
+        for r in ("top", "top-random", "random")
+        if any(row.benchmark == SPECIFICITY and row.region == r for row in profile.rows)
+    ]
     header = ["ability"] + [f"{region}, k = {format_k(k)}" for k in profile.k_values for region in regions]
 
     def cell(ability: str, k: float, region: str) -> str:
@@ -767,15 +904,16 @@ def specificity_markdown(profile: Any) -> list[str]:
             text += f" [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
         return text
 
-    table = [[a] + [cell(a, k, region) for k in profile.k_values for region in regions]
-             for a in list(profile.abilities) + [MEAN]
-             if any(profile.row(a, SPECIFICITY, k, region) for k in profile.k_values for region in regions)]
+    table = [
+        [a] + [cell(a, k, region) for k in profile.k_values for region in regions]
+        for a in list(profile.abilities) + [MEAN]
+        if any(profile.row(a, SPECIFICITY, k, region) for k in profile.k_values for region in regions)
+    ]
     parts.append(_md_table(header, table))
     parts += ["", "Diagonal dominance (the ability's own split has the largest AIS in its row, top region):", ""]
     for k in profile.k_values:
         dominance = diagonal_dominance(profile, k)
         known = {a: v for a, v in dominance.items() if v is not None}
         yes = [a for a, v in known.items() if v]
-        parts.append(f"- k = {format_k(k)}: {len(yes)} of {len(known)}"
-                     + (f" ({', '.join(yes)})" if yes else ""))
+        parts.append(f"- k = {format_k(k)}: {len(yes)} of {len(known)}" + (f" ({', '.join(yes)})" if yes else ""))
     return parts

@@ -16,10 +16,11 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from . import BenchprofError
 from .config import ABILITIES, Config, ModelSpec, load_config
+from .storage import judge
 
 STATES = ("done", "stale", "pending")
 
@@ -37,16 +38,22 @@ class Item:
 
 def needed_abilities(cfg: Config) -> list[str]:
     """Abilities whose data the run needs: profiled ones, ability benchmarks, composite parts."""
-    return list(dict.fromkeys(cfg.abilities() + [b for b in cfg.evals.benchmarks if b in ABILITIES]
-                              + [a for c in cfg.evals.composites.values() for a in c["abilities"]]))
+    return list(
+        dict.fromkeys(
+            cfg.abilities()
+            + [b for b in cfg.evals.benchmarks if b in ABILITIES]
+            + [a for c in cfg.evals.composites.values() for a in c["abilities"]]
+        )
+    )
 
 
 # ---- preflight -------------------------------------------------------------------------------
 
 
 def hub_offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on")
-               for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
 
 
 def parameter_counts(model_config: Any, scope: str, front: int, back: int) -> tuple[int, int, int]:
@@ -65,8 +72,9 @@ def parameter_counts(model_config: Any, scope: str, front: int, back: int) -> tu
     return total_params(model), sum(params[n].numel() for n in eligible), n_layers
 
 
-def check_model(cfg: Config, i: int, spec: ModelSpec, problems: list[str], warnings: list[str],
-                finetune: bool) -> Optional[Any]:
+def check_model(
+    cfg: Config, i: int, spec: ModelSpec, problems: list[str], warnings: list[str], finetune: bool
+) -> Any | None:
     """Model folder or hub id, tokenizer and chat template; returns the model's config when readable."""
     from transformers import AutoConfig, AutoTokenizer
 
@@ -95,17 +103,17 @@ def check_model(cfg: Config, i: int, spec: ModelSpec, problems: list[str], warni
     try:
         tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
     except Exception as err:
-        problems.append(f"models[{i}].tokenizer: cannot load {tokenizer_source!r} "
-                        f"({str(err).strip().splitlines()[0]})")
+        problems.append(f"models[{i}].tokenizer: cannot load {tokenizer_source!r} ({str(err).strip().splitlines()[0]})")
         return model_config
     if finetune and not getattr(tokenizer, "chat_template", None):
-        warnings.append(f"models[{i}].tokenizer: {tokenizer_source!r} has no chat template; the importance "
-                        "pass uses the plain 'role: content' format (prompts.plain_text)")
+        warnings.append(
+            f"models[{i}].tokenizer: {tokenizer_source!r} has no chat template; the importance "
+            "pass uses the plain 'role: content' format (prompts.plain_text)"
+        )
     return model_config
 
 
-def check_k_values(cfg: Config, spec: ModelSpec, model_config: Any, problems: list[str],
-                   warnings: list[str]) -> None:
+def check_k_values(cfg: Config, spec: ModelSpec, model_config: Any, problems: list[str], warnings: list[str]) -> None:
     """n = floor(k * total parameters) must fit in the eligible weights of the layer range."""
     scope, front, back = cfg.finetune.scope, cfg.settings.front_removal, cfg.settings.back_removal
     try:
@@ -114,18 +122,20 @@ def check_k_values(cfg: Config, spec: ModelSpec, model_config: Any, problems: li
         problems.append(f"models: {spec.name!r}: cannot count parameters ({str(err).strip().splitlines()[0]})")
         return
     if front + back >= n_layers:
-        problems.append(f"settings.front_removal/back_removal: {front} + {back} remove all {n_layers} "
-                        f"layers of {spec.tag}")
+        problems.append(
+            f"settings.front_removal/back_removal: {front} + {back} remove all {n_layers} layers of {spec.tag}"
+        )
         return
     for i, k in enumerate(cfg.settings.k_values):
         n = math.floor(k * total)
         if n > eligible:
-            problems.append(f"settings.k_values[{i}]: k={k} selects n = floor(k * {total}) = {n} weights, more "
-                            f"than the {eligible} eligible in {spec.tag} (finetune.scope {scope}, layers "
-                            f"{front}..{n_layers - back - 1}); lower k or front/back_removal")
+            problems.append(
+                f"settings.k_values[{i}]: k={k} selects n = floor(k * {total}) = {n} weights, more "
+                f"than the {eligible} eligible in {spec.tag} (finetune.scope {scope}, layers "
+                f"{front}..{n_layers - back - 1}); lower k or front/back_removal"
+            )
         elif n == 0:
-            warnings.append(f"settings.k_values[{i}]: k={k} selects no weight of {spec.tag} "
-                            f"(floor(k * {total}) = 0)")
+            warnings.append(f"settings.k_values[{i}]: k={k} selects no weight of {spec.tag} (floor(k * {total}) = 0)")
 
 
 def check_benchmarks(cfg: Config, problems: list[str]) -> None:
@@ -144,16 +154,22 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
         if benchmark in standard and benchmark not in known:
             close = difflib.get_close_matches(benchmark, sorted(known) + list(ABILITIES), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append(f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "
-                            f"an ability or an evals.composites entry{hint})")
+            problems.append(
+                f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "
+                f"an ability or an evals.composites entry{hint})"
+            )
 
 
 def check_datasets(cfg: Config, problems: list[str], finetune: bool) -> None:
     """User-supplied dataset folders hold readable, well-formed splits the plan uses."""
-    from .data import is_hub_id, read_jsonl, split_path
+    from .data import is_hub_id, read_jsonl
+    from .layout import data_file
 
-    used_test = set(needed_abilities(cfg)) - (set(cfg.abilities()) - set(cfg.evals.benchmarks)
-                                              - {a for c in cfg.evals.composites.values() for a in c["abilities"]})
+    used_test = set(needed_abilities(cfg)) - (
+        set(cfg.abilities())
+        - set(cfg.evals.benchmarks)
+        - {a for c in cfg.evals.composites.values() for a in c["abilities"]}
+    )
     for i, spec in enumerate(cfg.datasets):
         if not spec.path or is_hub_id(cfg, spec.name):
             continue  # generated by `data`, or a hub dataset (read when a stage needs it)
@@ -164,7 +180,7 @@ def check_datasets(cfg: Config, problems: list[str], finetune: bool) -> None:
         splits = (["train"] if finetune else []) + (["test"] if spec.name in used_test else [])
         for split in splits:
             try:
-                read_jsonl(split_path(folder, split))
+                read_jsonl(data_file(folder, split))
             except BenchprofError as err:
                 problems.append(f"datasets[{i}].path: {err}")
 
@@ -209,76 +225,44 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
 # ---- status ----------------------------------------------------------------------------------
 
 
-def changed_keys(recorded: Optional[dict[str, Any]], expected: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
-    """The input keys whose recorded value differs from the one the config gives now."""
-    import json
-
-    if not isinstance(recorded, dict):
-        return ["manifest"]
-    expected = json.loads(json.dumps(expected, default=str))  # as recorded: tuples are lists, keys strings
-    keys = sorted(set(recorded) | set(expected))
-    return [k for k in keys if k not in ignore and recorded.get(k) != expected.get(k)]
-
-
-def judge(recorded: Optional[dict[str, Any]], expected: Optional[dict[str, Any]], files: list[Path],
-          upstream: str = "", ignore: tuple[str, ...] = ()) -> tuple[str, str]:
-    """(state, why) of one output from its recorded inputs, the expected ones and its files."""
-    exists = recorded is not None
-    if not exists:
-        partial = [f for f in files if f.is_file()]
-        return "pending", ("files without a manifest (an interrupted run)" if partial else "")
-    if upstream:
-        return "stale", upstream
-    if expected is None:
-        return "stale", "its inputs cannot be computed"
-    changed = changed_keys(recorded, expected, ignore)
-    if changed:
-        return "stale", "changed: " + ", ".join(changed)
-    missing = [f.name for f in files if not f.is_file()]
-    if missing:
-        return "stale", "missing " + ", ".join(missing)
-    return "done", ""
-
-
-def upstream_of(item: Optional[Item], name: str) -> str:
+def upstream_of(item: Item | None, name: str) -> str:
     if item is None or item.state == "done":
         return ""
     return f"{name} {item.state}"
 
 
-def recorded_inputs(directory: Path) -> Optional[dict[str, Any]]:
-    from .io import read_manifest
-
-    manifest = read_manifest(directory)
-    return manifest.get("inputs") if manifest else None
-
-
 def data_items(cfg: Config) -> dict[str, Item]:
-    from .data import ability_folder, data_files, data_inputs, is_hub_id
+    from .data import ability_folder, data_inputs, is_hub_id
+    from .layout import data_output
 
     items = {}
     for ability in needed_abilities(cfg):
         spec = cfg.dataset(ability)
         folder = ability_folder(cfg, ability)
+        output = data_output(folder, ability)
         if spec.path:
-            present = is_hub_id(cfg, ability) or all(f.is_file() for f in data_files(folder))
-            items[ability] = Item("data", "", ability, "done" if present else "pending",
-                                  "user data" if present else f"user data missing under {folder}")
+            present = is_hub_id(cfg, ability) or all(f.is_file() for f in output.files)
+            items[ability] = Item(
+                "data",
+                "",
+                ability,
+                "done" if present else "pending",
+                "user data" if present else f"user data missing under {folder}",
+            )
             continue
         expected = data_inputs(cfg, ability, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
-        state, why = judge(recorded_inputs(folder), expected, data_files(folder))
+        state, why = judge(output, expected)
         items[ability] = Item("data", "", ability, state, why)
     return items
 
 
-def model_dtype(cfg: Config, spec: ModelSpec) -> Optional[str]:
+def model_dtype(cfg: Config, spec: ModelSpec) -> str | None:
     """The dtype finetune will load the model in, when the config fixes it."""
     name = cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
     return None if name == "auto" else f"torch.{name}"
 
 
-def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item],
-                     fingerprint: Optional[str]) -> dict[str, Item]:
+def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], fingerprint: str | None) -> dict[str, Item]:
     from .data import load_split
     from .finetune import importance_inputs
     from .layout import Layout
@@ -287,7 +271,6 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item],
     settings, dtype = cfg.finetune, model_dtype(cfg, spec)
     items = {}
     for ability in cfg.abilities():
-        recorded = recorded_inputs(layout.importance_dir(ability))
         expected, upstream = None, upstream_of(data.get(ability), "data")
         if not upstream:
             try:
@@ -296,21 +279,22 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item],
                 upstream = f"data unreadable: {err}"
             else:
                 records = records[: settings.max_samples] if settings.max_samples else records
-                expected = importance_inputs(cfg, spec.name, ability, settings, records,
-                                             cfg.settings.train_batch_size, fingerprint, dtype)
+                expected = importance_inputs(
+                    cfg, spec.name, ability, settings, records, cfg.settings.train_batch_size, fingerprint, dtype
+                )
         # without loading the weights, the recorded fingerprint (and an 'auto' dtype) are taken as they are
         ignore = (() if fingerprint else ("fingerprint",)) + (() if dtype else ("dtype",))
-        state, why = judge(recorded, expected, [layout.importance_file(ability)], upstream, ignore)
+        state, why = judge(layout.importance_output(ability), expected, upstream, ignore)
         items[ability] = Item("importance", spec.tag, ability, state, why)
     return items
 
 
 def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dict[tuple[str, float], Item]:
-    from .extract import importance_identity, region_inputs, region_metadata
-    from .layout import Layout, format_k
+    from .extract import importance_identity, region_inputs
+    from .layout import Layout
+    from .regions import region_metadata
 
     layout = Layout(cfg.output_root, spec.tag)
-    regions = [r for r in cfg.extract.regions]
     items = {}
     for ability in cfg.abilities():
         path = layout.importance_file(ability)
@@ -322,22 +306,19 @@ def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dic
             except BenchprofError as err:
                 upstream = str(err)
         for k in cfg.settings.k_values:
-            directory = layout.masks_dir(ability, k)
+            output = layout.masks_output(ability, k, cfg.extract.regions)
             expected = None
             if metadata is not None:
                 n = math.floor(k * int(metadata.get("total_params", 0)))
                 expected = region_inputs(cfg, ability, k, n, identity, metadata, cfg.extract.selection)
-            files = [layout.mask_file(ability, k, r) for r in regions]
-            state, why = judge(recorded_inputs(directory), expected, files, upstream)
-            items[(ability, k)] = Item("masks", spec.tag, f"{ability} k{format_k(k)}", state, why)
+            state, why = judge(output, expected, upstream)
+            items[(ability, k)] = Item("masks", spec.tag, output.label, state, why)
     return items
 
 
-def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item],
-               data: dict[str, Item]) -> list[Item]:
+def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item], data: dict[str, Item]) -> list[Item]:
     from . import tasks
     from .evaluate import JobInputs, job_list
-    from .io import read_json
     from .layout import Layout
 
     layout = Layout(cfg.output_root, spec.tag)
@@ -351,24 +332,21 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
     items = []
     for job in job_list(cfg):
         v = job.variant
-        path = layout.eval_file(v, job.benchmark)
-        recorded = None
-        if path.is_file():
-            try:
-                recorded = read_json(path).get("inputs")
-            except ValueError:
-                recorded = None
+        output = layout.eval_output(v, job.benchmark)
         upstream = "" if v.is_original else upstream_of(masks.get((v.ability, v.k)), "masks")
-        upstream = upstream or (upstream_of(data.get(job.benchmark), "benchmark data") if
-                                job.benchmark in data else "") or (planned_error if tasks.is_local(cfg, job.benchmark) else "")
+        upstream = (
+            upstream
+            or (upstream_of(data.get(job.benchmark), "benchmark data") if job.benchmark in data else "")
+            or (planned_error if tasks.is_local(cfg, job.benchmark) else "")
+        )
         expected = None
         if not upstream:
             try:
                 expected = job_inputs(job)
             except (BenchprofError, KeyError, OSError) as err:
                 upstream = f"inputs unavailable ({err})"
-        state, why = judge(recorded, expected, [path, layout.samples_file(v, job.benchmark)], upstream)
-        items.append(Item("eval", spec.tag, f"{v.label()} {job.benchmark}", state, why))
+        state, why = judge(output, expected, upstream)
+        items.append(Item("eval", spec.tag, output.label, state, why))
     return items
 
 
@@ -376,16 +354,21 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
     from dataclasses import asdict
 
     from .aggregate import default_report_k
-    from .io import read_manifest
     from .layout import Layout, manifest_path
+    from .storage import changed_keys, read_manifest
 
     layout = Layout(cfg.output_root, spec.tag)
     manifest = read_manifest(layout.profile_dir)
     if manifest is None:
         return Item("profile", spec.tag, "ais", "pending")
-    expected = {"aggregate": asdict(cfg.aggregate), "report_k": default_report_k(cfg), "abilities": cfg.abilities(),
-                "benchmarks": list(cfg.evals.benchmarks), "k_values": list(cfg.settings.k_values),
-                "regions": list(cfg.extract.regions)}
+    expected = {
+        "aggregate": asdict(cfg.aggregate),
+        "report_k": default_report_k(cfg),
+        "abilities": cfg.abilities(),
+        "benchmarks": list(cfg.evals.benchmarks),
+        "k_values": list(cfg.settings.k_values),
+        "regions": list(cfg.extract.regions),
+    }
     changed = changed_keys(manifest.get("inputs"), expected)
     if changed:
         return Item("profile", spec.tag, "ais", "stale", "changed: " + ", ".join(changed))
@@ -401,15 +384,17 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
 
 def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
     """Every output of the config's run, in stage order, with its state."""
-    from .modeling import fingerprint as model_fingerprint, load_model
+    from .modeling import fingerprint as model_fingerprint
+    from .modeling import load_model
 
     data = data_items(cfg)
     items: list[Item] = list(data.values())
     for spec in cfg.models:
         fp = None
         if fingerprint and cfg.abilities():
-            net, _ = load_model(*cfg.model_source(spec), dtype=cfg.finetune.dtype if cfg.finetune.dtype != "auto"
-                                else spec.dtype)
+            net, _ = load_model(
+                *cfg.model_source(spec), dtype=cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
+            )
             fp = model_fingerprint(net)
             del net
         importance = importance_items(cfg, spec, data, fp)
@@ -450,8 +435,9 @@ def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool 
         group = evals[entry]
         counts = {s: sum(1 for i in group if i.state == s) for s in STATES}
         state = "done" if counts["done"] == len(group) else ("stale" if counts["stale"] else "pending")
-        not_done = [f"{i.what.rsplit(' ', 1)[1]} ({i.state}{': ' + i.why if i.why else ''})"
-                    for i in group if i.state != "done"]
+        not_done = [
+            f"{i.what.rsplit(' ', 1)[1]} ({i.state}{': ' + i.why if i.why else ''})" for i in group if i.state != "done"
+        ]
         why = ", ".join(f"{counts[s]} {s}" for s in STATES if counts[s]) if not_done else ""
         reasons = {i.why for i in group if i.state != "done"}
         if not_done and len(reasons) == 1 and reasons != {""}:
@@ -461,8 +447,10 @@ def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool 
             why += f" | {shown}"
         print(format_item(Item("eval", entry[0], entry[1], state, why)))
     totals = {s: sum(1 for i in items if i.state == s) for s in STATES}
-    print(f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
-          f"(of {len(items)} outputs) for {config}")
+    print(
+        f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
+        f"(of {len(items)} outputs) for {config}"
+    )
     sys.stdout.flush()
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from . import BenchprofError
 from .config import ABILITIES, Config
-from .io import write_text
+from .storage import write_text
 
 # Jinja for lm-eval; prompts.eval_prompt is the same text in Python (keep the two in step).
 DOC_TO_TEXT = "{% if context %}Context: {{context}}\n{% endif %}Question: {{question}}\nAnswer:"
@@ -74,7 +74,8 @@ def composite_records(cfg: Config, name: str) -> list[dict[str, Any]]:
 
 def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
     """(include path, benchmark -> task name, file -> text) of every local benchmark, nothing written."""
-    from .data import ability_folder, is_hub_id, load_split, split_path
+    from . import layout
+    from .data import ability_folder, is_hub_id, load_split
 
     def jsonl(records: list[dict[str, Any]]) -> str:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
@@ -95,7 +96,7 @@ def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
             files[data_file] = jsonl(load_split(cfg, benchmark, "test"))
         else:
             load_split(cfg, benchmark, "test")  # checks the schema, names file and line on error
-            data_file = split_path(ability_folder(cfg, benchmark), "test")
+            data_file = layout.data_file(ability_folder(cfg, benchmark), "test")
         files[folder / f"{name}.yaml"] = task_yaml(name, data_file)
         mapping[benchmark] = name
     return folder, mapping, files

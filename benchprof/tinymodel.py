@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any
 
 SPECIAL_TOKENS = ["<pad>", "<s>", "</s>", "<unk>", "<|system|>", "<|user|>", "<|assistant|>"]
 
@@ -41,8 +42,15 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 1000) -> Any:
     return tok
 
 
-def build_model(tokenizer: Any, hidden_size: int = 64, num_layers: int = 4, num_heads: int = 4,
-                intermediate_size: int = 172, max_positions: int = 512, seed: int = 0) -> Any:
+def build_model(
+    tokenizer: Any,
+    hidden_size: int = 64,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    intermediate_size: int = 172,
+    max_positions: int = 512,
+    seed: int = 0,
+) -> Any:
     """A randomly initialised LlamaForCausalLM sized for the tokenizer (tied embeddings)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
@@ -66,8 +74,9 @@ def build_model(tokenizer: Any, hidden_size: int = 64, num_layers: int = 4, num_
     return model
 
 
-def make_tiny_model(out_dir: Path, texts: Optional[Iterable[str]] = None, vocab_size: int = 1000,
-                    seed: int = 0, **model_kwargs: Any) -> Path:
+def make_tiny_model(
+    out_dir: Path, texts: Iterable[str] | None = None, vocab_size: int = 1000, seed: int = 0, **model_kwargs: Any
+) -> Path:
     """Train a tokenizer, build a random tiny Llama, save both with save_pretrained into `out_dir`."""
     if texts is None:
         texts = default_corpus()

@@ -34,8 +34,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--config", default=str(ROOT / "configs" / "demo.yml"),
-                   help="demo config: its data section decides the train/test splits")
+    p.add_argument(
+        "--config",
+        default=str(ROOT / "configs" / "demo.yml"),
+        help="demo config: its data section decides the train/test splits",
+    )
     p.add_argument("--out", default=str(ROOT / "benchprof" / "assets" / "demo-model"))
     p.add_argument("--abilities", default="", help="comma-separated; default: every ability")
     p.add_argument("--steps", type=int, default=3500)
@@ -51,14 +54,20 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--fact-repeats", type=int, default=4, help="times each knowledge statement is shown per epoch")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--heldout", type=int, default=200,
-                   help="items per ability held out of training (the first ones generated); the demo's "
-                        "test split (data.test_size <= this) is drawn from them, so it is never trained on")
+    p.add_argument(
+        "--heldout",
+        type=int,
+        default=200,
+        help="items per ability held out of training (the first ones generated); the demo's "
+        "test split (data.test_size <= this) is drawn from them, so it is never trained on",
+    )
     p.add_argument("--eval-items", type=int, default=200, help="held-out items per ability for the final report")
     return p.parse_args()
 
 
-def build_examples(abilities: list[str], splits: dict, tok, rng: random.Random, fact_repeats: int) -> list[tuple[list[int], int]]:
+def build_examples(
+    abilities: list[str], splits: dict, tok, rng: random.Random, fact_repeats: int
+) -> list[tuple[list[int], int]]:
     """(token ids, index where the answer starts) for every training example."""
     examples = []
     for ability in abilities:
@@ -96,7 +105,8 @@ def train(model, examples, tok, args) -> None:
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01, betas=(0.9, 0.98))
     warmup = max(1, args.steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps))))
+        opt, lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / args.steps)))
+    )
     model.train()
     started, pos = time.time(), 0
     for step in range(args.steps):
@@ -107,7 +117,8 @@ def train(model, examples, tok, args) -> None:
         input_ids, weights = batch_tensors(batch, tok.pad_token_id, args.max_len, args.answer_weight)
         logits = model(input_ids=input_ids).logits[:, :-1]
         token_loss = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.size(-1)), input_ids[:, 1:].reshape(-1), reduction="none")
+            logits.reshape(-1, logits.size(-1)), input_ids[:, 1:].reshape(-1), reduction="none"
+        )
         w = weights[:, 1:].reshape(-1)
         loss = (token_loss * w).sum() / w.sum()
         loss.backward()
@@ -116,8 +127,11 @@ def train(model, examples, tok, args) -> None:
         sched.step()
         opt.zero_grad(set_to_none=True)
         if step % 100 == 0 or step == args.steps - 1:
-            print(f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  "
-                  f"{time.time() - started:.0f}s", flush=True)
+            print(
+                f"step {step:5d}  loss {loss.item():.3f}  lr {sched.get_last_lr()[0]:.2e}  "
+                f"{time.time() - started:.0f}s",
+                flush=True,
+            )
     model.eval()
 
 
@@ -160,8 +174,15 @@ def main() -> None:
     corpus += [f for a in abilities for f in fact_texts(a)]
     corpus += ["You are a helpful assistant.", "Context: Question: Answer:"]
     tok = train_tokenizer(corpus, vocab_size=args.vocab)
-    model = build_model(tok, hidden_size=args.hidden, num_layers=args.layers, num_heads=args.heads,
-                        intermediate_size=args.intermediate, max_positions=max(256, args.max_len), seed=args.seed)
+    model = build_model(
+        tok,
+        hidden_size=args.hidden,
+        num_layers=args.layers,
+        num_heads=args.heads,
+        intermediate_size=args.intermediate,
+        max_positions=max(256, args.max_len),
+        seed=args.seed,
+    )
     examples = build_examples(abilities, splits, tok, rng, args.fact_repeats)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters, vocab {len(tok)}; {len(examples)} training examples")

@@ -6,8 +6,7 @@ from collections import Counter
 
 import pytest
 
-from benchprof import BenchprofError
-from benchprof import abilities
+from benchprof import BenchprofError, abilities
 from benchprof.abilities import ABILITY_QUESTION_TYPES, fact_texts, generate
 from benchprof.abilities.common import table
 
@@ -142,6 +141,7 @@ def test_exhausted_generator_reports_maximum(monkeypatch):
     from types import SimpleNamespace
 
     from benchprof.abilities.common import Item
+
     item = Item("analogy", "", "same question?", "a", ("b", "c", "d"))
     fake = SimpleNamespace(QUESTION_TYPES=("analogy",), draw=lambda rng: item, facts=list)
     monkeypatch.setitem(abilities.MODULES, "Analogical_Reasoning", fake)
@@ -162,6 +162,7 @@ def test_fact_texts():
 
 
 # ---- solver spot checks: recompute answers independently of the generators ----
+
 
 def test_quantitative_answers_recomputed(data):
     patterns = [
@@ -233,8 +234,11 @@ def test_analogies_follow_one_relation(data):
             continue
         a, b, c = m.groups()
         a_forms = {a, a[0].lower() + a[1:]}  # the question capitalises its first word
-        ok = [name for name, rel in relations.items()
-              if any(b in rel.get(x, ()) for x in a_forms) and r["answer"] in rel.get(c, ())]
+        ok = [
+            name
+            for name, rel in relations.items()
+            if any(b in rel.get(x, ()) for x in a_forms) and r["answer"] in rel.get(c, ())
+        ]
         assert ok, r
         checked += 1
     assert checked > 50
@@ -250,8 +254,9 @@ def test_temporal_weekday_arithmetic(data):
             assert r["answer"] == days[(days.index(m.group(1)) + int(q.group(1))) % 7]
             assert set(r["options"]) <= set(days)
             checked += 1
-        m = re.fullmatch(r"The \w+ starts at (\d+):(\d\d) and lasts (?:(\d+) hours?)? ?(?:(\d+) minutes)?\.",
-                         r["context"])
+        m = re.fullmatch(
+            r"The \w+ starts at (\d+):(\d\d) and lasts (?:(\d+) hours?)? ?(?:(\d+) minutes)?\.", r["context"]
+        )
         if m:
             h, mi, dh, dm = (int(g or 0) for g in m.groups())
             end = (h * 60 + mi + dh * 60 + dm) % (24 * 60)
@@ -298,14 +303,20 @@ def test_contextual_single_fact_bindings(data):
 def test_deductive_elimination_has_unique_solution(data):
     checked = 0
     for r in records(data, "Deductive_Reasoning"):
-        m = re.match(r"(\w+), (\w+), (\w+) and (\w+) each have one (\w+): "
-                     r"([\w -]+), ([\w -]+), ([\w -]+) or ([\w -]+)\.", r["context"])
+        m = re.match(
+            r"(\w+), (\w+), (\w+) and (\w+) each have one (\w+): "
+            r"([\w -]+), ([\w -]+), ([\w -]+) or ([\w -]+)\.",
+            r["context"],
+        )
         if not m:
             continue
         people, things = list(m.groups()[:4]), list(m.groups()[5:])
-        clues = re.findall(r"(\w+) (has|does not have) the ([\w -]+?)\.", r["context"][m.end():])
-        solutions = [p for p in itertools.permutations(things)
-                     if all((p[people.index(who)] == what) == (verb == "has") for who, verb, what in clues)]
+        clues = re.findall(r"(\w+) (has|does not have) the ([\w -]+?)\.", r["context"][m.end() :])
+        solutions = [
+            p
+            for p in itertools.permutations(things)
+            if all((p[people.index(who)] == what) == (verb == "has") for who, verb, what in clues)
+        ]
         assert len(solutions) == 1, r
         owner = dict(zip(people, solutions[0]))
         q = re.fullmatch(r"Which \w+ does (\w+) have\?", r["question"])
@@ -334,8 +345,10 @@ def test_causal_answers_come_from_the_same_pair(data):
     rows = table("causes")
     checked = 0
     for r in records(data, "Commonsense_Causal"):
-        name = next((w for w in re.findall(r"[A-Z][a-z]+", r["context"] + " " + r["answer"])
-                     if w in abilities.common.NAMES), "X")
+        name = next(
+            (w for w in re.findall(r"[A-Z][a-z]+", r["context"] + " " + r["answer"]) if w in abilities.common.NAMES),
+            "X",
+        )
         pair = {(row["cause"].format(name=name).lower(), row["effect"].format(name=name).lower()) for row in rows}
         given, answer = r["context"].lower().rstrip("."), r["answer"].lower().rstrip(".")
         assert (given, answer) in pair or (answer, given) in pair, r
@@ -344,6 +357,7 @@ def test_causal_answers_come_from_the_same_pair(data):
 
 
 # ---- the curated tables ----
+
 
 def test_tables_have_no_conflicting_rows():
     for name in ("opposites", "synonyms"):
@@ -357,6 +371,19 @@ def test_tables_have_no_conflicting_rows():
     assert len(set(capitals)) == len(capitals)
     elements = table("elements")
     assert len({s for _, s, _ in elements}) == len({z for *_, z in elements}) == len(elements)
-    sizes = {name: len(table(name)) for name in ("countries", "elements", "books", "landmarks", "animals",
-                                                 "opposites", "synonyms", "tools", "causes", "verbs")}
+    sizes = {
+        name: len(table(name))
+        for name in (
+            "countries",
+            "elements",
+            "books",
+            "landmarks",
+            "animals",
+            "opposites",
+            "synonyms",
+            "tools",
+            "causes",
+            "verbs",
+        )
+    }
     assert sum(sizes.values()) > 600, sizes

@@ -45,14 +45,23 @@ def write_eval(cfg, variant, benchmark, results, samples, filter_name="none", ex
     path = layout.eval_file(variant, benchmark)
     path.parent.mkdir(parents=True, exist_ok=True)
     n = len(next(iter(samples.values())))
-    path.write_text(json.dumps({
-        "benchmark": benchmark, "primary_task": benchmark,
-        "results": {benchmark: {"alias": benchmark, **results}},
-        "n_samples": n, "num_fewshot": 0, "limit": None,
-        "variant": {"ability": variant.ability, "k": variant.k, "region": variant.region},
-    }))
-    lines = [{"task": benchmark, "doc_id": i, "filter": filter_name, **{m: v[i] for m, v in samples.items()}}
-             for i in range(n)]
+    path.write_text(
+        json.dumps(
+            {
+                "benchmark": benchmark,
+                "primary_task": benchmark,
+                "results": {benchmark: {"alias": benchmark, **results}},
+                "n_samples": n,
+                "num_fewshot": 0,
+                "limit": None,
+                "variant": {"ability": variant.ability, "k": variant.k, "region": variant.region},
+            }
+        )
+    )
+    lines = [
+        {"task": benchmark, "doc_id": i, "filter": filter_name, **{m: v[i] for m, v in samples.items()}}
+        for i in range(n)
+    ]
     lines += list(extra_samples)
     layout.samples_file(variant, benchmark).write_text("".join(json.dumps(x) + "\n" for x in lines))
 
@@ -68,19 +77,37 @@ ARC = {
 
 
 def arc(cfg, variant, correct):
-    write_eval(cfg, variant, "arc_easy",
-               {"acc,none": 0.5, "acc_stderr,none": 0.1, "acc_norm,none": float(np.mean(correct)),
-                "acc_norm_stderr,none": 0.1},
-               {"acc": [0.0] * len(correct), "acc_norm": [float(c) for c in correct]})
+    write_eval(
+        cfg,
+        variant,
+        "arc_easy",
+        {
+            "acc,none": 0.5,
+            "acc_stderr,none": 0.1,
+            "acc_norm,none": float(np.mean(correct)),
+            "acc_norm_stderr,none": 0.1,
+        },
+        {"acc": [0.0] * len(correct), "acc_norm": [float(c) for c in correct]},
+    )
 
 
 def gsm8k(cfg, variant, strict):
     # strict-match is the primary filter; flexible-extract lines must be ignored
     flexible = [{"task": "gsm8k", "doc_id": i, "filter": "flexible-extract", "exact_match": 1.0} for i in range(4)]
-    write_eval(cfg, variant, "gsm8k",
-               {"exact_match,flexible-extract": 1.0, "exact_match_stderr,flexible-extract": 0.0,
-                "exact_match,strict-match": float(np.mean(strict)), "exact_match_stderr,strict-match": 0.0},
-               {"exact_match": [float(s) for s in strict]}, filter_name="strict-match", extra_samples=flexible)
+    write_eval(
+        cfg,
+        variant,
+        "gsm8k",
+        {
+            "exact_match,flexible-extract": 1.0,
+            "exact_match_stderr,flexible-extract": 0.0,
+            "exact_match,strict-match": float(np.mean(strict)),
+            "exact_match_stderr,strict-match": 0.0,
+        },
+        {"exact_match": [float(s) for s in strict]},
+        filter_name="strict-match",
+        extra_samples=flexible,
+    )
 
 
 @pytest.fixture
@@ -136,8 +163,11 @@ def test_primary_metric_choice():
     assert primary_metric(both, override="acc") == "acc,none"
     assert primary_metric(both, override="acc_norm,none") == "acc_norm,none"
     assert primary_metric(both, override="f1") is None
-    gsm = {"exact_match,flexible-extract": 0.5, "exact_match_stderr,flexible-extract": 0.1,
-           "exact_match,strict-match": 0.4}
+    gsm = {
+        "exact_match,flexible-extract": 0.5,
+        "exact_match_stderr,flexible-extract": 0.1,
+        "exact_match,strict-match": 0.4,
+    }
     assert primary_metric(gsm) == "exact_match,strict-match"
     assert primary_metric(gsm, override="exact_match,flexible-extract") == "exact_match,flexible-extract"
     assert primary_metric({"exact_match,custom": 0.3, "exact_match,none": 0.2}) == "exact_match,none"
@@ -154,8 +184,9 @@ def test_bootstrap_matches_a_loop():
     resamples = 60
     # a small max_elements forces several chunks; the draws are still one stream
     fast = bootstrap_ais(original, ablated, resamples, np.random.default_rng(5), max_elements=50)
-    slow = loop_bootstrap(list(original), {0: list(ablated[0]), 1: list(ablated[1])},
-                          np.random.default_rng(5), resamples)
+    slow = loop_bootstrap(
+        list(original), {0: list(ablated[0]), 1: list(ablated[1])}, np.random.default_rng(5), resamples
+    )
     np.testing.assert_allclose(fast[0], slow[0])
     np.testing.assert_allclose(fast[1], slow[1])
     assert percentile_ci(fast[0]) == pytest.approx(tuple(finite_percentiles(slow[0])))
@@ -196,8 +227,9 @@ def test_aggregate_end_to_end(results, capsys):
     assert bottom["significant"] == "false" and bottom["n_docs"] == "5"
 
     # intervals: the same resamples as a plain loop over this cell's generator, top and random paired
-    slow = loop_bootstrap(ARC[None], {"top": ARC["top"], "random": ARC["random"]},
-                          cell_rng(7, "Quantitative_Reasoning", K, "arc_easy"), B)
+    slow = loop_bootstrap(
+        ARC[None], {"top": ARC["top"], "random": ARC["random"]}, cell_rng(7, "Quantitative_Reasoning", K, "arc_easy"), B
+    )
     low, high = finite_percentiles(slow["top"])
     assert float(top["ci_low"]) == pytest.approx(low) and float(top["ci_high"]) == pytest.approx(high)
     assert top["significant"] == ("true" if low > 0 or high < 0 else "false")
@@ -214,9 +246,12 @@ def test_aggregate_end_to_end(results, capsys):
     # the missing evaluation is listed, and its cells render as gaps
     data = json.loads((folder / "ais.json").read_text())
     assert [(m["benchmark"], m["variant"], m["reason"]) for m in data["missing"]] == [
-        ("arc_easy", "Temporal_Reasoning/k0.01/top", "missing")]
-    assert not any(r["ability"] == "Temporal_Reasoning" and r["benchmark"] == "arc_easy"
-                   and r["region"] in ("top", "top-random") for r in rows)
+        ("arc_easy", "Temporal_Reasoning/k0.01/top", "missing")
+    ]
+    assert not any(
+        r["ability"] == "Temporal_Reasoning" and r["benchmark"] == "arc_easy" and r["region"] in ("top", "top-random")
+        for r in rows
+    )
     markdown = (folder / "ais.md").read_text()
     missing_section = markdown.split("## Missing evaluations")[1]
     assert "Temporal_Reasoning" in missing_section and "k0.01/top" in missing_section

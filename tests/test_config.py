@@ -70,19 +70,21 @@ def test_cli_bad_config_one_line_nonzero(tmp_path):
     raw["evals"]["num_fewshot"] = [1, 2, 3]
     path = tmp_path / "bad.yml"
     path.write_text(yaml.safe_dump(raw))
-    proc = subprocess.run([sys.executable, "-m", "benchprof", "extract", str(path)],
-                          capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "extract", str(path)], capture_output=True, text=True)
     assert proc.returncode != 0
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "evals.num_fewshot" in lines[0], proc.stderr
 
 
 def test_help_lists_stages_without_torch():
-    code = ("import sys; from benchprof.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-            "assert 'torch' not in sys.modules, 'benchprof --help imported torch'")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env={"PAGER": "cat", "PATH": "/usr/bin:/bin"})
+    code = (
+        "import sys; from benchprof.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        "assert 'torch' not in sys.modules, 'benchprof --help imported torch'"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={"PAGER": "cat", "PATH": "/usr/bin:/bin"}
+    )
     assert proc.returncode == 0, proc.stderr
     for stage in ("run", "data", "finetune", "extract", "damage", "evaluate", "aggregate"):
         assert stage in proc.stdout + proc.stderr

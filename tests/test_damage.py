@@ -7,9 +7,10 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.damage import apply_region, damage, load_region, read_mask, restore_region
+from benchprof.damage import apply_region, damage, load_region, restore_region
 from benchprof.layout import Layout
 from benchprof.modeling import eligible_names, fingerprint, load_model, num_layers, total_params
+from benchprof.regions import read_region
 
 ABILITY = "Spatial_Reasoning"
 
@@ -45,12 +46,16 @@ def write_masks(model, layout: Layout, ks, regions, ability: str = ABILITY) -> N
             indices = magnitude_region(model, k, region)
             path = layout.mask_file(ability, k, region)
             path.parent.mkdir(parents=True, exist_ok=True)
-            save_file(indices, str(path), metadata={**meta, "k": str(k), "region": region,
-                                                    "n": str(sum(i.numel() for i in indices.values()))})
+            save_file(
+                indices,
+                str(path),
+                metadata={**meta, "k": str(k), "region": region, "n": str(sum(i.numel() for i in indices.values()))},
+            )
 
 
-def write_project(tmp: Path, model_dir: Path, n_test: int = 24, ks=(0.01, 0.2),
-                  regions=("top", "bottom", "random"), limit: int = 6) -> Path:
+def write_project(
+    tmp: Path, model_dir: Path, n_test: int = 24, ks=(0.01, 0.2), regions=("top", "bottom", "random"), limit: int = 6
+) -> Path:
     """config.yml, a small Spatial_Reasoning JSONL folder, and masks for every (k, region)."""
     import json
     import random
@@ -65,18 +70,33 @@ def write_project(tmp: Path, model_dir: Path, n_test: int = 24, ks=(0.01, 0.2),
             for i in range(n):
                 a, b = rng.sample(things, 2)
                 label = i % 4
-                f.write(json.dumps({
-                    "id": f"{split}-{i}", "ability": ABILITY, "question_type": "spatial_relation",
-                    "context": f"The {a} is {where[label]} of the {b}.", "question": f"Where is the {a}?",
-                    "options": where, "answer": where[label], "label": label}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "id": f"{split}-{i}",
+                            "ability": ABILITY,
+                            "question_type": "spatial_relation",
+                            "context": f"The {a} is {where[label]} of the {b}.",
+                            "question": f"Where is the {a}?",
+                            "options": where,
+                            "answer": where[label],
+                            "label": label,
+                        }
+                    )
+                    + "\n"
+                )
     config = tmp / "config.yml"
-    config.write_text(yaml.safe_dump({
-        "settings": {"k_values": list(ks), "eval_batch_size": 8, "output_dir": "outputs"},
-        "models": [{"name": str(model_dir), "tag": "tiny", "dtype": "float32"}],
-        "datasets": [{"name": ABILITY, "path": str(data)}],
-        "extract": {"regions": list(regions)},
-        "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": limit, "device": "cpu"},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "settings": {"k_values": list(ks), "eval_batch_size": 8, "output_dir": "outputs"},
+                "models": [{"name": str(model_dir), "tag": "tiny", "dtype": "float32"}],
+                "datasets": [{"name": ABILITY, "path": str(data)}],
+                "extract": {"regions": list(regions)},
+                "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": limit, "device": "cpu"},
+            }
+        )
+    )
     model, _ = load_model(str(model_dir), dtype="float32")
     write_masks(model, Layout(tmp / "outputs", "tiny"), ks, regions)
     return config
@@ -132,10 +152,16 @@ def test_masks_from_another_model_fail_naming_the_file(model, tmp_path):
 
     cases = {
         "fingerprint": (good, {"fingerprint": "0123456789abcdef"}, "masks from another model"),
-        "unknown": ({"model.layers.9.mlp.up_proj.weight": torch.tensor([1], dtype=torch.int64)},
-                    {"fingerprint": fp}, "is not a parameter"),
-        "range": ({"model.layers.0.mlp.up_proj.weight": torch.tensor([64 * 172], dtype=torch.int64)},
-                  {"fingerprint": fp}, "index outside"),
+        "unknown": (
+            {"model.layers.9.mlp.up_proj.weight": torch.tensor([1], dtype=torch.int64)},
+            {"fingerprint": fp},
+            "is not a parameter",
+        ),
+        "range": (
+            {"model.layers.0.mlp.up_proj.weight": torch.tensor([64 * 172], dtype=torch.int64)},
+            {"fingerprint": fp},
+            "index outside",
+        ),
         "nometa": (good, {}, "no 'fingerprint'"),
     }
     for label, (indices, meta, message) in cases.items():
@@ -144,7 +170,7 @@ def test_masks_from_another_model_fail_naming_the_file(model, tmp_path):
             load_region(model, path)
         assert str(path) in str(err.value) and "\n" not in str(err.value)
     with pytest.raises(BenchprofError, match="not found"):
-        read_mask(tmp_path / "missing.safetensors")
+        read_region(tmp_path / "missing.safetensors")
 
 
 def test_region_of_another_checkpoint_is_refused(tiny_model_dir, tmp_path):

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_damage import ABILITY, write_project
 
-from benchprof import BenchprofError, evaluate as evaluate_module
+from benchprof import BenchprofError
+from benchprof import evaluate as evaluate_module
 from benchprof.config import load_config
 from benchprof.damage import damage
 from benchprof.evaluate import Job, evaluate, job_list, parse_shard, shard_jobs, worker_commands
-from benchprof.io import read_json
 from benchprof.layout import Layout, Variant
-
-from test_damage import ABILITY, write_project
+from benchprof.storage import read_json
 
 LIMIT = 6
 TOP = Variant(ABILITY, 0.2, "top")
@@ -92,8 +92,10 @@ def test_ablation_changes_scores_and_restore_brings_them_back(project):
     assert all(a["loglikelihoods"] != b["loglikelihoods"] for a, b in zip(original, top))
     # the bottom region of the largest k ran after the top one: had restore failed, the later
     # variants would carry the top region's damage; each variant differs from every other one
-    lls = {r: [s["loglikelihoods"] for s in read_samples(layout.samples_file(Variant(ABILITY, 0.2, r), ABILITY))]
-           for r in ("top", "bottom", "random")}
+    lls = {
+        r: [s["loglikelihoods"] for s in read_samples(layout.samples_file(Variant(ABILITY, 0.2, r), ABILITY))]
+        for r in ("top", "bottom", "random")
+    }
     assert lls["top"] != lls["bottom"] != lls["random"] != lls["top"]
     # the last variant, scored alone on a fresh load, matches its score after five others
     late = Variant(ABILITY, 0.2, "random")
@@ -113,8 +115,10 @@ def test_saved_checkpoint_from_disk_scores_the_same(project, tmp_path):
     evaluate(str(tmp_path / "config.yml"), ability=ABILITY, k=[], region=[])  # the original only
     from_disk = Layout(tmp_path / "outputs", "saved")
     assert read_samples(from_disk.samples_file(Variant(), ABILITY)) == read_samples(layout.samples_file(TOP, ABILITY))
-    assert (read_json(from_disk.eval_file(Variant(), ABILITY))["results"]
-            == read_json(layout.eval_file(TOP, ABILITY))["results"])
+    assert (
+        read_json(from_disk.eval_file(Variant(), ABILITY))["results"]
+        == read_json(layout.eval_file(TOP, ABILITY))["results"]
+    )
 
 
 def test_rerun_skips_finished_jobs_and_force_or_a_new_mask_reruns(project, capsys):
@@ -129,9 +133,12 @@ def test_rerun_skips_finished_jobs_and_force_or_a_new_mask_reruns(project, capsy
     evaluate(str(config), k=0.01, region="top", force=True)
     after = eval_files(layout.model_dir)
     changed = {p for p in before if after[p] != before[p]}
-    assert changed == {layout.eval_file(Variant(ABILITY, 0.01, "top"), ABILITY),
-                       layout.samples_file(Variant(ABILITY, 0.01, "top"), ABILITY),
-                       layout.eval_file(Variant(), ABILITY), layout.samples_file(Variant(), ABILITY)}
+    assert changed == {
+        layout.eval_file(Variant(ABILITY, 0.01, "top"), ABILITY),
+        layout.samples_file(Variant(ABILITY, 0.01, "top"), ABILITY),
+        layout.eval_file(Variant(), ABILITY),
+        layout.samples_file(Variant(), ABILITY),
+    }
 
     # a mask that changes (here: replaced by another region's) makes its jobs stale
     shutil.copy(layout.mask_file(ABILITY, 0.01, "bottom"), layout.mask_file(ABILITY, 0.01, "random"))

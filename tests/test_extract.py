@@ -12,10 +12,16 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.extract import (chunk_length, exact_regions, extract, load_region, open_scores, order_keys,
-                               region_metadata)
-from benchprof.io import save_tensors
+from benchprof.extract import (
+    chunk_length,
+    exact_regions,
+    extract,
+    open_scores,
+    order_keys,
+)
 from benchprof.layout import Layout
+from benchprof.regions import read_region, region_metadata
+from benchprof.storage import save_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
 ABILITY = "Spatial_Reasoning"
@@ -44,15 +50,20 @@ def synthetic_importance(kind: str = "random", seed: int = 0) -> dict[str, torch
 
 def setup(tmp_path: Path, tensors: dict, k_values=(0.001, 0.01), **sections) -> Path:
     settings = {"k_values": list(k_values), "output_dir": "outputs", **sections.pop("settings", {})}
-    raw = {"settings": settings, "models": [{"name": "tiny-model", "tag": "tiny"}],
-           "datasets": [{"name": ABILITY, "path": str(tmp_path / "data")}], "evals": {"benchmarks": [ABILITY]},
-           **sections}
+    raw = {
+        "settings": settings,
+        "models": [{"name": "tiny-model", "tag": "tiny"}],
+        "datasets": [{"name": ABILITY, "path": str(tmp_path / "data")}],
+        "evals": {"benchmarks": [ABILITY]},
+        **sections,
+    }
     tmp_path.mkdir(parents=True, exist_ok=True)
     config = tmp_path / "config.yml"
     config.write_text(yaml.safe_dump(raw))
     path = Layout(tmp_path / "outputs", "tiny").importance_file(ABILITY)
-    save_tensors(path, tensors, {"fingerprint": "abc123", "total_params": str(TOTAL_PARAMS), "n_layers": "4",
-                                 "scope": "mlp"})
+    save_tensors(
+        path, tensors, {"fingerprint": "abc123", "total_params": str(TOTAL_PARAMS), "n_layers": "4", "scope": "mlp"}
+    )
     return config
 
 
@@ -76,7 +87,7 @@ def flat(tensors: dict, layers=range(4)) -> torch.Tensor:
 
 def masks(tmp_path: Path, k: float) -> dict:
     layout = Layout(tmp_path / "outputs", "tiny")
-    return {r: load_region(layout.mask_file(ABILITY, k, r)) for r in ("top", "bottom", "random")}
+    return {r: read_region(layout.mask_file(ABILITY, k, r))[0] for r in ("top", "bottom", "random")}
 
 
 def test_exact_regions_equal_brute_force_topk(tmp_path):
@@ -101,8 +112,14 @@ def test_files_carry_the_contract_metadata_and_stats(tmp_path):
     layout = Layout(tmp_path / "outputs", "tiny")
     top = region_metadata(layout.mask_file(ABILITY, 0.01, "top"))
     assert {k: top[k] for k in ("fingerprint", "total_params", "n", "region", "ability", "selection", "selected")} == {
-        "fingerprint": "abc123", "total_params": "20000", "n": "200", "region": "top", "ability": ABILITY,
-        "selection": "exact", "selected": "200"}
+        "fingerprint": "abc123",
+        "total_params": "20000",
+        "n": "200",
+        "region": "top",
+        "ability": ABILITY,
+        "selection": "exact",
+        "selected": "200",
+    }
     assert float(top["k"]) == 0.01 and top["eligible"] == "7680"
     assert "seed" in region_metadata(layout.mask_file(ABILITY, 0.01, "random"))
     rows = list(csv.DictReader(layout.mask_stats(ABILITY, 0.01).open()))
@@ -142,8 +159,11 @@ def test_order_keys_sort_like_floats_including_negative_and_signed_zero():
 
 def test_exact_regions_on_signed_scores_match_stable_sort(tmp_path):
     g = torch.Generator().manual_seed(3)
-    tensors = {f"model.layers.{l}.{s}": torch.randint(-3, 3, (16, 40), generator=g).float() * 1e3
-               for l in range(4) for s in MLP}
+    tensors = {
+        f"model.layers.{l}.{s}": torch.randint(-3, 3, (16, 40), generator=g).float() * 1e3
+        for l in range(4)
+        for s in MLP
+    }
     path = tmp_path / "scores.safetensors"
     save_tensors(path, tensors, {"total_params": "9999", "n_layers": "4", "scope": "mlp"})
     scores = open_scores(path)
@@ -171,8 +191,10 @@ def test_random_is_seeded_per_ability_and_k(tmp_path):
     extract(str(config_c), k=0.01)
     other = as_positions(masks(tmp_path / "c", 0.01)["random"], tensors)
     assert len(other) == 200 and other != first
-    assert region_metadata(Layout(tmp_path / "c" / "outputs", "tiny").mask_file(ABILITY, 0.01, "random"))[
-        "random_seed"] == "7"
+    assert (
+        region_metadata(Layout(tmp_path / "c" / "outputs", "tiny").mask_file(ABILITY, 0.01, "random"))["random_seed"]
+        == "7"
+    )
 
 
 def test_front_and_back_removal_are_respected(tmp_path):
@@ -203,7 +225,7 @@ def test_chunked_mode_matches_the_authors_per_chunk_rule_and_differs_from_exact(
     assert length == int(math.sqrt(7680 / (n / 7680 + 1e-9)))  # 543: chunks straddle tensors
     expected_top, expected_bottom = set(), set()
     for start in range(0, scores.numel(), length):
-        chunk = scores[start:start + length]
+        chunk = scores[start : start + length]
         count = math.ceil(n * chunk.numel() / scores.numel())
         expected_top.update((torch.topk(chunk, count).indices + start).tolist())
         expected_bottom.update((torch.topk(chunk, count, largest=False).indices + start).tolist())
@@ -244,6 +266,11 @@ def test_cli_extract_single_stage_on_existing_importance(tmp_path):
     assert (layout.masks_dir(ABILITY, 0.01) / "manifest.json").is_file()
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "1 up to date" in again.stdout
-    bad = subprocess.run([sys.executable, "-m", "benchprof", "extract", "--k", "0.3", str(config)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "benchprof", "extract", "--k", "0.3", str(config)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "--k" in bad.stderr

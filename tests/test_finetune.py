@@ -34,8 +34,18 @@ def records(count: int = 14) -> list[dict]:
         relation = WHERE[i % 4]
         context = f"{a.capitalize()} is {relation} {b}." + " The room is quiet." * (i % 3)
         options = [f"{a} is {w} {b}" for w in WHERE]
-        out.append({"id": f"s{i}", "ability": ABILITY, "question_type": "spatial_relation", "context": context,
-                    "question": f"Where is {a}?", "options": options, "answer": options[i % 4], "label": i % 4})
+        out.append(
+            {
+                "id": f"s{i}",
+                "ability": ABILITY,
+                "question_type": "spatial_relation",
+                "context": context,
+                "question": f"Where is {a}?",
+                "options": options,
+                "answer": options[i % 4],
+                "label": i % 4,
+            }
+        )
     return out
 
 
@@ -160,8 +170,12 @@ def test_bf16_accumulates_bf16_gradients_in_fp32(tiny_model_dir, tmp_path):
     for batch in batches:
         model.zero_grad()
         logits = model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).logits
-        loss = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1).float(),
-                                                 batch["labels"][:, 1:].flatten(), reduction="sum") / total
+        loss = (
+            torch.nn.functional.cross_entropy(
+                logits[:, :-1].flatten(0, 1).float(), batch["labels"][:, 1:].flatten(), reduction="sum"
+            )
+            / total
+        )
         loss.backward()
         for n in eligible:
             sums[n] += params[n].grad.double()
@@ -206,8 +220,21 @@ def test_two_process_gloo_run_equals_one_process(fp32_run, tiny_model_dir, tmp_p
     """torchrun --nproc_per_node 2 over the CLI: strided batch shards, one all-reduce, rank 0 writes."""
     config = write_config(tmp_path, tiny_model_dir, out="ddp")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-           "--master_port", str(free_port()), "-m", "benchprof", "finetune", str(config)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node",
+        "2",
+        "--master_addr",
+        "127.0.0.1",
+        "--master_port",
+        str(free_port()),
+        "-m",
+        "benchprof",
+        "finetune",
+        str(config),
+    ]
     done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     layout = Layout(load_config(config).output_root, "tiny")

@@ -18,10 +18,10 @@ import yaml
 from benchprof import BenchprofError
 from benchprof.cli import main
 from benchprof.config import load_config
-from benchprof.io import read_json, save_tensors, write_json
 from benchprof.layout import Layout, Variant
 from benchprof.run import run
 from benchprof.status import parameter_counts, plan_status, preflight
+from benchprof.storage import read_json, save_tensors, write_json
 
 ABILITY = "Spatial_Reasoning"
 OTHER = "Temporal_Reasoning"
@@ -57,8 +57,12 @@ def final_outputs(folder: Path) -> dict:
     metrics = {str(p.relative_to(root)): read_json(p)["results"] for p in sorted(root.rglob("eval/**/*.json"))}
     with open(root / "profile" / "ais.csv") as f:
         rows = list(csv.DictReader(f))
-    return {"tensors": tensors, "metrics": metrics, "ais": rows,
-            "data": {p.name: p.read_bytes() for p in sorted((folder / "data" / ABILITY).glob("*.jsonl"))}}
+    return {
+        "tensors": tensors,
+        "metrics": metrics,
+        "ais": rows,
+        "data": {p.name: p.read_bytes() for p in sorted((folder / "data" / ABILITY).glob("*.jsonl"))},
+    }
 
 
 def assert_same_outputs(got: dict, want: dict) -> None:
@@ -118,18 +122,25 @@ def killed_run(folder: Path, config: Path, pattern: str, nth: int = 1) -> None:
     """`benchprof run config` in a subprocess, SIGKILLed just before the nth rename onto a path matching `pattern`."""
     script = folder / "killer.py"
     script.write_text(KILLER)
-    proc = subprocess.run([sys.executable, str(script), pattern, str(nth), "run", str(config)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, str(script), pattern, str(nth), "run", str(config)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
 
-@pytest.mark.parametrize("stage,pattern,nth", [
-    ("data", r"data/Spatial_Reasoning/test\.jsonl$", 1),
-    ("finetune", r"importance/manifest\.json$", 1),
-    ("extract", r"masks/k0\.05/random\.safetensors$", 1),
-    ("evaluate", r"eval/.*Spatial_Reasoning\.json$", 3),
-    ("aggregate", r"profile/ais\.md$", 1),
-])
+@pytest.mark.parametrize(
+    "stage,pattern,nth",
+    [
+        ("data", r"data/Spatial_Reasoning/test\.jsonl$", 1),
+        ("finetune", r"importance/manifest\.json$", 1),
+        ("extract", r"masks/k0\.05/random\.safetensors$", 1),
+        ("evaluate", r"eval/.*Spatial_Reasoning\.json$", 3),
+        ("aggregate", r"profile/ais\.md$", 1),
+    ],
+)
 def test_killed_run_resumes_to_the_same_outputs(reference, tiny_model_dir, tmp_path, stage, pattern, nth):
     config = write_config(tmp_path, tiny_model_dir)
     killed_run(tmp_path, config, pattern, nth)
@@ -143,8 +154,9 @@ def test_killed_run_resumes_to_the_same_outputs(reference, tiny_model_dir, tmp_p
 def test_external_sigkill_during_evaluation_then_resume(reference, tiny_model_dir, tmp_path):
     """A real SIGKILL from outside, once the first evaluation file appears."""
     config = write_config(tmp_path, tiny_model_dir)
-    proc = subprocess.Popen([sys.executable, "-m", "benchprof", "run", str(config)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchprof", "run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     first = tmp_path / "outputs" / "tiny" / "original" / "eval" / f"{ABILITY}.json"
     deadline = time.time() + 240
     while not first.exists() and proc.poll() is None and time.time() < deadline:
@@ -177,9 +189,14 @@ def write_user_data(folder: Path, reference_folder: Path) -> Path:
 
 
 def stamps(root: Path) -> dict[str, int]:
-    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob("*")) if p.is_file()
-            and p.suffix in (".safetensors", ".json", ".jsonl") and "profile" not in p.parts
-            and "tasks" not in p.parts}
+    return {
+        str(p.relative_to(root)): p.stat().st_mtime_ns
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+        and p.suffix in (".safetensors", ".json", ".jsonl")
+        and "profile" not in p.parts
+        and "tasks" not in p.parts
+    }
 
 
 def test_changes_recompute_exactly_what_depends_on_them(reference, tiny_model_dir, tmp_path):
@@ -211,7 +228,8 @@ def test_changes_recompute_exactly_what_depends_on_them(reference, tiny_model_di
     assert sum(1 for n in changed if "/masks/" in n and n.endswith(".safetensors")) == 2 * 3
     # random regions do not depend on importance: same mask bytes, so their evaluations are kept
     assert sorted(n for n in changed if "/eval/" in n and n.endswith(f"{ABILITY}.json")) == [
-        f"{OTHER}/eval/k{k}/{region}/{ABILITY}.json" for k in ("0.05", "0.1") for region in ("bottom", "top")]
+        f"{OTHER}/eval/k{k}/{region}/{ABILITY}.json" for k in ("0.05", "0.1") for region in ("bottom", "top")
+    ]
     assert all(final[name] == after[name] for name in after if not name.startswith(OTHER))
 
 
@@ -241,20 +259,23 @@ def problems_of(config: Path) -> list[str]:
 def test_preflight_names_each_problem(tiny_model_dir, tmp_path):
     no_config = tmp_path / "not_a_model"
     no_config.mkdir()
-    assert problems_of(write_config(tmp_path, no_config)) == [f"models[0].name: {no_config}: no config.json "
-                                                              "(not a Hugging Face model folder)"]
+    assert problems_of(write_config(tmp_path, no_config)) == [
+        f"models[0].name: {no_config}: no config.json (not a Hugging Face model folder)"
+    ]
     assert problems_of(write_config(tmp_path, tmp_path / "missing")) == [
-        f"models[0].name: {tmp_path / 'missing'}: model folder not found"]
+        f"models[0].name: {tmp_path / 'missing'}: model folder not found"
+    ]
     assert problems_of(write_config(tmp_path, "nobody-xyz/no-such-model")) == [
-        "models[0].name: 'nobody-xyz/no-such-model' not found locally and HF_HUB_OFFLINE=1"]
+        "models[0].name: 'nobody-xyz/no-such-model' not found locally and HF_HUB_OFFLINE=1"
+    ]
     [line] = problems_of(write_config(tmp_path, tiny_model_dir, settings__k_values=[0.9]))
     assert line.startswith("settings.k_values[0]: k=0.9 selects n = floor(k * ") and "eligible" in line
-    [line] = problems_of(write_config(tmp_path, tiny_model_dir, settings__front_removal=3,
-                                      settings__back_removal=1))
+    [line] = problems_of(write_config(tmp_path, tiny_model_dir, settings__front_removal=3, settings__back_removal=1))
     assert line.startswith("settings.front_removal/back_removal: 3 + 1 remove all 4 layers")
     (tmp_path / "a_file").write_text("")
     assert problems_of(write_config(tmp_path, tiny_model_dir, settings__output_dir="a_file/out")) == [
-        f"settings.output_dir: {tmp_path / 'a_file'} is not a folder"]
+        f"settings.output_dir: {tmp_path / 'a_file'} is not a folder"
+    ]
 
 
 def test_preflight_checks_user_datasets(tiny_model_dir, tmp_path, reference):
@@ -264,24 +285,29 @@ def test_preflight_checks_user_datasets(tiny_model_dir, tmp_path, reference):
     lines = (data / "train.jsonl").read_text().splitlines()
     (data / "train.jsonl").write_text("\n".join(lines[:2] + ['{"id": "x", oops'] + lines[3:]) + "\n")
     (data / "test.jsonl").write_text("\n")
-    assert problems_of(config) == [f"datasets[0].path: {data / 'train.jsonl'}:3: not valid JSON "
-                                   "(Expecting property name enclosed in double quotes)",
-                                   f"datasets[0].path: {data / 'test.jsonl'}: no records"]
+    assert problems_of(config) == [
+        f"datasets[0].path: {data / 'train.jsonl'}:3: not valid JSON "
+        "(Expecting property name enclosed in double quotes)",
+        f"datasets[0].path: {data / 'test.jsonl'}: no records",
+    ]
     config = write_config(tmp_path, tiny_model_dir, datasets=[{"name": ABILITY, "path": str(tmp_path / "none")}])
     assert problems_of(config) == [f"datasets[0].path: {tmp_path / 'none'}: folder not found"]
 
 
 def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_path, capsys):
-    config = write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY, "arc_eazy"], "limit": 4},
-                          settings__k_values=[0.9])
+    config = write_config(
+        tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY, "arc_eazy"], "limit": 4}, settings__k_values=[0.9]
+    )
     with pytest.raises(SystemExit) as exit_info:
         main(["run", str(config)])
     assert exit_info.value.code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("benchprof: error:")]
     assert len(err) == 2
     assert err[0].startswith("benchprof: error: settings.k_values[0]: k=0.9")
-    assert err[1] == ("benchprof: error: evals.benchmarks[1]: unknown benchmark 'arc_eazy' (not an lm-eval task, "
-                      "an ability or an evals.composites entry; did you mean 'arc_easy'?)")
+    assert err[1] == (
+        "benchprof: error: evals.benchmarks[1]: unknown benchmark 'arc_eazy' (not an lm-eval task, "
+        "an ability or an evals.composites entry; did you mean 'arc_easy'?)"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]  # nothing written
 
 

@@ -15,19 +15,18 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_finetune import ABILITY, assert_matches, read_importance, records, reference_importance, write_config
 
 from benchprof import BenchprofError
 from benchprof.config import load_config
 from benchprof.finetune import check_launcher, finetune, rank_batches
 from benchprof.layout import Layout
 from benchprof.modeling import load_model
-from test_finetune import ABILITY, assert_matches, read_importance, records, reference_importance, write_config
 
 ROOT = Path(__file__).resolve().parents[1]
 # DeepSpeed's CPU backend JIT-compiles a shared-memory all-reduce kernel on start (about a minute on
 # 2 cores). Only its inference_all_reduce uses it; ZeRO-3 talks through torch.distributed (gloo).
-NO_SHM_KERNEL = ("import sys, deepspeed.comm.torch; "
-                 "sys.modules['deepspeed.comm.torch'].build_shm_op = lambda: None; ")
+NO_SHM_KERNEL = "import sys, deepspeed.comm.torch; sys.modules['deepspeed.comm.torch'].build_shm_op = lambda: None; "
 
 
 def free_port() -> int:
@@ -47,8 +46,18 @@ def run_cli(args: list[str], nproc: int = 1, prelude: str = "", timeout: int = 1
     else:
         with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as script:
             script.write(code)
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(nproc),
-               "--master_addr", "127.0.0.1", "--master_port", str(free_port()), script.name]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(nproc),
+            "--master_addr",
+            "127.0.0.1",
+            "--master_port",
+            str(free_port()),
+            script.name,
+        ]
     try:
         return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout)
     finally:
@@ -118,8 +127,9 @@ def test_strategy_errors_are_one_line(monkeypatch, tiny_model_dir, tmp_path):
     import importlib.util
 
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "deepspeed"
-                        else real_find_spec(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "deepspeed" else real_find_spec(name, *a)
+    )
     with pytest.raises(BenchprofError, match="deepspeed is not installed"):
         check_launcher("deepspeed", 1)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)

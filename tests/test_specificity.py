@@ -13,9 +13,9 @@ import yaml
 from benchprof import BenchprofError
 from benchprof.aggregate import bootstrap_ais, cell_rng, load_scores, percentile_ci, render_markdown
 from benchprof.config import load_config
-from benchprof.extract import extract, load_region, region_metadata
-from benchprof.io import file_hash, read_manifest, save_tensors
+from benchprof.extract import extract
 from benchprof.layout import Layout, Variant
+from benchprof.regions import read_region, region_metadata
 from benchprof.specificity import (
     MEAN,
     RATIO_EPSILON,
@@ -26,6 +26,7 @@ from benchprof.specificity import (
     open_specific_scores,
     region_overlap,
 )
+from benchprof.storage import file_hash, read_manifest, save_tensors
 
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
 MLP = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
@@ -54,17 +55,29 @@ def importance_tensors(seed: int, ties: bool = False) -> dict[str, torch.Tensor]
 
 def write_project(tmp_path: Path, tensors: dict, k_values=(0.01,), score="importance") -> Path:
     """A config over ABILITIES and their importance files (no model needed by extract)."""
-    raw = {"settings": {"k_values": list(k_values), "output_dir": "outputs"},
-           "models": [{"name": "tiny-model", "tag": "tiny"}],
-           "datasets": [{"name": a} for a in ABILITIES], "evals": {"benchmarks": list(ABILITIES)},
-           "extract": {"score": score}}
+    raw = {
+        "settings": {"k_values": list(k_values), "output_dir": "outputs"},
+        "models": [{"name": "tiny-model", "tag": "tiny"}],
+        "datasets": [{"name": a} for a in ABILITIES],
+        "evals": {"benchmarks": list(ABILITIES)},
+        "extract": {"score": score},
+    }
     tmp_path.mkdir(parents=True, exist_ok=True)
     config = tmp_path / "config.yml"
     config.write_text(yaml.safe_dump(raw))
     for ability, values in tensors.items():
-        save_tensors(Layout(tmp_path / "outputs", "tiny").importance_file(ability), values,
-                     {"fingerprint": "abc123", "total_params": str(TOTAL_PARAMS), "n_layers": "2", "scope": "mlp",
-                      "model": "tiny-model", "loss_on": "all"})
+        save_tensors(
+            Layout(tmp_path / "outputs", "tiny").importance_file(ability),
+            values,
+            {
+                "fingerprint": "abc123",
+                "total_params": str(TOTAL_PARAMS),
+                "n_layers": "2",
+                "scope": "mlp",
+                "model": "tiny-model",
+                "loss_on": "all",
+            },
+        )
     return config
 
 
@@ -120,8 +133,8 @@ def test_each_score_equals_its_brute_force_formula(project):
         expected_entropy[i] = float(q[0, i]) * (1 - entropy / math.log(3))
     torch.testing.assert_close(streamed("entropy", layout, a), expected_entropy.float().double())
     zero = 2 * 160  # model.layers.0.mlp.up_proj.weight[0, :4] follows down_proj and gate_proj in name order
-    assert streamed("entropy", layout, a)[zero:zero + 4].tolist() == [0.0] * 4  # zero for every ability: S = 0
-    assert (own[zero:zero + 4] == 0).all() and (rest[:, zero:zero + 4] == 0).all()
+    assert streamed("entropy", layout, a)[zero : zero + 4].tolist() == [0.0] * 4  # zero for every ability: S = 0
+    assert (own[zero : zero + 4] == 0).all() and (rest[:, zero : zero + 4] == 0).all()
 
 
 def test_extract_contrast_mean_top_and_bottom_are_topk_of_the_difference(project):
@@ -135,7 +148,7 @@ def test_extract_contrast_mean_top_and_bottom_are_topk_of_the_difference(project
         specific = specific.float()
         for region, largest in (("top", True), ("bottom", False)):
             path = layout.mask_file(a, 0.01, region)
-            got = {int(offsets[names.index(name)]) + int(j) for name, idx in load_region(path).items() for j in idx}
+            got = {int(offsets[names.index(name)]) + int(j) for name, idx in read_region(path)[0].items() for j in idx}
             assert got == set(torch.topk(specific, n, largest=largest).indices.tolist()), (a, region)
             assert region_metadata(path)["score"] == "contrast_mean"
         assert "score" not in region_metadata(layout.mask_file(a, 0.01, "random"))
@@ -162,9 +175,18 @@ def test_switching_the_score_changes_the_manifest_and_recomputes(project, capsys
     assert "wrote 0 (ability, k) region set(s), 3 up to date" in capsys.readouterr().out
 
     # a new importance file of another ability makes the specific masks stale (not the default ones)
-    save_tensors(layout.importance_file(ABILITIES[2]), importance_tensors(7),
-                 {"fingerprint": "abc123", "total_params": str(TOTAL_PARAMS), "n_layers": "2", "scope": "mlp",
-                  "model": "tiny-model", "loss_on": "all"})
+    save_tensors(
+        layout.importance_file(ABILITIES[2]),
+        importance_tensors(7),
+        {
+            "fingerprint": "abc123",
+            "total_params": str(TOTAL_PARAMS),
+            "n_layers": "2",
+            "scope": "mlp",
+            "model": "tiny-model",
+            "loss_on": "all",
+        },
+    )
     extract(str(config), score="rank", ability=a)
     assert "wrote 1 (ability, k) region set(s), 0 up to date" in capsys.readouterr().out
 
@@ -199,8 +221,11 @@ def write_masks(folder: Path, regions: dict[str, set[tuple[str, int]]], eligible
         for name, index in region:
             by_tensor.setdefault(name, []).append(index)
         path = folder / f"{ability}.safetensors"
-        save_tensors(path, {name: torch.tensor(sorted(idx), dtype=torch.int64) for name, idx in by_tensor.items()},
-                     {"fingerprint": "f", "eligible": str(eligible), "n": str(len(region)), "region": "top"})
+        save_tensors(
+            path,
+            {name: torch.tensor(sorted(idx), dtype=torch.int64) for name, idx in by_tensor.items()},
+            {"fingerprint": "f", "eligible": str(eligible), "n": str(len(region)), "region": "top"},
+        )
         files[ability] = path
     return files
 
@@ -209,8 +234,9 @@ def test_overlap_against_set_arithmetic(tmp_path):
     rng = np.random.default_rng(0)
     names = ["model.layers.0.mlp.up_proj.weight", "model.layers.1.mlp.up_proj.weight"]
     universe = [(name, i) for name in names for i in range(500)]
-    regions = {a: {universe[i] for i in rng.choice(1000, size, replace=False)}
-               for a, size in zip(ABILITIES, (120, 120, 80))}
+    regions = {
+        a: {universe[i] for i in rng.choice(1000, size, replace=False)} for a, size in zip(ABILITIES, (120, 120, 80))
+    }
     regions["Commonsense_Causal"] = set(regions[ABILITIES[0]])  # identical to the first
     regions["Inductive_Reasoning"] = set(universe) - regions[ABILITIES[0]] - regions[ABILITIES[1]]  # disjoint
     result = region_overlap(write_masks(tmp_path, regions), 0.01)
@@ -230,14 +256,17 @@ def test_overlap_against_set_arithmetic(tmp_path):
 def test_chance_levels_are_the_hypergeometric_mean():
     eligible, n_a, n_b = 40, 12, 7
     # E|A∩B| = Σ_x x P(x), P(x) = C(n_a, x) C(E - n_a, n_b - x) / C(E, n_b): B drawn against a fixed A
-    mean = sum(x * math.comb(n_a, x) * math.comb(eligible - n_a, n_b - x)
-               for x in range(n_b + 1)) / math.comb(eligible, n_b)
+    mean = sum(x * math.comb(n_a, x) * math.comb(eligible - n_a, n_b - x) for x in range(n_b + 1)) / math.comb(
+        eligible, n_b
+    )
     assert expected_shared(n_a, n_b, eligible) == pytest.approx(mean)
     # Jaccard of random regions concentrates near the ratio of expectations at realistic sizes
     rng = np.random.default_rng(1)
     eligible, n = 20_000, 2_000
-    draws = [len(set(rng.choice(eligible, n, replace=False)) & set(rng.choice(eligible, n, replace=False)))
-             for _ in range(40)]
+    draws = [
+        len(set(rng.choice(eligible, n, replace=False)) & set(rng.choice(eligible, n, replace=False)))
+        for _ in range(40)
+    ]
     simulated = np.mean([x / (2 * n - x) for x in draws])
     assert expected_jaccard(n, n, eligible) == pytest.approx(simulated, rel=0.03)
 
@@ -255,9 +284,14 @@ SPLITS = ABILITIES  # each ability's benchmark is its own test split
 
 
 def result_config(tmp_path: Path, bootstrap: int = 200) -> Path:
-    raw = {"settings": {"k_values": [0.01], "output_dir": "out"}, "models": [{"name": "x", "tag": "t"}],
-           "datasets": [{"name": a} for a in ABILITIES], "evals": {"benchmarks": SPLITS + ["arc_easy"]},
-           "extract": {"regions": ["top", "random"]}, "aggregate": {"bootstrap": bootstrap, "seed": 3}}
+    raw = {
+        "settings": {"k_values": [0.01], "output_dir": "out"},
+        "models": [{"name": "x", "tag": "t"}],
+        "datasets": [{"name": a} for a in ABILITIES],
+        "evals": {"benchmarks": SPLITS + ["arc_easy"]},
+        "extract": {"regions": ["top", "random"]},
+        "aggregate": {"bootstrap": bootstrap, "seed": 3},
+    }
     path = tmp_path / "config.yml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -268,14 +302,22 @@ def write_result(cfg, variant: Variant, benchmark: str, per_doc: list[float], ma
     layout = Layout(cfg.output_root, "t")
     path = layout.eval_file(variant, benchmark)
     path.parent.mkdir(parents=True, exist_ok=True)
-    payload = {"benchmark": benchmark, "primary_task": benchmark,
-               "results": {benchmark: {"acc,none": float(np.mean(per_doc))}}, "n_samples": len(per_doc), "limit": None}
+    payload = {
+        "benchmark": benchmark,
+        "primary_task": benchmark,
+        "results": {benchmark: {"acc,none": float(np.mean(per_doc))}},
+        "n_samples": len(per_doc),
+        "limit": None,
+    }
     if mask is not None:
         payload["inputs"] = {"mask": mask}
     path.write_text(json.dumps(payload))
     layout.samples_file(variant, benchmark).write_text(
-        "".join(json.dumps({"task": benchmark, "doc_id": i, "filter": "none", "acc": v}) + "\n"
-                for i, v in enumerate(per_doc)))
+        "".join(
+            json.dumps({"task": benchmark, "doc_id": i, "filter": "none", "acc": v}) + "\n"
+            for i, v in enumerate(per_doc)
+        )
+    )
 
 
 # Original accuracy 0.8 on every split (10 documents). AIS of ability a's top region on split b,
@@ -324,17 +366,28 @@ def test_specificity_and_diagonal_dominance_by_hand(result_files):
         assert profile.row(a, SPECIFICITY, 0.01, "random").ais == pytest.approx(0.0)
         assert profile.row(a, SPECIFICITY, 0.01, "top-random").ais == pytest.approx(spec[a])
     # Quantitative: 0.5 - (0.125 + 0) / 2 = 0.4375; Temporal: 0.25 - (0 + 0.125) / 2; Spatial: 0.25 - (0.75 + 0) / 2
-    assert spec == pytest.approx({"Quantitative_Reasoning": 0.4375, "Temporal_Reasoning": 0.1875,
-                                  "Spatial_Reasoning": -0.125})
+    assert spec == pytest.approx(
+        {"Quantitative_Reasoning": 0.4375, "Temporal_Reasoning": 0.1875, "Spatial_Reasoning": -0.125}
+    )
     assert profile.row(MEAN, SPECIFICITY, 0.01, "top").ais == pytest.approx(sum(spec.values()) / 3)
-    assert diagonal_dominance(profile, 0.01) == {"Quantitative_Reasoning": True, "Temporal_Reasoning": True,
-                                                 "Spatial_Reasoning": False}
+    assert diagonal_dominance(profile, 0.01) == {
+        "Quantitative_Reasoning": True,
+        "Temporal_Reasoning": True,
+        "Spatial_Reasoning": False,
+    }
     assert "specificity" not in profile.matrix()["Quantitative_Reasoning"]  # the matrix keeps to benchmarks
 
     # the interval: the cells' own bootstrap samples, combined resample by resample
     a = "Temporal_Reasoning"
-    draws = {b: bootstrap_ais(np.array(ORIGINAL, float), np.array([docs(TOP_CORRECT[a][b]), docs(RANDOM_CORRECT)]),
-                              200, cell_rng(3, a, 0.01, b))[0] for b in SPLITS}
+    draws = {
+        b: bootstrap_ais(
+            np.array(ORIGINAL, float),
+            np.array([docs(TOP_CORRECT[a][b]), docs(RANDOM_CORRECT)]),
+            200,
+            cell_rng(3, a, 0.01, b),
+        )[0]
+        for b in SPLITS
+    }
     expected = percentile_ci(draws[a] - (draws["Quantitative_Reasoning"] + draws["Spatial_Reasoning"]) / 2)
     row = profile.row(a, SPECIFICITY, 0.01, "top")
     assert (row.ci_low, row.ci_high) == pytest.approx(expected)
@@ -349,8 +402,11 @@ def test_mean_specificity_interval_is_exact_when_documents_agree(tmp_path):
     """Documents all alike: every resample gives the point estimate, so the interval is a point."""
     path = result_config(tmp_path, bootstrap=50)
     cfg = load_config(path)
-    ablated = {"Quantitative_Reasoning": (0.4, 0.7, 0.8), "Temporal_Reasoning": (0.8, 0.6, 0.7),
-               "Spatial_Reasoning": (0.2, 0.8, 0.6)}  # accuracy on each split, every document the same
+    ablated = {
+        "Quantitative_Reasoning": (0.4, 0.7, 0.8),
+        "Temporal_Reasoning": (0.8, 0.6, 0.7),
+        "Spatial_Reasoning": (0.2, 0.8, 0.6),
+    }  # accuracy on each split, every document the same
     for i, split in enumerate(SPLITS):
         write_result(cfg, Variant(), split, [0.8] * 6)
         for ability in ABILITIES:
@@ -392,12 +448,15 @@ def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     from benchprof.status import plan_status
 
     abilities = ["Spatial_Reasoning", "Temporal_Reasoning"]
-    raw = {"settings": {"k_values": [0.05], "output_dir": "outputs", "eval_batch_size": 8, "train_batch_size": 8},
-           "models": [{"name": str(tiny_model_dir), "tag": "tiny", "dtype": "float32"}],
-           "datasets": [{"name": a} for a in abilities],
-           "data": {"dir": "data", "train_size": 16, "test_size": 12, "seed": 1},
-           "evals": {"benchmarks": abilities, "limit": 12, "device": "cpu"},
-           "extract": {"regions": ["top", "random"]}, "aggregate": {"bootstrap": 50}}
+    raw = {
+        "settings": {"k_values": [0.05], "output_dir": "outputs", "eval_batch_size": 8, "train_batch_size": 8},
+        "models": [{"name": str(tiny_model_dir), "tag": "tiny", "dtype": "float32"}],
+        "datasets": [{"name": a} for a in abilities],
+        "data": {"dir": "data", "train_size": 16, "test_size": 12, "seed": 1},
+        "evals": {"benchmarks": abilities, "limit": 12, "device": "cpu"},
+        "extract": {"regions": ["top", "random"]},
+        "aggregate": {"bootstrap": 50},
+    }
     config = tmp_path / "config.yml"
     config.write_text(yaml.safe_dump(raw))
     data(str(config))

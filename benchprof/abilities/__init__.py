@@ -13,8 +13,7 @@ from types import ModuleType
 from typing import Any
 
 from .. import BenchprofError
-from . import (analogical, causal, contextual, deductive, inductive, knowledge, quantitative,
-               semantic, spatial, temporal)
+from . import analogical, causal, contextual, deductive, inductive, knowledge, quantitative, semantic, spatial, temporal
 from .common import Item
 
 MODULES: dict[str, ModuleType] = {
@@ -55,14 +54,18 @@ def generate(ability: str, train_size: int, test_size: int, seed: int) -> tuple[
         raise BenchprofError(f"{ability}: split sizes must be >= 0, got train {train_size}, test {test_size}")
     wanted = train_size + test_size
     if hasattr(module, "capacity") and wanted > module.capacity():
-        raise BenchprofError(f"{ability}: its tables yield at most {module.capacity()} unique questions, "
-                             f"asked for {train_size} train + {test_size} test")
+        raise BenchprofError(
+            f"{ability}: its tables yield at most {module.capacity()} unique questions, "
+            f"asked for {train_size} train + {test_size} test"
+        )
     # str seeds go through sha512 in random.seed: stable across runs, unlike hash().
     rng = random.Random(f"benchprof/{ability}/{seed}")
     items = _unique_draws(ability, module, rng, wanted)
     test, train = items[:test_size], items[test_size:]
-    return (_layout(ability, "train", train, random.Random(f"benchprof/{ability}/{seed}/train")),
-            _layout(ability, "test", test, random.Random(f"benchprof/{ability}/{seed}/test")))
+    return (
+        _layout(ability, "train", train, random.Random(f"benchprof/{ability}/{seed}/train")),
+        _layout(ability, "test", test, random.Random(f"benchprof/{ability}/{seed}/test")),
+    )
 
 
 def _unique_draws(ability: str, module: ModuleType, rng: random.Random, wanted: int) -> list[Item]:
@@ -75,8 +78,10 @@ def _unique_draws(ability: str, module: ModuleType, rng: random.Random, wanted: 
         if key in seen:
             misses += 1
             if misses > max_misses:
-                raise BenchprofError(f"{ability}: found only {len(items)} unique questions "
-                                     f"(the maximum for this generator), asked for {wanted}")
+                raise BenchprofError(
+                    f"{ability}: found only {len(items)} unique questions "
+                    f"(the maximum for this generator), asked for {wanted}"
+                )
             continue
         seen.add(key)
         items.append(item)
@@ -94,14 +99,16 @@ def _layout(ability: str, split: str, items: list[Item], rng: random.Random) -> 
         options.insert(label, item.answer)
         if len(options) != N_OPTIONS or len(set(options)) != N_OPTIONS:
             raise RuntimeError(f"{ability} generator bug: bad options {options} for {item.question!r}")
-        records.append({
-            "id": f"{ability}-{split}-{n}",
-            "ability": ability,
-            "question_type": item.question_type,
-            "context": item.context,
-            "question": item.question,
-            "options": options,
-            "answer": item.answer,
-            "label": label,
-        })
+        records.append(
+            {
+                "id": f"{ability}-{split}-{n}",
+                "ability": ability,
+                "question_type": item.question_type,
+                "context": item.context,
+                "question": item.question,
+                "options": options,
+                "answer": item.answer,
+                "label": label,
+            }
+        )
     return records

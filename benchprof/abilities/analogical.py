@@ -12,8 +12,12 @@ from .common import Item, fill, pick, table
 
 QUESTION_TYPES = ("analogy",)
 QT = QUESTION_TYPES[0]
-COMPLETE = ("{A} is to {b} as {c} is to what?", "{A} : {b} :: {c} : ?",
-            "If {a} goes with {b}, what goes with {c}?", "{A} and {b} go together. What goes with {c} in the same way?")
+COMPLETE = (
+    "{A} is to {b} as {c} is to what?",
+    "{A} : {b} :: {c} : ?",
+    "If {a} goes with {b}, what goes with {c}?",
+    "{A} and {b} go together. What goes with {c} in the same way?",
+)
 PAIR = ("Which pair is related like {a} and {b}?", "{A} is to {b} as which pair?")
 SYMMETRIC = {"opposite"}
 
@@ -79,12 +83,18 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     sentences = {
-        "opposite": "The opposite of {k} is {v}.", "past": "The past tense of {k} is {v}.",
-        "plural": "The plural of {k} is {v}.", "comparative": "The comparative of {k} is {v}.",
-        "female": "The female form of {k} is {v}.", "worker": "{A_k} uses {a_v}.",
-        "capital": "The capital of {k} is {v}.", "part": "{A_k} is part of {a_v}.",
-        "kind": "{K} is a kind of {v}.", "young": "A young {k} is called {a_v}.",
-        "sound": "The sound {a_k} makes is {v}.", "home": "{A_k} lives in {a_v}.",
+        "opposite": "The opposite of {k} is {v}.",
+        "past": "The past tense of {k} is {v}.",
+        "plural": "The plural of {k} is {v}.",
+        "comparative": "The comparative of {k} is {v}.",
+        "female": "The female form of {k} is {v}.",
+        "worker": "{A_k} uses {a_v}.",
+        "capital": "The capital of {k} is {v}.",
+        "part": "{A_k} is part of {a_v}.",
+        "kind": "{K} is a kind of {v}.",
+        "young": "A young {k} is called {a_v}.",
+        "sound": "The sound {a_k} makes is {v}.",
+        "home": "{A_k} lives in {a_v}.",
         "group": "{A_k} lives in a group called {a_v}.",
     }
     out = []

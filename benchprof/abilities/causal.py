@@ -11,10 +11,18 @@ import random
 from .common import NAMES, Item, capital_first, pick, table
 
 QUESTION_TYPES = ("everyday_cause_effect",)
-EFFECT_QUESTIONS = ("What most likely happened next?", "What is the most likely result?",
-                    "What happened because of this?", "What is the most likely effect?")
-CAUSE_QUESTIONS = ("What was the most likely cause?", "Why did this most likely happen?",
-                   "What probably happened just before this?", "What most likely led to this?")
+EFFECT_QUESTIONS = (
+    "What most likely happened next?",
+    "What is the most likely result?",
+    "What happened because of this?",
+    "What is the most likely effect?",
+)
+CAUSE_QUESTIONS = (
+    "What was the most likely cause?",
+    "Why did this most likely happen?",
+    "What probably happened just before this?",
+    "What most likely led to this?",
+)
 
 
 def _sentence(text: str, name: str) -> str:
@@ -34,5 +42,7 @@ def draw(rng: random.Random) -> Item:
 
 
 def facts() -> list[str]:
-    return [capital_first(f"{row['cause']}, so {row['effect']}.".format(name=NAMES[i % len(NAMES)]))
-            for i, row in enumerate(table("causes"))]
+    return [
+        capital_first(f"{row['cause']}, so {row['effect']}.".format(name=NAMES[i % len(NAMES)]))
+        for i, row in enumerate(table("causes"))
+    ]

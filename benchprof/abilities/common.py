@@ -5,14 +5,39 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable, Sequence
 from functools import cache
 from pathlib import Path
-from typing import Iterable, NamedTuple, Sequence
+from typing import NamedTuple
 
 TABLES = Path(__file__).parent / "tables"
 
-NAMES = ("Ann", "Bob", "Cal", "Dan", "Eve", "Fay", "Gus", "Hal", "Ivy", "Jon", "Kim", "Lea",
-         "Max", "Ned", "Ola", "Pam", "Ray", "Sam", "Tom", "Uma", "Val", "Wes", "Zoe", "Liz")
+NAMES = (
+    "Ann",
+    "Bob",
+    "Cal",
+    "Dan",
+    "Eve",
+    "Fay",
+    "Gus",
+    "Hal",
+    "Ivy",
+    "Jon",
+    "Kim",
+    "Lea",
+    "Max",
+    "Ned",
+    "Ola",
+    "Pam",
+    "Ray",
+    "Sam",
+    "Tom",
+    "Uma",
+    "Val",
+    "Wes",
+    "Zoe",
+    "Liz",
+)
 
 
 class Item(NamedTuple):
@@ -53,8 +78,9 @@ def capital_first(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
-def pick(rng: random.Random, answer: str, pool: Iterable[str], k: int = 3,
-         hard: Iterable[str] = (), n_hard: int = 2) -> tuple[str, ...]:
+def pick(
+    rng: random.Random, answer: str, pool: Iterable[str], k: int = 3, hard: Iterable[str] = (), n_hard: int = 2
+) -> tuple[str, ...]:
     """k distinct wrong options: up to n_hard from `hard`, the rest from `pool`; never `answer`."""
     hard_left = [h for h in dict.fromkeys(hard) if h != answer]
     chosen = rng.sample(hard_left, min(n_hard, len(hard_left), k))
@@ -63,8 +89,7 @@ def pick(rng: random.Random, answer: str, pool: Iterable[str], k: int = 3,
     return tuple(chosen)
 
 
-def near_numbers(rng: random.Random, answer: int, mistakes: Sequence[int], k: int = 3,
-                 low: int = 0) -> tuple[str, ...]:
+def near_numbers(rng: random.Random, answer: int, mistakes: Sequence[int], k: int = 3, low: int = 0) -> tuple[str, ...]:
     """k wrong numbers: typical mistakes first (wrong operation, off by one), then nearby values."""
     wrong = [m for m in dict.fromkeys(mistakes) if m != answer and m >= low]
     chosen = rng.sample(wrong, min(2, len(wrong)))
@@ -82,13 +107,18 @@ def near_numbers(rng: random.Random, answer: int, mistakes: Sequence[int], k: in
 def draw_spec(rng: random.Random, specs: Sequence[Spec]) -> Item:
     spec = rng.choice(specs)
     answer = rng.choice(spec.answers)
-    return Item(spec.question_type, spec.context, spec.question, answer,
-                pick(rng, answer, spec.pool, hard=spec.hard))
+    return Item(spec.question_type, spec.context, spec.question, answer, pick(rng, answer, spec.pool, hard=spec.hard))
 
 
-def relation_specs(question_type: str, pairs: Sequence[tuple[str, str]],
-                   forward: Sequence[str], reverse: Sequence[str] = (),
-                   hard_forward=None, hard_reverse=None, min_pool: int = 3) -> list[Spec]:
+def relation_specs(
+    question_type: str,
+    pairs: Sequence[tuple[str, str]],
+    forward: Sequence[str],
+    reverse: Sequence[str] = (),
+    hard_forward=None,
+    hard_reverse=None,
+    min_pool: int = 3,
+) -> list[Spec]:
     """Specs for a relation key -> value given as (key, value) pairs.
 
     `forward` templates ask a key's value ("{key}" in the text), `reverse` templates ask which key

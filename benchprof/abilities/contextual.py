@@ -10,8 +10,22 @@ import random
 from .common import NAMES, Item, article, pick
 
 QUESTION_TYPES = ("single_fact_recall", "multi_hop_recall")
-CITIES = ("Rome", "Oslo", "Paris", "Lima", "Cairo", "Tokyo", "Dublin", "Madrid", "Delhi", "Berlin",
-          "Vienna", "Sydney", "Boston", "Lagos")
+CITIES = (
+    "Rome",
+    "Oslo",
+    "Paris",
+    "Lima",
+    "Cairo",
+    "Tokyo",
+    "Dublin",
+    "Madrid",
+    "Delhi",
+    "Berlin",
+    "Vienna",
+    "Sydney",
+    "Boston",
+    "Lagos",
+)
 PETS = ("cat", "dog", "fish", "bird", "rabbit", "hamster", "turtle", "horse", "goat", "parrot")
 ROOMS = ("kitchen", "hall", "bedroom", "garden", "attic", "garage", "bathroom", "cellar", "office", "shed")
 THINGS = ("ring", "coin", "key", "map", "book", "watch", "pen", "letter", "cup", "hat", "sock", "spoon")
@@ -21,18 +35,42 @@ COLORS = ("red", "blue", "green", "yellow", "black", "white", "pink", "brown")
 
 # (subjects, values, statement, questions asking the value, questions asking the subject)
 SINGLE = (
-    (NAMES, COLORS, "{s} has the {v} key.", ("What color is {s}'s key?", "Which key does {s} have?"),
-     ("Who has the {v} key?", "Whose key is {v}?")),
-    (NAMES, CITIES, "{s} lives in {v}.", ("Where does {s} live?", "In which city does {s} live?"),
-     ("Who lives in {v}?",)),
-    (NAMES, PETS, "{s} owns {a_v}.", ("What pet does {s} own?", "Which animal belongs to {s}?"),
-     ("Who owns the {v}?", "Whose pet is the {v}?")),
-    (THINGS, ROOMS, "The {s} is in the {v}.", ("Where is the {s}?", "In which room is the {s}?"),
-     ("What is in the {v}?", "Which thing is in the {v}?")),
-    (NAMES, FRUITS, "{s} ate {a_v}.", ("What did {s} eat?", "Which fruit did {s} eat?"),
-     ("Who ate the {v}?",)),
-    (NAMES, JOBS, "{s} works as {a_v}.", ("What is {s}'s job?", "What does {s} work as?"),
-     ("Who works as {a_v}?", "Who is the {v}?")),
+    (
+        NAMES,
+        COLORS,
+        "{s} has the {v} key.",
+        ("What color is {s}'s key?", "Which key does {s} have?"),
+        ("Who has the {v} key?", "Whose key is {v}?"),
+    ),
+    (
+        NAMES,
+        CITIES,
+        "{s} lives in {v}.",
+        ("Where does {s} live?", "In which city does {s} live?"),
+        ("Who lives in {v}?",),
+    ),
+    (
+        NAMES,
+        PETS,
+        "{s} owns {a_v}.",
+        ("What pet does {s} own?", "Which animal belongs to {s}?"),
+        ("Who owns the {v}?", "Whose pet is the {v}?"),
+    ),
+    (
+        THINGS,
+        ROOMS,
+        "The {s} is in the {v}.",
+        ("Where is the {s}?", "In which room is the {s}?"),
+        ("What is in the {v}?", "Which thing is in the {v}?"),
+    ),
+    (NAMES, FRUITS, "{s} ate {a_v}.", ("What did {s} eat?", "Which fruit did {s} eat?"), ("Who ate the {v}?",)),
+    (
+        NAMES,
+        JOBS,
+        "{s} works as {a_v}.",
+        ("What is {s}'s job?", "What does {s} work as?"),
+        ("Who works as {a_v}?", "Who is the {v}?"),
+    ),
 )
 
 

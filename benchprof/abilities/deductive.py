@@ -16,16 +16,32 @@ NONSENSE = ("wug", "dap", "fep", "blick", "zorp", "tove", "glim", "snib", "mib",
 COLORS = ("red", "blue", "green", "yellow", "black", "white", "pink", "brown")
 ABILITIES = ("swim", "fly", "sing", "jump", "dig", "climb", "glow", "whistle")
 WEATHER = ("rainy", "sunny", "snowy", "windy", "foggy", "cloudy")
-ACTIVITIES = ("reads a book", "goes swimming", "plays chess", "flies a kite", "bakes bread", "rides a bike",
-              "paints a picture", "visits a friend", "stays in bed", "plays the drum")
-SETS = (("pet", ("cat", "dog", "fish", "bird", "rabbit", "goat")),
-        ("fruit", ("apple", "pear", "plum", "lemon", "mango", "grape")),
-        ("hat", ("red hat", "blue hat", "green hat", "black hat", "white hat", "pink hat")),
-        ("toy", ("ball", "kite", "doll", "drum", "yo-yo", "robot")))
+ACTIVITIES = (
+    "reads a book",
+    "goes swimming",
+    "plays chess",
+    "flies a kite",
+    "bakes bread",
+    "rides a bike",
+    "paints a picture",
+    "visits a friend",
+    "stays in bed",
+    "plays the drum",
+)
+SETS = (
+    ("pet", ("cat", "dog", "fish", "bird", "rabbit", "goat")),
+    ("fruit", ("apple", "pear", "plum", "lemon", "mango", "grape")),
+    ("hat", ("red hat", "blue hat", "green hat", "black hat", "white hat", "pink hat")),
+    ("toy", ("ball", "kite", "doll", "drum", "yo-yo", "robot")),
+)
 # comparative, opposite comparative, superlative, opposite superlative
-SCALES = (("taller", "shorter", "tallest", "shortest"), ("older", "younger", "oldest", "youngest"),
-          ("faster", "slower", "fastest", "slowest"), ("heavier", "lighter", "heaviest", "lightest"),
-          ("richer", "poorer", "richest", "poorest"))
+SCALES = (
+    ("taller", "shorter", "tallest", "shortest"),
+    ("older", "younger", "oldest", "youngest"),
+    ("faster", "slower", "fastest", "slowest"),
+    ("heavier", "lighter", "heaviest", "lightest"),
+    ("richer", "poorer", "richest", "poorest"),
+)
 
 
 def _syllogism(rng: random.Random) -> Item:
@@ -103,8 +119,11 @@ def _comparison(rng: random.Random) -> Item:
     for a, b in zip(order, order[1:]):
         clues.append(f"{a} is {more} than {b}." if rng.random() < 0.5 else f"{b} is {less} than {a}.")
     rng.shuffle(clues)
-    asks = [(f"Who is the {most}?", order[0]), (f"Who is the {least}?", order[3]),
-            (f"Who is {more} than {order[2]} but {less} than {order[0]}?", order[1])]
+    asks = [
+        (f"Who is the {most}?", order[0]),
+        (f"Who is the {least}?", order[3]),
+        (f"Who is {more} than {order[2]} but {less} than {order[0]}?", order[1]),
+    ]
     question, answer = rng.choice(asks)
     return Item(QT, " ".join(clues), question, answer, pick(rng, answer, order))
 

@@ -13,9 +13,13 @@ from .common import Item, near_numbers, pick
 QUESTION_TYPES = ("pattern_completion",)
 QT = QUESTION_TYPES[0]
 NEXT = ("What comes next?", "What number comes next?", "Which number continues the pattern?")
-WORDS = (("red", "blue", "green", "yellow", "pink"), ("cat", "dog", "bird", "fish", "cow"),
-         ("circle", "square", "star", "triangle", "heart"), ("sun", "moon", "cloud", "rain", "snow"),
-         ("up", "down", "left", "right", "stop"))
+WORDS = (
+    ("red", "blue", "green", "yellow", "pink"),
+    ("cat", "dog", "bird", "fish", "cow"),
+    ("circle", "square", "star", "triangle", "heart"),
+    ("sun", "moon", "cloud", "rain", "snow"),
+    ("up", "down", "left", "right", "stop"),
+)
 LETTERS = string.ascii_uppercase
 
 
@@ -33,7 +37,7 @@ def _numbers(rng: random.Random) -> Item:
     elif kind == 1:  # multiply
         ratio = rng.choice((2, 2, 3))
         start = rng.randint(1, 5)
-        terms = [start * ratio ** i for i in range(5)]
+        terms = [start * ratio**i for i in range(5)]
         mistakes = [terms[3] * 2 + terms[3], terms[4] + (terms[4] - terms[3]), terms[4] * (ratio + 1)]
     elif kind == 2:  # alternating steps +a, -b
         a, b = rng.sample(range(1, 8), 2)
@@ -61,8 +65,9 @@ def _missing(rng: random.Random) -> Item:
     gap = rng.randrange(1, 4)
     answer = terms[gap]
     shown = ", ".join("?" if i == gap else str(t) for i, t in enumerate(terms))
-    question = rng.choice(("What number is missing?", "Which number goes in place of the ?",
-                           "What is the missing number?"))
+    question = rng.choice(
+        ("What number is missing?", "Which number goes in place of the ?", "What is the missing number?")
+    )
     return Item(QT, shown, question, str(answer), near_numbers(rng, answer, [answer + 1, answer - 1, answer + step]))
 
 
@@ -92,9 +97,16 @@ def _repeat(rng: random.Random) -> Item:
     return Item(QT, ", ".join(terms[:-1]), question, answer, pick(rng, answer, words, hard=unit))
 
 
-RULES = (("doubles", lambda x: 2 * x), ("triples", lambda x: 3 * x), ("adds", None), ("subtracts", None),
-         ("double plus one", lambda x: 2 * x + 1), ("double minus one", lambda x: 2 * x - 1),
-         ("times ten", lambda x: 10 * x), ("square", lambda x: x * x))
+RULES = (
+    ("doubles", lambda x: 2 * x),
+    ("triples", lambda x: 3 * x),
+    ("adds", None),
+    ("subtracts", None),
+    ("double plus one", lambda x: 2 * x + 1),
+    ("double minus one", lambda x: 2 * x - 1),
+    ("times ten", lambda x: 10 * x),
+    ("square", lambda x: x * x),
+)
 
 
 def _function(rng: random.Random) -> Item:
@@ -106,8 +118,13 @@ def _function(rng: random.Random) -> Item:
     shown, x = xs[:3], xs[3]
     arrow = rng.choice(("{a} becomes {b}.", "{a} gives {b}.", "{a} -> {b}."))
     context = " ".join(arrow.format(a=a, b=rule(a)) for a in shown)
-    question = rng.choice(("What does {x} become?", "By the same rule, what does {x} give?",
-                           "Following the rule, what is {x} turned into?")).format(x=x)
+    question = rng.choice(
+        (
+            "What does {x} become?",
+            "By the same rule, what does {x} give?",
+            "Following the rule, what is {x} turned into?",
+        )
+    ).format(x=x)
     answer = rule(x)
     mistakes = [2 * x, 3 * x, x + (rule(shown[0]) - shown[0]), answer + 1, answer - 1, rule(x - 1)]
     return Item(QT, context, question, str(answer), near_numbers(rng, answer, mistakes, low=-100))

@@ -31,8 +31,9 @@ def specs() -> list[Spec]:
         return ([row["big_city"]] if row["big_city"] else []) + near
 
     def same_continent_countries(country: str, capital: str) -> list[str]:
-        return [c for c, row in countries.items()
-                if row["capital"] and row["continent"] == countries[country]["continent"]]
+        return [
+            c for c, row in countries.items() if row["capital"] and row["continent"] == countries[country]["continent"]
+        ]
 
     elements = table("elements")
     symbols = [(name, symbol) for name, symbol, _ in elements]
@@ -51,42 +52,98 @@ def specs() -> list[Spec]:
         return [n for n, z in numbers if abs(int(z) - int(number)) <= 2 and n != name]
 
     out: list[Spec] = []
-    out += relation_specs(QT, _countries("capital"), [
-        "What is the capital of {key}?", "Which city is the capital of {key}?",
-        "The capital of {key} is which city?", "Name the capital city of {key}.",
-        "What city is the seat of government of {key}?",
-    ], [
-        "{value} is the capital of which country?", "Which country has {value} as its capital?",
-        "Of which country is {value} the capital?",
-    ], same_continent_capitals, same_continent_countries)
-    out += relation_specs(QT, _countries("continent"), [
-        "On which continent is {key}?", "{Key} is on which continent?", "Which continent is {key} in?",
-        "{Key} lies in which part of the world?",
-    ], ["Which of these countries is in {value}?", "Which country lies in {value}?"])
-    out += relation_specs(QT, _countries("language"), [
-        "What is the main language of {key}?", "Which language do most people in {key} speak?",
-        "People in {key} mostly speak which language?",
-    ], ["In which country is {value} the main language?", "Which country mainly speaks {value}?"])
-    out += relation_specs(QT, symbols, [
-        "What is the chemical symbol for {key}?", "Which symbol stands for {key}?",
-        "{Key} has which chemical symbol?", "How is {key} written as a chemical symbol?",
-    ], [
-        "Which element has the symbol {value}?", "The chemical symbol {value} stands for which element?",
-        "Which element is written {value}?",
-    ], like_symbols, like_names)
-    out += relation_specs(QT, numbers, [
-        "What is the atomic number of {key}?", "{Key} has which atomic number?",
-    ], [
-        "Which element has atomic number {value}?", "Which element has {value} protons in each atom?",
-    ], near_numbers, near_elements)
-    out += relation_specs(QT, [tuple(row) for row in table("books")], [
-        "Who wrote {key}?", "Who is the author of {key}?", "{Key} was written by whom?",
-        "Which writer wrote {key}?",
-    ], ["Which book was written by {value}?", "{Value} is the author of which book?"])
-    out += relation_specs(QT, [tuple(row) for row in table("landmarks")], [
-        "In which country is {key}?", "{Key} is in which country?", "Which country is home to {key}?",
-        "Where would you go to see {key}?",
-    ], ["Which landmark is in {value}?", "Which of these can you visit in {value}?"])
+    out += relation_specs(
+        QT,
+        _countries("capital"),
+        [
+            "What is the capital of {key}?",
+            "Which city is the capital of {key}?",
+            "The capital of {key} is which city?",
+            "Name the capital city of {key}.",
+            "What city is the seat of government of {key}?",
+        ],
+        [
+            "{value} is the capital of which country?",
+            "Which country has {value} as its capital?",
+            "Of which country is {value} the capital?",
+        ],
+        same_continent_capitals,
+        same_continent_countries,
+    )
+    out += relation_specs(
+        QT,
+        _countries("continent"),
+        [
+            "On which continent is {key}?",
+            "{Key} is on which continent?",
+            "Which continent is {key} in?",
+            "{Key} lies in which part of the world?",
+        ],
+        ["Which of these countries is in {value}?", "Which country lies in {value}?"],
+    )
+    out += relation_specs(
+        QT,
+        _countries("language"),
+        [
+            "What is the main language of {key}?",
+            "Which language do most people in {key} speak?",
+            "People in {key} mostly speak which language?",
+        ],
+        ["In which country is {value} the main language?", "Which country mainly speaks {value}?"],
+    )
+    out += relation_specs(
+        QT,
+        symbols,
+        [
+            "What is the chemical symbol for {key}?",
+            "Which symbol stands for {key}?",
+            "{Key} has which chemical symbol?",
+            "How is {key} written as a chemical symbol?",
+        ],
+        [
+            "Which element has the symbol {value}?",
+            "The chemical symbol {value} stands for which element?",
+            "Which element is written {value}?",
+        ],
+        like_symbols,
+        like_names,
+    )
+    out += relation_specs(
+        QT,
+        numbers,
+        [
+            "What is the atomic number of {key}?",
+            "{Key} has which atomic number?",
+        ],
+        [
+            "Which element has atomic number {value}?",
+            "Which element has {value} protons in each atom?",
+        ],
+        near_numbers,
+        near_elements,
+    )
+    out += relation_specs(
+        QT,
+        [tuple(row) for row in table("books")],
+        [
+            "Who wrote {key}?",
+            "Who is the author of {key}?",
+            "{Key} was written by whom?",
+            "Which writer wrote {key}?",
+        ],
+        ["Which book was written by {value}?", "{Value} is the author of which book?"],
+    )
+    out += relation_specs(
+        QT,
+        [tuple(row) for row in table("landmarks")],
+        [
+            "In which country is {key}?",
+            "{Key} is in which country?",
+            "Which country is home to {key}?",
+            "Where would you go to see {key}?",
+        ],
+        ["Which landmark is in {value}?", "Which of these can you visit in {value}?"],
+    )
     return out
 
 

@@ -11,9 +11,20 @@ from .common import NAMES, Item, near_numbers
 QUESTION_TYPES = ("arithmetic_word_problem",)
 QT = QUESTION_TYPES[0]
 # singular, plural
-THINGS = (("apple", "apples"), ("pen", "pens"), ("marble", "marbles"), ("stamp", "stamps"),
-          ("cookie", "cookies"), ("book", "books"), ("shell", "shells"), ("card", "cards"),
-          ("egg", "eggs"), ("sticker", "stickers"), ("coin", "coins"), ("toy car", "toy cars"))
+THINGS = (
+    ("apple", "apples"),
+    ("pen", "pens"),
+    ("marble", "marbles"),
+    ("stamp", "stamps"),
+    ("cookie", "cookies"),
+    ("book", "books"),
+    ("shell", "shells"),
+    ("card", "cards"),
+    ("egg", "eggs"),
+    ("sticker", "stickers"),
+    ("coin", "coins"),
+    ("toy car", "toy cars"),
+)
 CONTAINERS = ("bags", "boxes", "jars", "baskets", "rows", "plates")
 
 
@@ -69,8 +80,10 @@ def draw(rng: random.Random) -> Item:
     else:
         a, b = rng.randint(2, 20), rng.randint(2, 20)
         context = f"{n} has {a} {many} and {m} has {b}."
-        question, answer = rng.choice((f"How many {many} do they have together?",
-                                       f"How many {many} do {n} and {m} have in all?")), a + b
+        question, answer = (
+            rng.choice((f"How many {many} do they have together?", f"How many {many} do {n} and {m} have in all?")),
+            a + b,
+        )
         mistakes = [abs(a - b), a * b, a + b + 10]
     return Item(QT, context, question, str(answer), near_numbers(rng, answer, mistakes))
 

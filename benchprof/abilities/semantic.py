@@ -12,18 +12,49 @@ from .common import Item, Spec, article, capital_first, draw_spec, pick, relatio
 QUESTION_TYPES = ("roles_and_relations",)
 QT = QUESTION_TYPES[0]
 
-ACTORS = ("dog", "cat", "boy", "girl", "teacher", "farmer", "baker", "horse", "fox", "king", "nurse",
-          "clown", "pilot", "duck", "goat", "tiger", "queen", "doctor", "cook", "bear")
+ACTORS = (
+    "dog",
+    "cat",
+    "boy",
+    "girl",
+    "teacher",
+    "farmer",
+    "baker",
+    "horse",
+    "fox",
+    "king",
+    "nurse",
+    "clown",
+    "pilot",
+    "duck",
+    "goat",
+    "tiger",
+    "queen",
+    "doctor",
+    "cook",
+    "bear",
+)
 # base, past, past participle, gerund
-VERBS = (("chase", "chased", "chased", "chasing"), ("see", "saw", "seen", "seeing"),
-         ("help", "helped", "helped", "helping"), ("push", "pushed", "pushed", "pushing"),
-         ("call", "called", "called", "calling"), ("find", "found", "found", "finding"),
-         ("follow", "followed", "followed", "following"), ("thank", "thanked", "thanked", "thanking"),
-         ("kick", "kicked", "kicked", "kicking"), ("feed", "fed", "fed", "feeding"),
-         ("wake", "woke", "woken", "waking"), ("hug", "hugged", "hugged", "hugging"),
-         ("bite", "bit", "bitten", "biting"), ("catch", "caught", "caught", "catching"),
-         ("visit", "visited", "visited", "visiting"), ("wash", "washed", "washed", "washing"),
-         ("draw", "drew", "drawn", "drawing"), ("tickle", "tickled", "tickled", "tickling"))
+VERBS = (
+    ("chase", "chased", "chased", "chasing"),
+    ("see", "saw", "seen", "seeing"),
+    ("help", "helped", "helped", "helping"),
+    ("push", "pushed", "pushed", "pushing"),
+    ("call", "called", "called", "calling"),
+    ("find", "found", "found", "finding"),
+    ("follow", "followed", "followed", "following"),
+    ("thank", "thanked", "thanked", "thanking"),
+    ("kick", "kicked", "kicked", "kicking"),
+    ("feed", "fed", "fed", "feeding"),
+    ("wake", "woke", "woken", "waking"),
+    ("hug", "hugged", "hugged", "hugging"),
+    ("bite", "bit", "bitten", "biting"),
+    ("catch", "caught", "caught", "catching"),
+    ("visit", "visited", "visited", "visiting"),
+    ("wash", "washed", "washed", "washing"),
+    ("draw", "drew", "drawn", "drawing"),
+    ("tickle", "tickled", "tickled", "tickling"),
+)
 GIFTS = ("book", "apple", "ball", "hat", "cake", "letter", "flower", "coin", "toy", "map")
 OPENERS = ("", "Yesterday, ", "In the park, ", "At noon, ", "After lunch, ")
 
@@ -32,32 +63,73 @@ OPENERS = ("", "Yesterday, ", "In the park, ", "At noon, ", "After lunch, ")
 def specs() -> list[Spec]:
     out: list[Spec] = []
     parts = [(part, whole) for whole, members in table("parts").items() for part in members]
-    out += relation_specs(QT, parts, [
-        "{A_key} is part of what?", "Which thing has {a_key}?", "{A_key} belongs to which thing?",
-    ], ["Which of these is part of {a_value}?", "{A_value} has which of these parts?"])
+    out += relation_specs(
+        QT,
+        parts,
+        [
+            "{A_key} is part of what?",
+            "Which thing has {a_key}?",
+            "{A_key} belongs to which thing?",
+        ],
+        ["Which of these is part of {a_value}?", "{A_value} has which of these parts?"],
+    )
     kinds = [(m, row["category"], row["mass"]) for row in table("kinds") for m in row["members"]]
-    out += relation_specs(QT, [(m if mass else article(m), c) for m, c, mass in kinds], [
-        "{Key} is a kind of what?", "What kind of thing is {key}?", "{Key} belongs to which group?",
-    ])
-    out += relation_specs(QT, [(m, c) for m, c, _ in kinds], [], [
-        "Which of these is {a_value}?", "Which one of these is {a_value}?", "Pick {a_value} from this list.",
-    ])
+    out += relation_specs(
+        QT,
+        [(m if mass else article(m), c) for m, c, mass in kinds],
+        [
+            "{Key} is a kind of what?",
+            "What kind of thing is {key}?",
+            "{Key} belongs to which group?",
+        ],
+    )
+    out += relation_specs(
+        QT,
+        [(m, c) for m, c, _ in kinds],
+        [],
+        [
+            "Which of these is {a_value}?",
+            "Which one of these is {a_value}?",
+            "Pick {a_value} from this list.",
+        ],
+    )
     opposites = [tuple(p) for p in table("opposites")]
-    out += relation_specs(QT, opposites + [(b, a) for a, b in opposites], [
-        "What is the opposite of {key}?", "Which word means the opposite of {key}?",
-        "{Key} is the opposite of which word?",
-    ])
+    out += relation_specs(
+        QT,
+        opposites + [(b, a) for a, b in opposites],
+        [
+            "What is the opposite of {key}?",
+            "Which word means the opposite of {key}?",
+            "{Key} is the opposite of which word?",
+        ],
+    )
     synonyms = [tuple(p) for p in table("synonyms")]
-    out += relation_specs(QT, synonyms + [(b, a) for a, b in synonyms], [
-        "Which word means the same as {key}?", "What is another word for {key}?",
-        "{Key} means almost the same as which word?",
-    ])
-    out += relation_specs(QT, [(tool, f"to {use}") for tool, use in table("tools")], [
-        "What do you use {a_key} for?", "What is {a_key} used for?",
-    ])
-    out += relation_specs(QT, [(tool, use) for tool, use in table("tools")], [], [
-        "Which thing do you use to {value}?", "What would you use to {value}?",
-    ])
+    out += relation_specs(
+        QT,
+        synonyms + [(b, a) for a, b in synonyms],
+        [
+            "Which word means the same as {key}?",
+            "What is another word for {key}?",
+            "{Key} means almost the same as which word?",
+        ],
+    )
+    out += relation_specs(
+        QT,
+        [(tool, f"to {use}") for tool, use in table("tools")],
+        [
+            "What do you use {a_key} for?",
+            "What is {a_key} used for?",
+        ],
+    )
+    out += relation_specs(
+        QT,
+        [(tool, use) for tool, use in table("tools")],
+        [],
+        [
+            "Which thing do you use to {value}?",
+            "What would you use to {value}?",
+        ],
+    )
     return out
 
 
@@ -70,8 +142,12 @@ def _roles(rng: random.Random) -> Item:
             context = f"{opener}the {agent} {past} the {patient}."
         else:
             context = f"{opener}the {patient} was {participle} by the {agent}."
-        asks = [(f"Who did the {gerund}?", agent), (f"Who {past} the {patient}?", agent),
-                (f"Who was {participle}?", patient), (f"Who did the {agent} {base}?", patient)]
+        asks = [
+            (f"Who did the {gerund}?", agent),
+            (f"Who {past} the {patient}?", agent),
+            (f"Who was {participle}?", patient),
+            (f"Who did the {agent} {base}?", patient),
+        ]
     else:
         gift = rng.choice(GIFTS)
         form = rng.randrange(3)
@@ -81,8 +157,12 @@ def _roles(rng: random.Random) -> Item:
             context = f"{opener}the {agent} gave {article(gift)} to the {patient}."
         else:
             context = f"{opener}the {patient} got {article(gift)} from the {agent}."
-        asks = [(f"Who got the {gift}?", patient), (f"Who gave the {gift} away?", agent),
-                (f"Who gave the {gift}?", agent), (f"Who received the {gift}?", patient)]
+        asks = [
+            (f"Who got the {gift}?", patient),
+            (f"Who gave the {gift} away?", agent),
+            (f"Who gave the {gift}?", agent),
+            (f"Who received the {gift}?", patient),
+        ]
     question, answer = rng.choice(asks)
     wrong = pick(rng, f"the {answer}", [f"the {n}" for n in (agent, patient, *others)])
     return Item(QT, capital_first(context), question, f"the {answer}", wrong)
@@ -95,10 +175,16 @@ def draw(rng: random.Random) -> Item:
 
 
 def facts() -> list[str]:
-    out = [capital_first(f"{article(part)} is part of {article(whole)}.")
-           for whole, members in table("parts").items() for part in members]
-    out += [capital_first(f"{m if row['mass'] else article(m)} is a kind of {row['category']}.")
-            for row in table("kinds") for m in row["members"]]
+    out = [
+        capital_first(f"{article(part)} is part of {article(whole)}.")
+        for whole, members in table("parts").items()
+        for part in members
+    ]
+    out += [
+        capital_first(f"{m if row['mass'] else article(m)} is a kind of {row['category']}.")
+        for row in table("kinds")
+        for m in row["members"]
+    ]
     out += [f"The opposite of {a} is {b}." for a, b in table("opposites")]
     out += [capital_first(f"{a} means the same as {b}.") for a, b in table("synonyms")]
     out += [capital_first(f"you use {article(tool)} to {use}.") for tool, use in table("tools")]

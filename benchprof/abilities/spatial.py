@@ -32,9 +32,12 @@ def _row(rng: random.Random) -> Item:
     row = rng.sample(OBJECTS, 4)  # left to right
     clues = _line(rng, row, "left of", "right of")
     i = rng.randrange(3)
-    asks = [("Which thing is furthest left?", row[0]), ("Which thing is furthest right?", row[3]),
-            (f"What is just right of the {row[i]}?", row[i + 1]),
-            (f"What is just left of the {row[i + 1]}?", row[i])]
+    asks = [
+        ("Which thing is furthest left?", row[0]),
+        ("Which thing is furthest right?", row[3]),
+        (f"What is just right of the {row[i]}?", row[i + 1]),
+        (f"What is just left of the {row[i + 1]}?", row[i]),
+    ]
     question, answer = rng.choice(asks)
     return Item(QT, "Four things stand in a row. " + " ".join(clues), question, answer, pick(rng, answer, row))
 
@@ -44,9 +47,12 @@ def _stack(rng: random.Random) -> Item:
     stack = [f"{c} box" for c in colors]
     clues = _line(rng, stack, "on top of", "under")
     i = rng.randrange(3)
-    asks = [("Which box is at the top?", stack[0]), ("Which box is at the bottom?", stack[3]),
-            (f"Which box is right under the {stack[i]}?", stack[i + 1]),
-            (f"Which box is right on top of the {stack[i + 1]}?", stack[i])]
+    asks = [
+        ("Which box is at the top?", stack[0]),
+        ("Which box is at the bottom?", stack[3]),
+        (f"Which box is right under the {stack[i]}?", stack[i + 1]),
+        (f"Which box is right on top of the {stack[i + 1]}?", stack[i]),
+    ]
     question, answer = rng.choice(asks)
     return Item(QT, "Four boxes are stacked. " + " ".join(clues), question, answer, pick(rng, answer, stack))
 
@@ -61,8 +67,9 @@ def _turns(rng: random.Random) -> Item:
         facing = (facing + {"left": -1, "right": 1, "around": 2}[move]) % 4
         moves.append("turns around" if move == "around" else f"turns {move}")
     context = f"{name} faces {start}. {name} {', then '.join(moves)}."
-    question = rng.choice(("Which way does {n} face now?", "In which direction is {n} facing now?",
-                           "Where does {n} face at the end?")).format(n=name)
+    question = rng.choice(
+        ("Which way does {n} face now?", "In which direction is {n} facing now?", "Where does {n} face at the end?")
+    ).format(n=name)
     answer = COMPASS[facing]
     return Item(QT, context, question, answer, pick(rng, answer, COMPASS))
 
@@ -98,8 +105,9 @@ def _inverse(rng: random.Random) -> Item:
     d = rng.choice(DIRECTIONS)
     context = rng.choice(("The {x} is {d} of the {y}.", "Seen from the {y}, the {x} lies to the {d}."))
     context = context.format(x=x, y=y, d=d)
-    question = rng.choice(("In which direction is the {y} from the {x}?",
-                           "Standing at the {x}, which way is the {y}?")).format(x=x, y=y)
+    question = rng.choice(
+        ("In which direction is the {y} from the {x}?", "Standing at the {x}, which way is the {y}?")
+    ).format(x=x, y=y)
     answer = DIRECTIONS[(DIRECTIONS.index(d) + 4) % 8]
     near = [d, DIRECTIONS[(DIRECTIONS.index(answer) + 2) % 8], DIRECTIONS[(DIRECTIONS.index(answer) - 2) % 8]]
     return Item(QT, context, question, answer, pick(rng, answer, DIRECTIONS, hard=near))

@@ -12,11 +12,36 @@ from .common import NAMES, Item, pick
 QUESTION_TYPES = ("temporal_order",)
 QT = QUESTION_TYPES[0]
 DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December")
+MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
 ACTIVITIES = ("the film", "the class", "the game", "the concert", "the meeting", "the party", "the trip", "the show")
-EVENTS = ("the swim", "the walk", "the nap", "the bath", "the homework", "the game", "the music lesson",
-          "the shopping", "the bike ride", "the phone call", "the puzzle", "the story", "the painting")
+EVENTS = (
+    "the swim",
+    "the walk",
+    "the nap",
+    "the bath",
+    "the homework",
+    "the game",
+    "the music lesson",
+    "the shopping",
+    "the bike ride",
+    "the phone call",
+    "the puzzle",
+    "the story",
+    "the painting",
+)
 
 
 def _cycle_neighbours(cycle: tuple[str, ...], answer: str, mistake: str) -> list[str]:
@@ -110,9 +135,12 @@ def _order(rng: random.Random) -> Item:
         clues.append(f"{a.capitalize()} was before {b}." if rng.random() < 0.5 else f"{b.capitalize()} was after {a}.")
     rng.shuffle(clues)
     i = rng.randrange(3)
-    asks = [("What came first?", events[0]), ("What came last?", events[3]),
-            (f"What came right after {events[i]}?", events[i + 1]),
-            (f"What came right before {events[i + 1]}?", events[i])]
+    asks = [
+        ("What came first?", events[0]),
+        ("What came last?", events[3]),
+        (f"What came right after {events[i]}?", events[i + 1]),
+        (f"What came right before {events[i + 1]}?", events[i]),
+    ]
     question, answer = rng.choice(asks)
     context = f"{name} did four things today. " + " ".join(clues)
     return Item(QT, context, question, answer, pick(rng, answer, events))

@@ -15,7 +15,7 @@ Each method: one warm-up pass over the batches, then --repeats timed passes; the
 (tokens = non-padding tokens, as `benchprof finetune` counts them). Time is compared with
 plain-all and with plain-eligible (the latter isolates the hooks, fp32 buffers and the final |theta * sum g|). `--dtype bfloat16` runs the model in bf16 (the fp32 accumulation is then a real cast).
 
-    .venv/bin/python benchmarks/importance.py [--hidden 256] [--layers 4] [--items 64] [--batch 8]
+    .venv/bin/python perf/importance.py [--hidden 256] [--layers 4] [--items 64] [--batch 8]
         [--repeats 3] [--threads 2] [--dtype float32] [--skip fsdp,deepspeed]
 """
 
@@ -46,8 +46,16 @@ def items(n: int) -> list[dict]:
         a, b = rng.sample(things, 2)
         label = rng.randrange(4)
         filler = " The room is quiet and the window is open." * rng.randrange(4)
-        out.append({"id": str(i), "context": f"The {a} is {where[label]} of the {b}.{filler}",
-                    "question": f"Where is the {a}?", "options": where, "answer": where[label], "label": label})
+        out.append(
+            {
+                "id": str(i),
+                "context": f"The {a} is {where[label]} of the {b}.{filler}",
+                "question": f"Where is the {a}?",
+                "options": where,
+                "answer": where[label],
+                "label": label,
+            }
+        )
     return out
 
 
@@ -76,28 +84,45 @@ def main() -> None:
 
     import torch
 
-    from benchprof.finetune import (accumulate_gradients, batch_loss, encode_batches, freeze_all_but,
-                                    importance_deepspeed, importance_fsdp, importance_scores, shard_deepspeed,
-                                    shard_fsdp, start_process_group)
+    from benchprof.finetune import (
+        accumulate_gradients,
+        batch_loss,
+        encode_batches,
+        freeze_all_but,
+        importance_deepspeed,
+        importance_fsdp,
+        importance_scores,
+        shard_deepspeed,
+        shard_fsdp,
+        start_process_group,
+    )
     from benchprof.modeling import eligible_names, load_model
     from benchprof.tinymodel import make_tiny_model
 
     torch.set_num_threads(args.threads)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
     folder = Path(tempfile.mkdtemp(prefix="benchprof_importance_"))
-    model_dir = make_tiny_model(folder / "model", hidden_size=args.hidden, num_layers=args.layers,
-                                intermediate_size=int(args.hidden * 2.6875), seed=0)
+    model_dir = make_tiny_model(
+        folder / "model",
+        hidden_size=args.hidden,
+        num_layers=args.layers,
+        intermediate_size=int(args.hidden * 2.6875),
+        seed=0,
+    )
     model, tok = load_model(str(model_dir), dtype=args.dtype)
     names = [n for n, _ in model.named_parameters()]
     eligible = eligible_names(names, "mlp", args.layers)
-    batches, n_loss_tokens = encode_batches(tok, items(args.items), ["context", "question", "answer"], 256,
-                                            args.batch, "all")
+    batches, n_loss_tokens = encode_batches(
+        tok, items(args.items), ["context", "question", "answer"], 256, args.batch, "all"
+    )
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
     n_params = sum(p.numel() for p in model.parameters())
     n_eligible = sum(p.numel() for n, p in model.named_parameters() if n in set(eligible))
-    print(f"model: hidden {args.hidden}, {args.layers} layers, {n_params / 1e6:.2f} M params "
-          f"({n_eligible / 1e6:.2f} M eligible MLP), {args.dtype}; {len(batches)} batches of {args.batch}, "
-          f"{tokens} tokens per pass; torch {torch.__version__}, {args.threads} threads, CPU")
+    print(
+        f"model: hidden {args.hidden}, {args.layers} layers, {n_params / 1e6:.2f} M params "
+        f"({n_eligible / 1e6:.2f} M eligible MLP), {args.dtype}; {len(batches)} batches of {args.batch}, "
+        f"{tokens} tokens per pass; torch {torch.__version__}, {args.threads} threads, CPU"
+    )
 
     def plain(trainable: set[str]):
         net = copy.deepcopy(model)
@@ -119,8 +144,7 @@ def main() -> None:
 
         return run
 
-    methods = {"plain-all": plain(set(names)), "plain-eligible": plain(set(eligible)),
-               "benchprof-ddp": benchprof_ddp()}
+    methods = {"plain-all": plain(set(names)), "plain-eligible": plain(set(eligible)), "benchprof-ddp": benchprof_ddp()}
     if skip != {"fsdp", "deepspeed"}:
         start_process_group()
     if "fsdp" not in skip:
@@ -145,8 +169,10 @@ def main() -> None:
     base, eligible_only = results["plain-all"]["seconds"], results["plain-eligible"]["seconds"]
     print(f"\n{'method':<22}{'s/pass':>9}{'tokens/s':>11}{'time vs plain-all':>19}{'vs plain-eligible':>19}")
     for name, r in results.items():
-        print(f"{name:<22}{r['seconds']:>9.3f}{r['tokens_per_s']:>11,.0f}{(r['seconds'] / base - 1) * 100:>+18.1f}%"
-              f"{(r['seconds'] / eligible_only - 1) * 100:>+18.1f}%")
+        print(
+            f"{name:<22}{r['seconds']:>9.3f}{r['tokens_per_s']:>11,.0f}{(r['seconds'] / base - 1) * 100:>+18.1f}%"
+            f"{(r['seconds'] / eligible_only - 1) * 100:>+18.1f}%"
+        )
     print(json.dumps({"args": vars(args), "tokens_per_pass": tokens, "results": results}))
 
 

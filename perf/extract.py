@@ -7,9 +7,9 @@ and benchprof and opens the file. The parent never loads the scores itself, sinc
 ru_maxrss starts from its parent's RSS at fork. Both methods must select the same top and bottom index sets
 (up to ties at the threshold score, which only the streamed method breaks deterministically).
 
-    python benchmarks/extract.py                      # 200 M eligible scores, k = 0.01024
-    python benchmarks/extract.py --params 50_000_000 --k 0.00256
-    python benchmarks/extract.py --mmap-threshold 1048576   # peak RSS without glibc's cached blocks
+    python perf/extract.py                      # 200 M eligible scores, k = 0.01024
+    python perf/extract.py --params 50_000_000 --k 0.00256
+    python perf/extract.py --mmap-threshold 1048576   # peak RSS without glibc's cached blocks
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def build(path: Path, params: int, seed: int = 0) -> int:
     """Write the synthetic importance file; returns the number of eligible scores."""
     import torch
 
-    from benchprof.io import save_tensors
+    from benchprof.storage import save_tensors
 
     hidden = 1024
     intermediate = math.ceil(params / (LAYERS * 3 * hidden))
@@ -44,12 +44,21 @@ def build(path: Path, params: int, seed: int = 0) -> int:
         for suffix in MLP:
             shape = (hidden, intermediate) if "down" in suffix else (intermediate, hidden)
             # heavy-tailed positive scores, like |theta * g|; drawn in fp64 so ties are rare
-            tensors[f"model.layers.{layer}.{suffix}"] = (torch.rand(shape, generator=g, dtype=torch.float64)
-                                                         .log().neg() * torch.rand(shape, generator=g,
-                                                                                   dtype=torch.float64)).float()
+            tensors[f"model.layers.{layer}.{suffix}"] = (
+                torch.rand(shape, generator=g, dtype=torch.float64).log().neg()
+                * torch.rand(shape, generator=g, dtype=torch.float64)
+            ).float()
     eligible = sum(t.numel() for t in tensors.values())
-    save_tensors(path, tensors, {"total_params": str(int(eligible / MLP_SHARE)), "n_layers": str(LAYERS),
-                                 "scope": "mlp", "fingerprint": "synthetic"})
+    save_tensors(
+        path,
+        tensors,
+        {
+            "total_params": str(int(eligible / MLP_SHARE)),
+            "n_layers": str(LAYERS),
+            "scope": "mlp",
+            "fingerprint": "synthetic",
+        },
+    )
     return eligible
 
 
@@ -71,8 +80,10 @@ def child(mode: str, path: Path, k: float, out: Path) -> None:
             positions[region] = torch.cat(parts).numpy()
     elif mode == "brute":
         everything = torch.cat([values for _, values in scores])
-        positions = {"top": torch.topk(everything, n).indices.sort().values.numpy(),
-                     "bottom": torch.topk(everything, n, largest=False).indices.sort().values.numpy()}
+        positions = {
+            "top": torch.topk(everything, n).indices.sort().values.numpy(),
+            "bottom": torch.topk(everything, n, largest=False).indices.sort().values.numpy(),
+        }
     else:
         positions = {}
     seconds = time.perf_counter() - started
@@ -84,8 +95,11 @@ def child(mode: str, path: Path, k: float, out: Path) -> None:
 
 def measure(mode: str, path: Path, k: float, out: Path, env: dict) -> dict:
     started = time.perf_counter()
-    subprocess.run([sys.executable, __file__, "--child", mode, "--file", str(path), "--k", str(k), "--out", str(out)],
-                   check=True, env=env)
+    subprocess.run(
+        [sys.executable, __file__, "--child", mode, "--file", str(path), "--k", str(k), "--out", str(out)],
+        check=True,
+        env=env,
+    )
     figures = json.loads((out / f"{mode}.json").read_text())
     figures["wall"] = time.perf_counter() - started
     return figures
@@ -112,10 +126,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--params", type=int, default=200_000_000, help="eligible scores (at least)")
     parser.add_argument("--k", type=float, default=0.01024, help="fraction of total parameters")
-    parser.add_argument("--mmap-threshold", type=int, default=0,
-                        help="set MALLOC_MMAP_THRESHOLD_ for the measured runs (e.g. 1048576): glibc then "
-                             "returns freed large blocks at once, so peak RSS shows the working set rather "
-                             "than what the allocator keeps cached")
+    parser.add_argument(
+        "--mmap-threshold",
+        type=int,
+        default=0,
+        help="set MALLOC_MMAP_THRESHOLD_ for the measured runs (e.g. 1048576): glibc then "
+        "returns freed large blocks at once, so peak RSS shows the working set rather "
+        "than what the allocator keeps cached",
+    )
     parser.add_argument("--child", choices=["build", "streamed", "brute", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
@@ -133,11 +151,18 @@ def main() -> None:
         started = time.perf_counter()
         # built in a subprocess: Linux keeps ru_maxrss across fork + exec, so the measured children
         # must start from a parent that never held the scores
-        eligible = int(subprocess.run([sys.executable, __file__, "--child", "build", "--file", str(path),
-                                       "--params", str(args.params)], check=True, capture_output=True,
-                                      text=True).stdout.split()[-1])
-        print(f"synthetic importance: {eligible:,} eligible fp32 scores in {LAYERS * 3} tensors "
-              f"({path.stat().st_size / 2**20:,.0f} MiB), built in {time.perf_counter() - started:.0f}s")
+        eligible = int(
+            subprocess.run(
+                [sys.executable, __file__, "--child", "build", "--file", str(path), "--params", str(args.params)],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout.split()[-1]
+        )
+        print(
+            f"synthetic importance: {eligible:,} eligible fp32 scores in {LAYERS * 3} tensors "
+            f"({path.stat().st_size / 2**20:,.0f} MiB), built in {time.perf_counter() - started:.0f}s"
+        )
         env = dict(os.environ)
         if args.mmap_threshold:
             env["MALLOC_MMAP_THRESHOLD_"] = str(args.mmap_threshold)
@@ -148,14 +173,21 @@ def main() -> None:
         n = streamed["n"]
         print(f"k = {args.k}: n = {n:,} per region (top and bottom)")
         print(f"{'method':<28}{'select s':>10}{'process s':>11}{'peak RSS MiB':>14}{'above baseline':>16}")
-        for name, fig in (("baseline (import + open)", baseline), ("streamed exact (benchprof)", streamed),
-                          ("concatenate + torch.topk", brute)):
-            print(f"{name:<28}{fig['seconds']:>10.2f}{fig['wall']:>11.1f}{fig['peak_mb']:>14,.0f}"
-                  f"{fig['peak_mb'] - baseline['peak_mb']:>16,.0f}")
+        for name, fig in (
+            ("baseline (import + open)", baseline),
+            ("streamed exact (benchprof)", streamed),
+            ("concatenate + torch.topk", brute),
+        ):
+            print(
+                f"{name:<28}{fig['seconds']:>10.2f}{fig['wall']:>11.1f}{fig['peak_mb']:>14,.0f}"
+                f"{fig['peak_mb'] - baseline['peak_mb']:>16,.0f}"
+            )
         extra_streamed = streamed["peak_mb"] - baseline["peak_mb"]
         extra_brute = brute["peak_mb"] - baseline["peak_mb"]
-        print(f"time ratio streamed / brute: {streamed['seconds'] / brute['seconds']:.2f}; "
-              f"peak memory above baseline, brute / streamed: {extra_brute / max(extra_streamed, 1):.1f}x")
+        print(
+            f"time ratio streamed / brute: {streamed['seconds'] / brute['seconds']:.2f}; "
+            f"peak memory above baseline, brute / streamed: {extra_brute / max(extra_streamed, 1):.1f}x"
+        )
         for region in ("top", "bottom"):
             print(f"{region} index sets: {same_selection(path, tmp, region)}")
 

@@ -12,7 +12,7 @@ Both use the same masks, data, lm-eval settings and batch size, and write the sa
 (b) also writes the checkpoints. Reports wall time and bytes written for each and the ratios, and
 checks that both give the same per-document results.
 
-    .venv/bin/python benchmarks/evaluate.py [--docs 40] [--limit 40] [--hidden 64] [--keep DIR]
+    .venv/bin/python perf/evaluate.py [--docs 40] [--limit 40] [--hidden 64] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -45,10 +45,21 @@ def write_data(folder: Path, n_test: int) -> None:
             for i in range(n):
                 a, b = rng.sample(things, 2)
                 label = rng.randrange(4)
-                f.write(json.dumps({
-                    "id": f"{split}-{i}", "ability": ABILITY, "question_type": "spatial_relation",
-                    "context": f"The {a} is {where[label]} of the {b}.", "question": f"Where is the {a}?",
-                    "options": where, "answer": where[label], "label": label}) + "\n")
+                f.write(
+                    json.dumps(
+                        {
+                            "id": f"{split}-{i}",
+                            "ability": ABILITY,
+                            "question_type": "spatial_relation",
+                            "context": f"The {a} is {where[label]} of the {b}.",
+                            "question": f"Where is the {a}?",
+                            "options": where,
+                            "answer": where[label],
+                            "label": label,
+                        }
+                    )
+                    + "\n"
+                )
 
 
 def write_masks(model_dir: Path, layout) -> None:
@@ -110,8 +121,13 @@ def per_variant_checkpoints(cfg, layout, out: Path) -> None:
     # the evaluation step: a fresh model from disk per variant
     for variant in [Variant()] + variants:
         path = cfg.model_source(spec)[0] if variant.is_original else out / "checkpoints" / variant.label()
-        lm = HFLM(pretrained=str(path), tokenizer=str(path), batch_size=cfg.settings.eval_batch_size,
-                  device="cpu", dtype="float32")
+        lm = HFLM(
+            pretrained=str(path),
+            tokenizer=str(path),
+            batch_size=cfg.settings.eval_batch_size,
+            device="cpu",
+            dtype="float32",
+        )
         job = Job(variant, ABILITY)
         run_job(cfg, spec, results, job, job_inputs(job), lm, mapping, task_manager, None)
 
@@ -135,16 +151,21 @@ def main() -> None:
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     work = args.keep or Path(tempfile.mkdtemp(prefix="benchprof-bench-"))
     work.mkdir(parents=True, exist_ok=True)
-    model_dir = make_tiny_model(work / "model", seed=0, hidden_size=args.hidden,
-                                intermediate_size=int(args.hidden * 2.6875))
+    model_dir = make_tiny_model(
+        work / "model", seed=0, hidden_size=args.hidden, intermediate_size=int(args.hidden * 2.6875)
+    )
     write_data(work / "spatial", args.docs)
     config = work / "config.yml"
-    config.write_text(yaml.safe_dump({
-        "settings": {"k_values": K_VALUES, "eval_batch_size": 8, "output_dir": "outputs"},
-        "models": [{"name": str(model_dir), "tag": "tiny", "dtype": "float32"}],
-        "datasets": [{"name": ABILITY, "path": str(work / "spatial")}],
-        "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": args.limit, "device": "cpu"},
-    }))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "settings": {"k_values": K_VALUES, "eval_batch_size": 8, "output_dir": "outputs"},
+                "models": [{"name": str(model_dir), "tag": "tiny", "dtype": "float32"}],
+                "datasets": [{"name": ABILITY, "path": str(work / "spatial")}],
+                "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": args.limit, "device": "cpu"},
+            }
+        )
+    )
     cfg = load_config(config)
     layout = Layout(cfg.output_root, "tiny")
     write_masks(model_dir, layout)
@@ -167,13 +188,17 @@ def main() -> None:
     theirs = [Layout(authors, "tiny").samples_file(v, ABILITY).read_text() for v in variants]
     same = sum(a == b for a, b in zip(mine, theirs))
 
-    print(f"\n{len(variants) - 1} variants + original, {args.limit} docs each, tiny model "
-          f"({n_params / 1e6:.2f} MB of weights), lm-eval, CPU, {torch.get_num_threads()} threads")
+    print(
+        f"\n{len(variants) - 1} variants + original, {args.limit} docs each, tiny model "
+        f"({n_params / 1e6:.2f} MB of weights), lm-eval, CPU, {torch.get_num_threads()} threads"
+    )
     print(f"{'approach':<44} {'wall s':>8} {'bytes written':>14}")
     print(f"{'(a) benchprof: 1 load, apply/evaluate/restore':<44} {in_memory_s:>8.1f} {in_memory_bytes:>14,}")
     print(f"{'(b) checkpoint per variant, reload, evaluate':<44} {authors_s:>8.1f} {authors_bytes:>14,}")
-    print(f"ratio (b)/(a): wall {authors_s / in_memory_s:.2f}x, bytes {authors_bytes / in_memory_bytes:.1f}x; "
-          f"per-document results identical for {same}/{len(variants)} variants")
+    print(
+        f"ratio (b)/(a): wall {authors_s / in_memory_s:.2f}x, bytes {authors_bytes / in_memory_bytes:.1f}x; "
+        f"per-document results identical for {same}/{len(variants)} variants"
+    )
     if not args.keep:
         shutil.rmtree(work)
 

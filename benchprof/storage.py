@@ -13,10 +13,16 @@ import json
 import os
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional
+from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
+from .layout import Output, manifest_path
+
+if TYPE_CHECKING:
+    import torch
+    from safetensors import safe_open as SafeOpen  # noqa: N812
 
 MANIFEST_VERSION = 1
 # errors that mean "this file cannot be written here" (disk full, quota, read-only, permissions)
@@ -75,7 +81,7 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
 
 
-def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: Optional[dict[str, str]] = None) -> None:
+def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: dict[str, str] | None = None) -> None:
     """safetensors.torch.save_file, atomically, with a canonical header (same tensors, same bytes)."""
     from safetensors.torch import save_file
 
@@ -87,6 +93,42 @@ def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: Optional[dict
         except Exception as err:  # safetensors reports an I/O failure (disk full) as its own error type
             raise write_error(path, err) from err
         sort_header(tmp)
+
+
+def open_tensors(path: Path, kind: str = "file", missing_hint: str = "") -> SafeOpen:
+    """A safetensors file opened for reading on the CPU (use as a context manager to close it).
+
+    A missing or unreadable file raises one BenchprofError line naming it and its `kind` ("mask");
+    `missing_hint` says how to make a missing one (e.g. "run `benchprof extract` first").
+    """
+    from safetensors import safe_open
+
+    path = Path(path)
+    if not path.is_file():
+        noun = "file" if kind == "file" else f"{kind} file"
+        raise BenchprofError(f"{path}: {noun} not found" + (f" ({missing_hint})" if missing_hint else ""))
+    try:
+        return safe_open(str(path), framework="pt", device="cpu")
+    except Exception as err:  # safetensors raises its own error types for a bad header
+        raise BenchprofError(f"{path}: not a readable safetensors {kind} ({str(err).splitlines()[0]})") from None
+
+
+def read_tensors(
+    path: Path, kind: str = "file", missing_hint: str = ""
+) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """Every tensor of a safetensors file, and its metadata."""
+    with open_tensors(path, kind, missing_hint) as handle:
+        try:
+            tensors = {name: handle.get_tensor(name) for name in handle.keys()}
+        except Exception as err:  # a truncated file fails here, not at open
+            raise BenchprofError(f"{path}: not a readable safetensors {kind} ({str(err).splitlines()[0]})") from None
+        return tensors, dict(handle.metadata() or {})
+
+
+def tensors_metadata(path: Path, kind: str = "file", missing_hint: str = "") -> dict[str, str]:
+    """A safetensors file's metadata only (the tensors are not read)."""
+    with open_tensors(path, kind, missing_hint) as handle:
+        return dict(handle.metadata() or {})
 
 
 def sort_header(path: Path) -> None:
@@ -132,11 +174,10 @@ def versions() -> dict[str, str]:
     return out
 
 
-def write_manifest(directory: Path, inputs: dict[str, Any], extra: Optional[dict[str, Any]] = None,
-                   started: Optional[float] = None) -> dict[str, Any]:
+def write_manifest(
+    directory: Path, inputs: dict[str, Any], extra: dict[str, Any] | None = None, started: float | None = None
+) -> dict[str, Any]:
     """Record what produced `directory`: its inputs (whose hash decides staleness), versions, time."""
-    from .layout import manifest_path
-
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "inputs": inputs,
@@ -167,26 +208,73 @@ def clear_manifest(directory: Path) -> None:
     """Remove a folder's manifest before its files are rewritten: a run killed halfway then leaves
     no manifest that could vouch for a mix of old and new files (even if the config is reverted).
     Temporary files an earlier killed run left there go too."""
-    from .layout import manifest_path
-
     manifest_path(directory).unlink(missing_ok=True)
     remove_temps(directory)
 
 
-def read_manifest(directory: Path) -> Optional[dict[str, Any]]:
-    from .layout import manifest_path
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """A stage folder's manifest.json, or None when absent or corrupt (the work is then redone)."""
+    return _read_record(manifest_path(directory))
 
-    path = manifest_path(directory)
-    if not path.is_file():
+
+def _read_record(path: Path) -> dict[str, Any] | None:
+    if not Path(path).is_file():
         return None
     try:
-        return read_json(path)
-    except ValueError:
-        return None  # a corrupt manifest means the work is redone
+        record = read_json(path)
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
 
 
-def is_current(directory: Path, inputs: dict[str, Any], files: Iterable[Path] = ()) -> bool:
-    """True when `directory` holds a manifest written from exactly these inputs (and `files` exist)."""
-    manifest = read_manifest(directory)
-    return (manifest is not None and manifest.get("inputs_hash") == value_hash(inputs)
-            and all(Path(f).is_file() for f in files))
+def recorded_inputs(output: Output) -> dict[str, Any] | None:
+    """The inputs an output's manifest (or result JSON) says it was computed from; None if it has none."""
+    record = _read_record(output.manifest)
+    inputs = record.get("inputs") if record else None
+    return inputs if isinstance(inputs, dict) else None
+
+
+def is_current(output: Output, inputs: dict[str, Any]) -> bool:
+    """The skip check of every stage: the output's manifest was written from exactly these inputs
+    and all its files exist."""
+    record = _read_record(output.manifest)
+    return (
+        record is not None
+        and record.get("inputs_hash") == value_hash(inputs)
+        and all(Path(f).is_file() for f in output.files)
+    )
+
+
+def changed_keys(recorded: dict[str, Any] | None, expected: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
+    """The input keys whose recorded value differs from the one the config gives now."""
+    if not isinstance(recorded, dict):
+        return ["manifest"]
+    expected = json.loads(json.dumps(expected, default=str))  # as recorded: tuples are lists, keys strings
+    keys = sorted(set(recorded) | set(expected))
+    return [k for k in keys if k not in ignore and recorded.get(k) != expected.get(k)]
+
+
+def judge(
+    output: Output, expected: dict[str, Any] | None, upstream: str = "", ignore: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """(state, why) of one output for `benchprof status`: done, stale (and why) or pending.
+
+    `expected` are the inputs the config gives now (None: they cannot be computed), `upstream` the
+    reason an earlier stage's output is not done, `ignore` input keys status cannot know without
+    loading the model.
+    """
+    recorded = recorded_inputs(output)
+    if recorded is None:
+        partial = [f for f in output.files if f.is_file()]
+        return "pending", ("files without a manifest (an interrupted run)" if partial else "")
+    if upstream:
+        return "stale", upstream
+    if expected is None:
+        return "stale", "its inputs cannot be computed"
+    changed = changed_keys(recorded, expected, ignore)
+    if changed:
+        return "stale", "changed: " + ", ".join(changed)
+    missing = [f.name for f in output.files if not f.is_file()]
+    if missing:
+        return "stale", "missing " + ", ".join(missing)
+    return "done", ""
