@@ -1,0 +1,109 @@
+"""Golden test of the architecture re-cut: a reduced demo run gives the same masks, the same results
+and the same ais.csv as the code before the re-cut (commit bb51e0f) gave on this machine.
+
+`tests/golden/demo_reduced.json` was written by this file run as a script with the old package on
+PYTHONPATH (`PYTHONPATH=<old checkout> python tests/test_golden.py`); the test runs the same config
+through the real CLI and compares. ais.csv is compared on the columns it had then: later columns
+(statistics added since) are free to appear.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+GOLDEN = ROOT / "tests" / "golden" / "demo_reduced.json"
+VOLATILE = ("wall_seconds", "versions", "written_at", "inputs", "inputs_hash", "model_fingerprint")
+
+
+def reduced_demo(folder: Path) -> Path:
+    """configs/demo.yml cut to two abilities, 20 test items, 32 training items, three regions."""
+    demo = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
+    abilities = ["Quantitative_Reasoning", "Commonsense_Causal"]
+    demo["settings"]["output_dir"] = str(folder / "outputs")
+    demo["models"][0]["name"] = str(ROOT / "benchprof" / "assets" / "demo-model")
+    demo["data"].update(dir=str(folder / "data"), test_size=20, train_size=64)
+    demo["datasets"] = [{"name": a} for a in abilities]
+    demo["finetune"]["max_samples"] = 32
+    demo["extract"]["regions"] = ["top", "bottom", "random"]
+    demo["evals"]["benchmarks"] = abilities + ["mix"]
+    demo["evals"]["num_fewshot"] = [0, 0, 0]
+    demo["evals"]["composites"] = {"mix": {"abilities": abilities, "size": 20}}
+    demo["aggregate"]["bootstrap"] = 200
+    config = folder / "demo.yml"
+    config.write_text(yaml.safe_dump(demo))
+    return config
+
+
+def snapshot(outputs: Path) -> dict:
+    """What must not change: mask bytes, result values and per-item samples, ais.csv rows."""
+    model = outputs / "demo"
+    masks = {
+        str(p.relative_to(model)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(model.rglob("masks/*/*.safetensors"))
+    }
+    evals = {}
+    for path in sorted(model.rglob("eval/**/*.json")):
+        payload = json.loads(path.read_text())
+        samples = path.with_name(path.name[: -len(".json")] + ".samples.jsonl")
+        payload = {key: value for key, value in payload.items() if key not in VOLATILE}
+        payload["samples"] = [json.loads(line) for line in samples.read_text().splitlines()]
+        evals[str(path.relative_to(model))] = payload
+    with open(model / "profile" / "ais.csv") as f:
+        ais = list(csv.DictReader(f))
+    return {"masks": masks, "evals": evals, "ais": ais}
+
+
+def run_pipeline(folder: Path, pythonpath: str | None = None) -> dict:
+    config = reduced_demo(folder)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", str(config)], check=True, env=env, capture_output=True, text=True
+    )
+    return snapshot(folder / "outputs")
+
+
+def assert_same(got: object, want: object, where: str = "") -> None:
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and set(got) == set(want), where
+        for key in want:
+            assert_same(got[key], want[key], f"{where}.{key}")
+    elif isinstance(want, list):
+        assert isinstance(got, list) and len(got) == len(want), where
+        for i, (a, b) in enumerate(zip(got, want)):
+            assert_same(a, b, f"{where}[{i}]")
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12), where
+    else:
+        assert got == want, where
+
+
+@pytest.mark.slow
+def test_reduced_demo_matches_the_code_before_the_recut(tmp_path):
+    want = json.loads(GOLDEN.read_text())
+    got = run_pipeline(tmp_path)
+    assert got["masks"] == want["masks"]  # byte-identical region files
+    assert_same(got["evals"], want["evals"], "evals")
+    assert len(got["ais"]) == len(want["ais"])
+    for row_got, row_want in zip(got["ais"], want["ais"]):
+        assert {c: row_got[c] for c in row_want} == row_want  # the columns ais.csv had before
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        result = run_pipeline(Path(scratch), os.environ.get("PYTHONPATH"))
+    GOLDEN.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {GOLDEN}: {len(result['masks'])} masks, {len(result['evals'])} results, {len(result['ais'])} rows")
