@@ -64,14 +64,32 @@ def snapshot(outputs: Path) -> dict:
 
 
 def run_pipeline(folder: Path, pythonpath: str | None = None) -> dict:
+    """The reduced demo end to end, then `benchprof status` on the finished, a partial and a stale run."""
     config = reduced_demo(folder)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
-    subprocess.run(
-        [sys.executable, "-m", "benchprof", "run", str(config)], check=True, env=env, capture_output=True, text=True
-    )
-    return snapshot(folder / "outputs")
+
+    def benchprof(*args: str) -> str:
+        command = [sys.executable, "-m", "benchprof", args[0], str(config), *args[1:]]
+        done = subprocess.run(command, check=True, env=env, capture_output=True, text=True)
+        return done.stdout.replace(str(folder), "<tmp>")
+
+    benchprof("run")
+    result = snapshot(folder / "outputs")
+    status = {"finished": benchprof("status"), "finished_verbose": benchprof("status", "--verbose")}
+    model = folder / "outputs" / "demo"
+    (model / "Commonsense_Causal" / "masks" / "k0.03" / "bottom.safetensors").unlink()
+    (model / "original" / "eval" / "mix.json").unlink()
+    (model / "Quantitative_Reasoning" / "eval" / "k0.01" / "random" / "mix.samples.jsonl").unlink()
+    status["partial"] = benchprof("status", "--verbose")
+    raw = yaml.safe_load(config.read_text())
+    raw["finetune"]["max_samples"] = 16  # importance and all after it of both abilities go stale
+    raw["aggregate"]["bootstrap"] = 100
+    config.write_text(yaml.safe_dump(raw))
+    status["stale"] = benchprof("status", "--verbose")
+    result["status"] = status
+    return result
 
 
 def assert_same(got: object, want: object, where: str = "") -> None:
@@ -93,6 +111,7 @@ def assert_same(got: object, want: object, where: str = "") -> None:
 def test_reduced_demo_matches_the_code_before_the_recut(tmp_path):
     want = json.loads(GOLDEN.read_text())
     got = run_pipeline(tmp_path)
+    assert got["status"] == want["status"]  # benchprof status: same answers, same words
     assert got["masks"] == want["masks"]  # byte-identical region files
     assert_same(got["evals"], want["evals"], "evals")
     assert len(got["ais"]) == len(want["ais"])
