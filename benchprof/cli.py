@@ -10,16 +10,21 @@
   benchprof aggregate               AIS tables, confidence intervals and plots
   benchprof status config.yml       what is done, stale and pending (no model weights loaded)
 
+Every stage is a function `stage(cfg: Config, ...)`; this layer reads config.yml once and calls it.
 Stage modules import torch and friends inside their functions, so `benchprof --help` is instant.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
+from collections.abc import Callable
 
 from . import BenchprofError
 from .aggregate import aggregate
+from .config import load_config
 from .damage import damage
 from .data import data
 from .evaluate import evaluate
@@ -29,7 +34,7 @@ from .run import run
 from .specificity import overlap
 from .status import status
 
-COMMANDS = {
+STAGES: dict[str, Callable[..., None]] = {
     "run": run,
     "data": data,
     "finetune": finetune,
@@ -40,6 +45,29 @@ COMMANDS = {
     "aggregate": aggregate,
     "status": status,
 }
+
+
+def command(stage: Callable[..., None]) -> Callable[..., None]:
+    """The command-line face of a stage: the same options and --help, with the config's path first.
+
+    The stage's first parameter (`cfg: Config`) becomes `config: str = "config.yml"`, loaded and
+    checked once here before the stage runs.
+    """
+    signature = inspect.signature(stage)
+    first, *rest = signature.parameters.values()
+    path = first.replace(name="config", annotation=str, default="config.yml")
+
+    @functools.wraps(stage)
+    def call(config: str = "config.yml", *args: object, **kwargs: object) -> None:
+        stage(load_config(config), *args, **kwargs)
+
+    call.__signature__ = signature.replace(parameters=[path, *rest])  # type: ignore[attr-defined]
+    call.__doc__ = (stage.__doc__ or "").replace(f"        {first.name}: the config", "        config: the config")
+    del call.__wrapped__  # fire reads __signature__ and this docstring, not the stage's own
+    return call
+
+
+COMMANDS = {name: command(stage) for name, stage in STAGES.items()}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BenchprofError
-from .config import Config, ModelSpec, load_config, select
+from .config import Config, ModelSpec, select
 from .layout import Layout, Variant
 from .regions import Region, read_region, region_metadata
 
@@ -234,7 +234,7 @@ def ensure_checkpoints(
 
 
 def damage(
-    config: str = "config.yml",
+    cfg: Config,
     ability: str | None = None,
     k: Any = None,
     region: str | None = None,
@@ -253,7 +253,7 @@ def damage(
     manifest matches its mask and model is kept unless --force.
 
     Arguments:
-        config: path of config.yml.
+        cfg: the config (on the command line: the path of config.yml).
         ability: only this ability (or a comma-separated list).
         k: only these k values.
         region: only this region (top, bottom, random).
@@ -264,10 +264,8 @@ def damage(
     from .modeling import fingerprint, load_model, pick_device
 
     started = time.time()
-    cfg = load_config(config)
-    specs = [cfg.model(model)] if model is not None else cfg.models
     todo = variants(cfg, ability, k, region)
-    for spec in specs:
+    for spec in cfg.selected_models(model):
         layout = Layout(cfg.output_root, spec.tag)
         require_masks(layout, todo)
         if save:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BenchprofError
-from .config import ABILITIES, Config, load_config, select
+from .config import ABILITIES, Config, select
 from .layout import DATA_SPLITS, data_file, data_output
 from .storage import clear_manifest, is_current, write_manifest, write_text
 
@@ -136,7 +136,7 @@ def generate_ability(
 
 
 def data(
-    config: str = "config.yml",
+    cfg: Config,
     ability: str | None = None,
     out: str | None = None,
     train_size: int | None = None,
@@ -149,7 +149,7 @@ def data(
     Abilities whose `datasets:` entry has a `path` use the user's data and are not generated.
 
     Arguments:
-        config: path of config.yml.
+        cfg: the config (on the command line: the path of config.yml).
         ability: only this ability (or a comma-separated list); default all in `datasets:`.
         out: output folder; default `data.dir` from the config.
         train_size: items in each train split; default `data.train_size`.
@@ -157,13 +157,19 @@ def data(
         seed: generator seed; default `data.seed`. Same seed, byte-identical files.
         force: regenerate even when the files match the requested sizes and seed.
     """
-    cfg = load_config(config)
     started = time.time()
     names = select(ability, cfg.abilities() or list(ABILITIES), "--ability")
-    root = Path(out).resolve() if out else cfg.resolve(cfg.data.dir)
-    train_size = int(train_size or cfg.data.train_size)
-    test_size = int(test_size or cfg.data.test_size)
-    seed = cfg.data.seed if seed is None else int(seed)
+    # --out is relative to where the command runs, data.dir to the config's folder
+    cfg = cfg.with_overrides(
+        data={
+            "dir": str(Path(out).resolve()) if out else None,
+            "train_size": train_size,
+            "test_size": test_size,
+            "seed": seed,
+        }
+    )
+    root = cfg.resolve(cfg.data.dir)
+    train_size, test_size, seed = cfg.data.train_size, cfg.data.test_size, cfg.data.seed
     written, skipped = [], []
     for name in names:
         if name in cfg.abilities() and cfg.dataset(name).path:

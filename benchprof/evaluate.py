@@ -22,12 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from . import BenchprofError
-from .config import Config, ModelSpec, load_config, select
+from .config import Config, ModelSpec, select
 from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant
 from .regions import region_metadata
-
-MODEL_LOADS = 0  # model loads in this process; tests read it to check one load per worker
 
 
 @dataclass(frozen=True)
@@ -286,14 +284,6 @@ def run_lm_eval(
     )
 
 
-def load_model_counted(cfg: Config, spec: ModelSpec, device: str) -> tuple[Any, Any]:
-    global MODEL_LOADS
-    from .modeling import load_model
-
-    MODEL_LOADS += 1
-    return load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=device)
-
-
 def by_variant(pending: list[tuple[Job, dict]]) -> dict[Variant, list[tuple[Job, dict]]]:
     """Pending (job, inputs) pairs grouped by variant, in job order: each variant is applied once."""
     groups: dict[Variant, list[tuple[Job, dict]]] = {}
@@ -314,14 +304,17 @@ def run_hf(
     mapping: dict[str, str],
     task_manager: Any,
     progress: Any,
-) -> None:
-    """Load once, wrap in one HFLM, and for each variant: apply, run its benchmarks, restore."""
+) -> int:
+    """Load once, wrap in one HFLM, and for each variant: apply, run its benchmarks, restore.
+    Returns the number of model loads (1)."""
     from lm_eval.models.huggingface import HFLM
 
     from .damage import ablated, load_region
-    from .modeling import fingerprint, pick_device
+    from .modeling import fingerprint, load_model, pick_device
 
-    model, tokenizer = load_model_counted(cfg, spec, pick_device(cfg.evals.device))
+    model, tokenizer = load_model(
+        *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
+    )
     fp = fingerprint(model)  # of the unablated model: every mask is checked against it
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
     for variant, jobs in by_variant(pending).items():
@@ -334,6 +327,7 @@ def run_hf(
             for job, inputs in jobs:
                 run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp)
                 progress.update(1)
+    return 1
 
 
 def run_vllm(
@@ -344,18 +338,19 @@ def run_vllm(
     mapping: dict[str, str],
     task_manager: Any,
     progress: Any,
-) -> None:
-    """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself)."""
+) -> int:
+    """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself).
+    Returns the number of engines (model loads) started."""
     from lm_eval.api.registry import get_model
 
-    global MODEL_LOADS
+    loads = 0
     for variant, jobs in by_variant(pending).items():
         path = (
             cfg.model_source(spec)[0]
             if variant.is_original
             else str(layout.damaged_dir(variant.ability, variant.k, variant.region))
         )
-        MODEL_LOADS += 1
+        loads += 1
         lm = get_model("vllm")(
             pretrained=path,
             tokenizer=path if not variant.is_original else cfg.model_source(spec)[1],
@@ -369,6 +364,7 @@ def run_vllm(
             progress.update(1)
         del lm
         free_vllm()
+    return loads
 
 
 def free_vllm() -> None:
@@ -412,7 +408,7 @@ def run_job(
 
 
 def worker_commands(
-    config: str, devices: list[str], per_worker: int, options: dict[str, Any]
+    config: Path, devices: list[str], per_worker: int, options: dict[str, Any]
 ) -> list[tuple[list[str], dict[str, str]]]:
     """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n."""
     groups = [devices[i : i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
@@ -453,7 +449,7 @@ def cuda_available() -> bool:
 
 
 def evaluate(
-    config: str = "config.yml",
+    cfg: Config,
     ability: str | None = None,
     k: Any = None,
     region: str | None = None,
@@ -476,7 +472,7 @@ def evaluate(
     process runs per GPU (per tensor_parallel_size GPUs with vllm).
 
     Arguments:
-        config: path of config.yml.
+        cfg: the config (on the command line: the path of config.yml).
         ability: only variants of this ability (or a comma-separated list).
         k: only these k values.
         region: only this region (top, bottom, random).
@@ -494,10 +490,8 @@ def evaluate(
     from .damage import ensure_checkpoints
 
     started = time.time()
-    cfg = load_config(config)
-    backend = backend or cfg.evals.backend
-    if backend not in ("hf", "vllm"):
-        raise BenchprofError(f"--backend: {backend!r} is not one of hf, vllm")
+    cfg = cfg.with_overrides(evals={"limit": limit, "backend": backend})
+    backend, limit = cfg.evals.backend, cfg.evals.limit
     if backend == "vllm":
         import importlib.util
 
@@ -505,8 +499,7 @@ def evaluate(
             raise BenchprofError(
                 "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
             )
-    limit = int(limit) if limit is not None else cfg.evals.limit
-    specs = [cfg.model(model)] if model is not None else cfg.models
+    specs = cfg.selected_models(model)
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
     index, count = parse_shard(shard) if shard is not None else (0, 1)
     jobs = shard_jobs(all_jobs, index, count)
@@ -519,7 +512,7 @@ def evaluate(
             for spec in specs:
                 ensure_checkpoints(cfg, spec, ablated_variants(jobs))
         commands = worker_commands(
-            config,
+            cfg.path,
             devices,
             per_worker,
             {
@@ -544,7 +537,7 @@ def evaluate(
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
 
-    loads_before = MODEL_LOADS
+    loads = 0
     ran = skipped = 0
     variants_run: set[tuple[str, Variant]] = set()
     for spec in specs:
@@ -566,9 +559,9 @@ def evaluate(
         with tqdm(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
             if backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
-                run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress)
+                loads += run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress)
             else:
-                run_hf(cfg, spec, layout, pending, mapping, task_manager, progress)
+                loads += run_hf(cfg, spec, layout, pending, mapping, task_manager, progress)
         ran += len(pending)
         variants_run.update((spec.tag, j.variant) for j, _ in pending)
     where = f"shard {index}/{count}, " if shard is not None else ""
@@ -577,6 +570,6 @@ def evaluate(
     print(
         f"evaluate: {ran} jobs run, {skipped} skipped (finished), over {ablated} ablated variant(s)"
         f"{' + original' if originals else ''}, "
-        f"{MODEL_LOADS - loads_before} model load(s), {where}{time.time() - started:.0f}s; "
+        f"{loads} model load(s), {where}{time.time() - started:.0f}s; "
         f"results under {cfg.output_root}"
     )

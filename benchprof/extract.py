@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BenchprofError
-from .config import REGIONS, load_config, select
+from .config import REGIONS, Config, select
 from .layout import Layout, format_k
 from .modeling import is_eligible, layer_index
 from .regions import write_region
@@ -388,7 +388,7 @@ def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
 
 
 def extract(
-    config: str = "config.yml",
+    cfg: Config,
     k: Any = None,
     ability: str | None = None,
     model: str | None = None,
@@ -405,7 +405,7 @@ def extract(
     configured ability's importance (docs/specificity.md); a new score replaces the masks in place.
 
     Arguments:
-        config: path of config.yml.
+        cfg: the config (on the command line: the path of config.yml).
         k: only these k values (one number or a comma-separated list); default settings.k_values.
         ability: only this ability (or a comma-separated list).
         model: only this model (name or tag).
@@ -413,27 +413,20 @@ def extract(
         score: importance (default extract.score; the authors'), contrast_mean, ratio, rank or entropy.
         force: recompute even when the manifest matches.
     """
-    from .config import SCORES
     from .modeling import pick_device
     from .specificity import ScoreCache, open_specific_scores, other_importance_files
 
-    cfg = load_config(config)
+    cfg = cfg.with_overrides(extract={"selection": selection, "score": score})
     ks = select(k, cfg.settings.k_values, "--k", float)
     abilities = select(ability, cfg.abilities(), "--ability")
-    specs = [cfg.model(model)] if model else list(cfg.models)
-    selection = selection or cfg.extract.selection
-    if selection not in ("exact", "chunked"):
-        raise BenchprofError(f"--selection: {selection!r} is not one of exact, chunked")
-    score = score or cfg.extract.score
-    if score not in SCORES:
-        raise BenchprofError(f"--score: {score!r} is not one of {', '.join(SCORES)}")
+    selection, score = cfg.extract.selection, cfg.extract.score
     regions = [r for r in REGIONS if r in cfg.extract.regions]
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
     device = pick_device()
 
     started = time.time()
     written, skipped = 0, 0
-    for spec in specs:
+    for spec in cfg.selected_models(model):
         layout = Layout(cfg.output_root, spec.tag)
         totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
         for ability_name in abilities:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 import time
 
-from .config import load_config
+from .config import Config
 
 
-def run(config: str = "config.yml", eval_only: bool = False, force: bool = False, dry_run: bool = False) -> None:
+def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool = False) -> None:
     """Run every stage in order: data, finetune, extract, evaluate, aggregate.
 
     The whole plan is checked first (models, tokenizers, benchmarks, datasets, k values, output
@@ -16,7 +16,7 @@ def run(config: str = "config.yml", eval_only: bool = False, force: bool = False
     work whose manifest still matches, so a rerun, after a crash or a kill, resumes where it stopped.
 
     Arguments:
-        config: path of config.yml.
+        cfg: the config (on the command line: the path of config.yml), loaded once for every stage.
         eval_only: run evaluate and aggregate only (what ./run.sh -e does); data for the ability
             benchmarks is still generated if missing.
         force: redo every stage's work.
@@ -30,18 +30,17 @@ def run(config: str = "config.yml", eval_only: bool = False, force: bool = False
     from .status import needed_abilities, preflight, status
 
     started = time.time()
-    cfg = load_config(config)  # fail on a bad config before any work
     for warning in preflight(cfg, eval_only=eval_only):
         print(f"benchprof: warning: {warning}", file=sys.stderr)
     if dry_run:
-        status(config)
+        status(cfg)
         return
     ensure_data(cfg, needed_abilities(cfg))
     if not eval_only:
-        finetune(config, force=force)
-        extract(config, force=force)
-    evaluate(config, force=force)
-    aggregate(config)
+        finetune(cfg, force=force)
+        extract(cfg, force=force)
+    evaluate(cfg, force=force)
+    aggregate(cfg)
     print(
         f"run: all stages done for {len(cfg.models)} model(s) in {time.time() - started:.0f}s; "
         f"outputs under {cfg.output_root}"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import BenchprofError
-from .config import ABILITIES, Config, ModelSpec, load_config
+from .config import ABILITIES, Config, ModelSpec
 from .storage import judge
 
 STATES = ("done", "stale", "pending")
@@ -404,7 +404,7 @@ def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
     return items
 
 
-def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool = False) -> None:
+def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> None:
     """Print what a run of this config has done, what is stale and what is pending.
 
     Reads manifests, eval JSONs, data files and safetensors headers only; model weights are not
@@ -412,11 +412,10 @@ def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool 
     the model and checks it). Evaluations are summarised per variant unless --verbose.
 
     Arguments:
-        config: path of config.yml.
+        cfg: the config (on the command line: the path of config.yml).
         verbose: one line per evaluation job instead of one per variant.
         fingerprint: load each model once to check its fingerprint against the importance manifests.
     """
-    cfg = load_config(config)
     items = plan_status(cfg, fingerprint=fingerprint)
     lines = []
     evals: dict[tuple[str, str], list[Item]] = {}
@@ -449,7 +448,7 @@ def status(config: str = "config.yml", verbose: bool = False, fingerprint: bool 
     totals = {s: sum(1 for i in items if i.state == s) for s in STATES}
     print(
         f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
-        f"(of {len(items)} outputs) for {config}"
+        f"(of {len(items)} outputs) for {cfg.path}"
     )
     sys.stdout.flush()
 

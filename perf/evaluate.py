@@ -172,7 +172,7 @@ def main() -> None:
     n_params = sum(p.stat().st_size for p in model_dir.glob("*.safetensors"))
 
     started = time.time()
-    evaluate_module.evaluate(str(config), force=True)
+    evaluate_module.evaluate(load_config(config), force=True)
     in_memory_s = time.time() - started
     in_memory_bytes = tree_bytes(*layout.model_dir.glob("*/eval"))
 

@@ -7,6 +7,7 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
+from benchprof.config import load_config
 from benchprof.damage import apply_region, damage, load_region, restore_region
 from benchprof.layout import Layout
 from benchprof.modeling import eligible_names, fingerprint, load_model, num_layers, total_params
@@ -189,7 +190,7 @@ def test_save_writes_checkpoint_with_same_logits_and_skips_current(tiny_model_di
 
     config = write_project(tmp_path, tiny_model_dir, ks=(0.2,), regions=("top",))
     layout = Layout(tmp_path / "outputs", "tiny")
-    damage(str(config), save=True)
+    damage(load_config(config), save=True)
     out = layout.damaged_dir(ABILITY, 0.2, "top")
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")]  # no temp folder left
@@ -206,18 +207,18 @@ def test_save_writes_checkpoint_with_same_logits_and_skips_current(tiny_model_di
         assert not torch.allclose(ablated_logits, original_logits)
 
     stamp = (out / "model.safetensors").stat().st_mtime_ns
-    damage(str(config), save=True)
+    damage(load_config(config), save=True)
     assert (out / "model.safetensors").stat().st_mtime_ns == stamp
     assert "0 checkpoint(s) written, 1 current kept" in capsys.readouterr().out
-    damage(str(config), save=True, force=True)
+    damage(load_config(config), save=True, force=True)
     assert (out / "model.safetensors").stat().st_mtime_ns != stamp
 
 
 def test_report_without_save_writes_nothing(tiny_model_dir, tmp_path, capsys):
     config = write_project(tmp_path, tiny_model_dir, ks=(0.01,), regions=("top", "random"))
-    damage(str(config))
+    damage(load_config(config))
     out = capsys.readouterr().out
     assert f"{ABILITY}/k0.01/top" in out and f"{ABILITY}/k0.01/random" in out and "1.000%" in out
     assert not (tmp_path / "outputs" / "tiny" / ABILITY / "damaged").exists()
     with pytest.raises(BenchprofError, match="--region"):
-        damage(str(config), region="middle")
+        damage(load_config(config), region="middle")

@@ -38,10 +38,10 @@ def test_top_region_hurts_own_ability_more_than_random(tmp_path):
     config = tmp_path / "demo.yml"
     config.write_text(yaml.safe_dump(demo))
 
-    data(str(config))
+    data(load_config(config))
     finetune(str(config))
-    extract(str(config))
-    evaluate(str(config))
+    extract(load_config(config))
+    evaluate(load_config(config))
     profile = load_scores(load_config(config), progress=False)
     top = profile.row(ABILITY, ABILITY, k=k, region="top")
     random = profile.row(ABILITY, ABILITY, k=k, region="random")

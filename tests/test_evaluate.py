@@ -1,6 +1,9 @@
 """evaluate: jobs and shards, one model load per worker, output contract, reruns, saved checkpoints."""
 
+import contextlib
+import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -33,9 +36,15 @@ def project(tiny_model_dir, tmp_path_factory):
     """One full evaluation (original + 2 k x 3 regions on one benchmark), shared by the tests below."""
     tmp = tmp_path_factory.mktemp("evaluate")
     config = write_project(tmp, tiny_model_dir, ks=(0.01, 0.2), limit=LIMIT)
-    loads = evaluate_module.MODEL_LOADS
-    evaluate(str(config))
-    return config, Layout(tmp / "outputs", "tiny"), evaluate_module.MODEL_LOADS - loads
+    return config, Layout(tmp / "outputs", "tiny"), run_evaluate(config)[0]
+
+
+def run_evaluate(config: Path, **options) -> tuple[int, str]:
+    """Run evaluate; (the model loads its one-line summary reports, what it printed)."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        evaluate(load_config(config), **options)
+    return int(re.search(r"(\d+) model load\(s\)", out.getvalue()).group(1)), out.getvalue()
 
 
 def test_job_order_and_shards_partition_the_jobs(tmp_path, tiny_model_dir):
@@ -100,19 +109,19 @@ def test_ablation_changes_scores_and_restore_brings_them_back(project):
     # the last variant, scored alone on a fresh load, matches its score after five others
     late = Variant(ABILITY, 0.2, "random")
     after_others = read_samples(layout.samples_file(late, ABILITY))
-    evaluate(str(config), k=0.2, region="random", original=False, force=True)
+    evaluate(load_config(config), k=0.2, region="random", original=False, force=True)
     assert read_samples(layout.samples_file(late, ABILITY)) == after_others
 
 
 def test_saved_checkpoint_from_disk_scores_the_same(project, tmp_path):
     config, layout, _ = project
-    damage(str(config), k=0.2, region="top", save=True)
+    damage(load_config(config), k=0.2, region="top", save=True)
     saved_dir = layout.damaged_dir(ABILITY, 0.2, "top")
     raw = yaml.safe_load(Path(config).read_text())
     raw["models"] = [{"name": str(saved_dir), "tag": "saved", "dtype": "float32"}]
     raw["settings"]["output_dir"] = str(tmp_path / "outputs")
     (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
-    evaluate(str(tmp_path / "config.yml"), ability=ABILITY, k=[], region=[])  # the original only
+    evaluate(load_config(tmp_path / "config.yml"), ability=ABILITY, k=[], region=[])  # the original only
     from_disk = Layout(tmp_path / "outputs", "saved")
     assert read_samples(from_disk.samples_file(Variant(), ABILITY)) == read_samples(layout.samples_file(TOP, ABILITY))
     assert (
@@ -124,13 +133,12 @@ def test_saved_checkpoint_from_disk_scores_the_same(project, tmp_path):
 def test_rerun_skips_finished_jobs_and_force_or_a_new_mask_reruns(project, capsys):
     config, layout, _ = project
     before = eval_files(layout.model_dir)
-    loads = evaluate_module.MODEL_LOADS
-    evaluate(str(config))
+    loads, printed = run_evaluate(config)
     assert eval_files(layout.model_dir) == before  # nothing rewritten
-    assert evaluate_module.MODEL_LOADS == loads  # and no model loaded
-    assert "0 jobs run, 7 skipped" in capsys.readouterr().out
+    assert loads == 0  # and no model loaded
+    assert "0 jobs run, 7 skipped" in printed
 
-    evaluate(str(config), k=0.01, region="top", force=True)
+    evaluate(load_config(config), k=0.01, region="top", force=True)
     after = eval_files(layout.model_dir)
     changed = {p for p in before if after[p] != before[p]}
     assert changed == {
@@ -142,7 +150,7 @@ def test_rerun_skips_finished_jobs_and_force_or_a_new_mask_reruns(project, capsy
 
     # a mask that changes (here: replaced by another region's) makes its jobs stale
     shutil.copy(layout.mask_file(ABILITY, 0.01, "bottom"), layout.mask_file(ABILITY, 0.01, "random"))
-    evaluate(str(config))
+    evaluate(load_config(config))
     assert "1 jobs run, 6 skipped" in capsys.readouterr().out
 
 
@@ -157,7 +165,7 @@ def test_mask_of_another_model_fails_before_scoring(project, tmp_path):
     raw["settings"]["output_dir"] = str(tmp_path / "outputs")
     (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
     with pytest.raises(BenchprofError, match="masks from another model"):
-        evaluate(str(tmp_path / "config.yml"), k=0.01, region="top", original=False)
+        evaluate(load_config(tmp_path / "config.yml"), k=0.01, region="top", original=False)
 
 
 def test_missing_masks_and_vllm_fail_clearly(tmp_path, tiny_model_dir):
@@ -168,13 +176,13 @@ def test_missing_masks_and_vllm_fail_clearly(tmp_path, tiny_model_dir):
     raw["settings"]["k_values"] = [0.01, 0.05]
     config.write_text(yaml.safe_dump(raw))
     with pytest.raises(BenchprofError, match="mask file"):
-        evaluate(str(config))
+        evaluate(load_config(config))
     if importlib.util.find_spec("vllm") is None:
         with pytest.raises(BenchprofError, match="vllm is not installed"):
-            evaluate(str(config), backend="vllm", k=0.01)
+            evaluate(load_config(config), backend="vllm", k=0.01)
 
 
-def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatch):
+def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatch, capsys):
     config = write_project(tmp_path, tiny_model_dir, ks=(0.01,), regions=("top",))
     raw = yaml.safe_load(config.read_text())
     raw["settings"]["cuda_visible_devices"] = "2,5"
@@ -182,9 +190,8 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
     spawned = []
     monkeypatch.setattr(evaluate_module, "cuda_available", lambda: True)
     monkeypatch.setattr(evaluate_module, "spawn_workers", spawned.extend)
-    loads = evaluate_module.MODEL_LOADS
-    evaluate(str(config), limit=3, force=True)
-    assert evaluate_module.MODEL_LOADS == loads  # the parent loads nothing
+    evaluate(load_config(config), limit=3, force=True)
+    assert "model load" not in capsys.readouterr().out  # the parent loads nothing: its workers do
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in spawned] == ["2", "5"]
     for i, (argv, _) in enumerate(spawned):
         assert argv[argv.index("evaluate") + 1] == str(config)

@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
+from benchprof.config import load_config
 from benchprof.extract import (
     chunk_length,
     exact_regions,
@@ -92,7 +93,7 @@ def masks(tmp_path: Path, k: float) -> dict:
 
 def test_exact_regions_equal_brute_force_topk(tmp_path):
     tensors = synthetic_importance()
-    extract(str(setup(tmp_path, tensors, k_values=[0.001, 0.01, 0.1])))
+    extract(load_config(setup(tmp_path, tensors, k_values=[0.001, 0.01, 0.1])))
     scores = flat(tensors)
     for k in (0.001, 0.01, 0.1):
         n = math.floor(k * TOTAL_PARAMS)
@@ -108,7 +109,7 @@ def test_exact_regions_equal_brute_force_topk(tmp_path):
 
 def test_files_carry_the_contract_metadata_and_stats(tmp_path):
     tensors = synthetic_importance()
-    extract(str(setup(tmp_path, tensors)), k=0.01)
+    extract(load_config(setup(tmp_path, tensors)), k=0.01)
     layout = Layout(tmp_path / "outputs", "tiny")
     top = region_metadata(layout.mask_file(ABILITY, 0.01, "top"))
     assert {k: top[k] for k in ("fingerprint", "total_params", "n", "region", "ability", "selection", "selected")} == {
@@ -136,7 +137,7 @@ def test_files_carry_the_contract_metadata_and_stats(tmp_path):
 def test_ties_give_exactly_n_in_the_documented_order(tmp_path, kind):
     """Order: score desc, then position asc. Top = first n of it, bottom = last n."""
     tensors = synthetic_importance(kind)
-    extract(str(setup(tmp_path, tensors, k_values=[0.001, 0.01, 0.1])))
+    extract(load_config(setup(tmp_path, tensors, k_values=[0.001, 0.01, 0.1])))
     scores = flat(tensors)
     order = torch.sort(-scores, stable=True).indices.tolist()  # stable: equal scores keep position order
     for k in (0.001, 0.01, 0.1):
@@ -177,18 +178,18 @@ def test_exact_regions_on_signed_scores_match_stable_sort(tmp_path):
 def test_random_is_seeded_per_ability_and_k(tmp_path):
     tensors = synthetic_importance()
     config = setup(tmp_path / "a", tensors, k_values=[0.001, 0.01])
-    extract(str(config))
+    extract(load_config(config))
     first = as_positions(masks(tmp_path / "a", 0.01)["random"], tensors)
     layout_a = Layout(tmp_path / "a" / "outputs", "tiny")
     seeds = {k: region_metadata(layout_a.mask_file(ABILITY, k, "random"))["seed"] for k in (0.001, 0.01)}
     assert seeds[0.001] != seeds[0.01]  # derived from (random_seed, ability, k)
     # the same seed, k alone (other iteration order): the same draw
     config_b = setup(tmp_path / "b", tensors, k_values=[0.001, 0.01])
-    extract(str(config_b), k=0.01)
+    extract(load_config(config_b), k=0.01)
     assert as_positions(masks(tmp_path / "b", 0.01)["random"], tensors) == first
     # another seed: another draw, still n distinct positions
     config_c = setup(tmp_path / "c", tensors, k_values=[0.001, 0.01], extract={"random_seed": 7})
-    extract(str(config_c), k=0.01)
+    extract(load_config(config_c), k=0.01)
     other = as_positions(masks(tmp_path / "c", 0.01)["random"], tensors)
     assert len(other) == 200 and other != first
     assert (
@@ -199,7 +200,7 @@ def test_random_is_seeded_per_ability_and_k(tmp_path):
 
 def test_front_and_back_removal_are_respected(tmp_path):
     tensors = synthetic_importance()
-    extract(str(setup(tmp_path, tensors, k_values=[0.01], settings={"front_removal": 1, "back_removal": 1})))
+    extract(load_config(setup(tmp_path, tensors, k_values=[0.01], settings={"front_removal": 1, "back_removal": 1})))
     region = masks(tmp_path, 0.01)
     for name in region["top"] | region["bottom"] | region["random"]:
         assert name.split(".")[2] in ("1", "2")
@@ -211,14 +212,14 @@ def test_front_and_back_removal_are_respected(tmp_path):
 def test_n_above_the_candidate_count_fails_naming_k(tmp_path):
     config = setup(tmp_path, synthetic_importance(), k_values=[0.01, 0.5])  # 0.5 * 20000 > 7680
     with pytest.raises(BenchprofError, match=r"k=0\.5: n = .*10000 exceeds the 7680"):
-        extract(str(config))
+        extract(load_config(config))
 
 
 def test_chunked_mode_matches_the_authors_per_chunk_rule_and_differs_from_exact(tmp_path):
     tensors = synthetic_importance()
     tensors["model.layers.2.mlp.up_proj.weight"] += 1.0  # one tensor holds every large score
     config = setup(tmp_path, tensors, k_values=[0.01], extract={"selection": "chunked", "chunk_size": 100})
-    extract(str(config))
+    extract(load_config(config))
     region = masks(tmp_path, 0.01)
     scores, n = flat(tensors), 200
     length = chunk_length(scores.numel(), n, 100)
@@ -243,15 +244,15 @@ def test_bad_or_missing_importance_is_a_one_line_error(tmp_path):
     path = Layout(tmp_path / "outputs", "tiny").importance_file(ABILITY)
     path.write_bytes(b"\x00garbage")
     with pytest.raises(BenchprofError, match="importance.safetensors: not a readable safetensors file"):
-        extract(str(config))
+        extract(load_config(config))
     tensors = synthetic_importance()
     tensors["model.layers.3.mlp.up_proj.weight"][2, 5] = float("nan")
     setup(tmp_path, tensors)
     with pytest.raises(BenchprofError, match="tensor 'model.layers.3.mlp.up_proj.weight' holds NaN scores"):
-        extract(str(config))
+        extract(load_config(config))
     path.unlink()
     with pytest.raises(BenchprofError, match="importance.safetensors: file not found"):
-        extract(str(config))
+        extract(load_config(config))
 
 
 def test_cli_extract_single_stage_on_existing_importance(tmp_path):

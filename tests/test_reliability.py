@@ -94,7 +94,7 @@ def reference(tiny_model_dir, tmp_path_factory):
     """An uninterrupted run, in process."""
     folder = tmp_path_factory.mktemp("reference")
     config = write_config(folder, tiny_model_dir)
-    run(str(config))
+    run(load_config(config))
     return folder, final_outputs(folder)
 
 
@@ -145,7 +145,7 @@ def test_killed_run_resumes_to_the_same_outputs(reference, tiny_model_dir, tmp_p
     config = write_config(tmp_path, tiny_model_dir)
     killed_run(tmp_path, config, pattern, nth)
     assert temp_files(tmp_path), "the kill should have left a temporary file behind"
-    run(str(config))
+    run(load_config(config))
     assert_same_outputs(final_outputs(tmp_path), reference[1])
     left = [p for p in temp_files(tmp_path) if "profile" not in p.parts or stage != "aggregate"]
     assert not left, left  # a resumed stage clears what the killed one left
@@ -163,7 +163,7 @@ def test_external_sigkill_during_evaluation_then_resume(reference, tiny_model_di
         time.sleep(0.02)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    run(str(config))
+    run(load_config(config))
     assert_same_outputs(final_outputs(tmp_path), reference[1])
 
 
@@ -175,7 +175,7 @@ def test_reverted_config_after_a_kill_recomputes_from_the_right_data(reference, 
     config = write_config(tmp_path, tiny_model_dir, data__seed=2)
     killed_run(tmp_path, config, r"importance/manifest\.json$")
     config = write_config(tmp_path, tiny_model_dir)  # back to seed 1
-    run(str(config))
+    run(load_config(config))
     assert_same_outputs(final_outputs(tmp_path), reference[1])
 
 
@@ -203,13 +203,13 @@ def test_changes_recompute_exactly_what_depends_on_them(reference, tiny_model_di
     user_data = write_user_data(tmp_path / "spatial", reference[0])
     datasets = [{"name": ABILITY, "path": str(user_data)}, {"name": OTHER}]
     config = write_config(tmp_path, tiny_model_dir, datasets=datasets)
-    run(str(config))
+    run(load_config(config))
     root = tmp_path / "outputs" / "tiny"
     before = stamps(root)
 
     # a new k adds masks and evaluations; nothing computed before is touched
     config = write_config(tmp_path, tiny_model_dir, datasets=datasets, settings__k_values=[K, 0.1])
-    run(str(config))
+    run(load_config(config))
     after = stamps(root)
     assert {name: after[name] for name in before} == before
     added = sorted(set(after) - set(before))
@@ -220,7 +220,7 @@ def test_changes_recompute_exactly_what_depends_on_them(reference, tiny_model_di
     # a new data seed regenerates OTHER's data: its importance, masks and evaluations are redone,
     # the user-supplied ability and the original evaluation (benchmark data unchanged) are not
     config = write_config(tmp_path, tiny_model_dir, datasets=datasets, settings__k_values=[K, 0.1], data__seed=2)
-    run(str(config))
+    run(load_config(config))
     final = stamps(root)
     changed = sorted(name for name in after if final[name] != after[name])
     assert changed and all(name.startswith(OTHER) for name in changed)
@@ -340,11 +340,11 @@ def test_truncated_safetensors_are_named(reference, tiny_model_dir, tmp_path):
     importance = layout.importance_file(ABILITY)
     importance.write_bytes(importance.read_bytes()[:1000])
     with pytest.raises(BenchprofError, match=rf"^{importance}: not a readable safetensors file"):
-        extract(str(config), force=True)
+        extract(load_config(config), force=True)
     mask = layout.mask_file(ABILITY, K, "top")
     mask.write_bytes(mask.read_bytes()[:-10])
     with pytest.raises(BenchprofError, match=rf"^{mask}: not a readable safetensors mask"):
-        evaluate(str(config))
+        evaluate(load_config(config))
 
 
 def test_masks_from_another_model_are_refused(reference, tiny_model_dir, tmp_path):
@@ -358,7 +358,7 @@ def test_masks_from_another_model_are_refused(reference, tiny_model_dir, tmp_pat
         tensors, metadata = {n: f.get_tensor(n) for n in f.keys()}, f.metadata()
     save_tensors(mask, tensors, {**metadata, "fingerprint": "0123456789abcdef"})
     with pytest.raises(BenchprofError, match=rf"^{mask}: masks from another model"):
-        evaluate(str(config))
+        evaluate(load_config(config))
 
 
 def disk_full(*args, **kwargs):
@@ -412,10 +412,10 @@ def test_disk_full_in_a_stage_then_rerun(reference, tiny_model_dir, tmp_path, mo
 
     monkeypatch.setattr(safetensors.torch, "save_file", second_fails)
     with pytest.raises(BenchprofError, match="No space left on device"):
-        extract(str(config), force=True)
+        extract(load_config(config), force=True)
     monkeypatch.undo()
     assert not (masks / "manifest.json").exists() and temp_files(tmp_path) == []
-    extract(str(config))  # no manifest: the whole (ability, k) is redone
+    extract(load_config(config))  # no manifest: the whole (ability, k) is redone
     for region in ("top", "bottom", "random"):
         name = f"{ABILITY}/masks/k0.05/{region}.safetensors"
         assert (masks / f"{region}.safetensors").read_bytes() == reference[1]["tensors"][name]

@@ -139,7 +139,7 @@ def test_each_score_equals_its_brute_force_formula(project):
 
 def test_extract_contrast_mean_top_and_bottom_are_topk_of_the_difference(project):
     config, tensors, layout = project
-    extract(str(config), score="contrast_mean")
+    extract(load_config(config), score="contrast_mean")
     names = sorted(n for n in tensors[ABILITIES[0]] if n.endswith(MLP))
     offsets = np.cumsum([0] + [tensors[ABILITIES[0]][n].numel() for n in names])
     n = math.floor(0.01 * TOTAL_PARAMS)
@@ -157,13 +157,13 @@ def test_extract_contrast_mean_top_and_bottom_are_topk_of_the_difference(project
 def test_switching_the_score_changes_the_manifest_and_recomputes(project, capsys):
     config, tensors, layout = project
     a = ABILITIES[0]
-    extract(str(config))
+    extract(load_config(config))
     before = {r: layout.mask_file(a, 0.01, r).read_bytes() for r in ("top", "bottom", "random")}
     manifest = read_manifest(layout.masks_dir(a, 0.01))
     assert manifest["inputs"]["score"] == "importance" and "score_inputs" not in manifest["inputs"]
     assert "score" not in region_metadata(layout.mask_file(a, 0.01, "top"))  # default masks keep their bytes
 
-    extract(str(config), score="rank")
+    extract(load_config(config), score="rank")
     assert "wrote 3 (ability, k) region set(s), 0 up to date" in capsys.readouterr().out
     inputs = read_manifest(layout.masks_dir(a, 0.01))["inputs"]
     assert inputs["score"] == "rank" and inputs["score_inputs"]["formula"].startswith("S_a = P_a")
@@ -171,7 +171,7 @@ def test_switching_the_score_changes_the_manifest_and_recomputes(project, capsys
     assert layout.mask_file(a, 0.01, "top").read_bytes() != before["top"]
     assert layout.mask_file(a, 0.01, "random").read_bytes() == before["random"]  # random: same file, same evals
 
-    extract(str(config), score="rank")
+    extract(load_config(config), score="rank")
     assert "wrote 0 (ability, k) region set(s), 3 up to date" in capsys.readouterr().out
 
     # a new importance file of another ability makes the specific masks stale (not the default ones)
@@ -187,19 +187,19 @@ def test_switching_the_score_changes_the_manifest_and_recomputes(project, capsys
             "loss_on": "all",
         },
     )
-    extract(str(config), score="rank", ability=a)
+    extract(load_config(config), score="rank", ability=a)
     assert "wrote 1 (ability, k) region set(s), 0 up to date" in capsys.readouterr().out
 
-    extract(str(config))  # back to the default: recomputed, and byte-identical to the first run's
+    extract(load_config(config))  # back to the default: recomputed, and byte-identical to the first run's
     assert {r: layout.mask_file(a, 0.01, r).read_bytes() for r in ("top", "bottom", "random")} == before
 
 
 def test_specific_score_needs_every_ability_importance(tmp_path):
     config = write_project(tmp_path, {ABILITIES[0]: importance_tensors(0), ABILITIES[1]: importance_tensors(1)})
     with pytest.raises(BenchprofError, match="none for Spatial_Reasoning"):
-        extract(str(config), score="contrast_mean")
+        extract(load_config(config), score="contrast_mean")
     with pytest.raises(BenchprofError, match="--score: 'bogus' is not one of importance, contrast_mean"):
-        extract(str(config), score="bogus")
+        extract(load_config(config), score="bogus")
     raw = yaml.safe_load(config.read_text())
     raw["extract"]["score"] = "bogus"
     config.write_text(yaml.safe_dump(raw))
@@ -459,10 +459,10 @@ def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     }
     config = tmp_path / "config.yml"
     config.write_text(yaml.safe_dump(raw))
-    data(str(config))
+    data(load_config(config))
     finetune(str(config))
-    extract(str(config))
-    evaluate(str(config))
+    extract(load_config(config))
+    evaluate(load_config(config))
     layout = Layout(tmp_path / "outputs", "tiny")
     top_eval = layout.eval_file(Variant(abilities[0], 0.05, "top"), abilities[0])
     random_eval = layout.eval_file(Variant(abilities[0], 0.05, "random"), abilities[0])
@@ -479,7 +479,7 @@ def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     assert states[("eval", f"{abilities[0]}/k0.05/random {abilities[0]}")] == "done"
     assert load_scores(load_config(config), progress=False).row(abilities[0], abilities[0], 0.05, "top") is None
 
-    evaluate(str(config))
+    evaluate(load_config(config))
     assert top_eval.stat().st_mtime_ns != stamps[0] and random_eval.stat().st_mtime_ns == stamps[1]
     capsys.readouterr()
     aggregate(str(config))
