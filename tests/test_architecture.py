@@ -1,0 +1,111 @@
+"""The package's shape (docs/architecture.md): no import cycles, no module reaching into another's
+private names, statistics free of I/O. Read from the source with `ast`, imports inside functions included."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "benchprof"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports(path: Path) -> list[tuple[str, list[str]]]:
+    """(imported benchprof module, names taken from it) for every import in the file, at any depth."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if not target.startswith("benchprof"):
+                continue
+            names = [alias.name for alias in node.names]
+            if node.module is None:  # `from . import x`: x may be a module
+                for name in names:
+                    found.append((f"{target}.{name}", []))
+            else:
+                found.append((target, names))
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names if alias.name.startswith("benchprof")]
+    return found
+
+
+def graph() -> dict[str, set[str]]:
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    for name, path in modules.items():
+        for target, _ in imports(path):
+            while target not in modules and "." in target:  # `from .abilities import x` -> the package
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != name:
+                edges[name].add(target)
+    return edges
+
+
+def find_cycle(edges: dict[str, set[str]]) -> list[str]:
+    """One import cycle as a path of module names, or [] (depth-first search)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for node in sorted(edges):
+        if node not in state and (cycle := visit(node)):
+            return cycle
+    return []
+
+
+def test_cycle_finder_finds_a_planted_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles():
+    edges = graph()
+    assert len(edges) > 20  # the package was found
+    assert find_cycle(edges) == []
+
+
+def test_no_module_imports_private_names_of_another():
+    offences = []
+    for path in PACKAGE.rglob("*.py"):
+        for target, names in imports(path):
+            offences += [f"{module_name(path)} imports {target}.{n}" for n in names if n.startswith("_")]
+    assert offences == []
+
+
+def test_statistics_module_is_pure():
+    """ais.py: arrays in, numbers out; no file, plot or package I/O imports."""
+    tree = ast.parse((PACKAGE / "ais.py").read_text())
+    imported = {
+        alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+    }
+    imported |= {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and not node.level
+    }
+    assert not imported & {"matplotlib", "json", "csv", "pathlib", "os", "io", "safetensors", "torch"}
+    assert not {target for target, _ in imports(PACKAGE / "ais.py")} - {"benchprof.layout"}
+    calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+    assert "open" not in calls and "print" not in calls
