@@ -1,42 +1,16 @@
 """Stage `extract`: top, bottom and random regions per ability and k (DESIGN.md 1.2).
 
-n = floor(k * total_params), total_params read from the importance file's metadata (all of the
-model's parameters). Candidates are the eligible weights of layers front_removal <= l < L - back_removal.
-
-- Order. All candidate weights form one sequence: parameter names sorted as strings, each tensor
-  flattened row-major (its flat index). Weights are ranked by (score descending, position
-  ascending); that total order breaks every tie deterministically. **top** = the first n of it,
-  **bottom** = the last n (so the n smallest scores, ties going to the *later* positions). Top and
-  bottom are therefore disjoint whenever 2n <= the candidate count, even for constant scores.
-- Exact and streamed (`selection: exact`, the default). A radix select over the scores' float bits
-  finds the exact n-th score without ever concatenating the scores: pass 1 histograms the top 16
-  bits of every score, pass 2 the low 16 bits inside the bin holding the n-th score, pass 3
-  collects the indices beyond that threshold plus the tied ones the order admits. Memory is one
-  tensor's scores and keys plus the selected indices; every k and both regions share the passes.
-- **random** = n positions drawn uniformly without replacement among the candidates, from a seed
-  derived from (extract.random_seed, ability, k), so a region never depends on which other k or
-  ability ran with it. Recorded in the file's metadata (`seed`, `random_seed`).
-- `selection: chunked` is a compatibility mode reproducing the authors' approximation: the
-  candidate sequence is cut into chunks of max(extract.chunk_size, floor(sqrt(N / f))) weights
-  (N candidates, f = n / N, the authors' adaptive size) and each chunk of length c gives its
-  ceil(f * c) largest (top) and smallest (bottom) scores, so the count is slightly above n and the
-  region is spread evenly over the layers. Random regions are the same as in exact mode.
-
-Files (`layout.mask_file(ability, k, region)`): safetensors keyed by parameter name, each value the
-sorted int64 flat indices selected in that tensor; **tensors with no selected weight are
-omitted**. Metadata (all strings): fingerprint, total_params, n, k, region, ability, model,
-selection, selected (the actual count), eligible, scope, n_layers, front_removal, back_removal,
-order; top and bottom add score (extract.score, when not importance), random adds seed and
-random_seed, chunked adds chunk_size. `stats.csv` has one row per candidate tensor and region
-(tensor, layer, numel, region, selected, fraction), then manifest.json.
-
-- Score (`extract.score`, `--score`). `importance` (default, the authors') ranks I_a itself; the
-  ability-specific scores of benchprof/specificity.py rank S_a, computed from every configured
-  ability's stored importance file (no new gradient pass). The masks stay in the same folders: the
-  score and the identity of every importance file it reads are in the manifest's inputs, so a
-  switch recomputes the masks (and `status` calls them stale), and evaluate, which records each
-  mask file's hash, re-evaluates the top and bottom regions. Random regions never depend on the
-  score: their files keep their bytes, so their evaluations are reused.
+n = floor(k · total_params) weights, chosen among the eligible weights of layers
+front_removal <= l < L - back_removal. All candidates form one sequence (parameter names sorted,
+row-major flat index) ranked by (score desc, position asc): **top** = the first n, **bottom** = the
+last n, so ties break deterministically and top and bottom are disjoint when 2n <= candidates.
+`selection: exact` finds the n-th score by a streamed radix select over the float bits (a 16-bit
+histogram, then a second one inside the cut bin), never concatenating the scores.
+**random** = n uniform draws without replacement, seeded by (extract.random_seed, ability, k).
+`selection: chunked` reproduces the authors' approximation: chunks of max(chunk_size,
+floor(sqrt(N / f))) candidates each give their ceil(f · c) largest and smallest scores.
+The score that ranks the weights comes from scores.py (`extract.score`); regions are written by
+regions.py (sorted int64 indices per tensor, metadata documented there) beside `stats.csv`.
 """
 
 from __future__ import annotations

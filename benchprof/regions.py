@@ -1,8 +1,10 @@
 """The region file format: one safetensors file per (ability, k, region) written by extract.
 
 Keyed by the model's parameter names; each value holds the sorted int64 flat indices selected in
-that tensor (tensors with none are absent); the metadata (strings) says how the region was made
-(extract.py lists the keys). Readers here are the only ones: damage, evaluate, overlap and status use them.
+that tensor (tensors with none are absent). Metadata (strings): fingerprint, total_params, n, k,
+region, ability, model, selection, selected (the actual count), eligible, scope, n_layers,
+front_removal, back_removal, order; random regions add seed and random_seed, top and bottom add
+score (when not importance), chunked selection adds chunk_size. The readers here are the only ones.
 """
 
 from __future__ import annotations
