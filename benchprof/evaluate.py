@@ -19,13 +19,18 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
 from .config import Config, ModelSpec, select
 from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant
 from .regions import region_metadata
+
+if TYPE_CHECKING:
+    from lm_eval.api.model import LM
+    from lm_eval.tasks import TaskManager
+    from tqdm import tqdm
 
 
 @dataclass(frozen=True)
@@ -133,7 +138,7 @@ class JobInputs:
         if variant.is_original:
             return None, None
         if variant not in self._masks:
-            path = self.layout.mask_file(variant.ability, variant.k, variant.region)
+            path = self.layout.mask_file(*variant.parts())
             self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
         return self._masks[variant]
 
@@ -263,7 +268,7 @@ def write_job(
 
 
 def run_lm_eval(
-    lm: Any, task: str, num_fewshot: int, limit: int | None, task_manager: Any, seed: int
+    lm: LM, task: str, num_fewshot: int, limit: int | None, task_manager: TaskManager, seed: int
 ) -> dict[str, Any]:
     """One lm-eval run, no response cache (a shared one would answer for the original model)."""
     import lm_eval
@@ -302,8 +307,8 @@ def run_hf(
     layout: Layout,
     pending: list[tuple[Job, dict]],
     mapping: dict[str, str],
-    task_manager: Any,
-    progress: Any,
+    task_manager: TaskManager,
+    progress: tqdm,
 ) -> int:
     """Load once, wrap in one HFLM, and for each variant: apply, run its benchmarks, restore.
     Returns the number of model loads (1)."""
@@ -318,11 +323,7 @@ def run_hf(
     fp = fingerprint(model)  # of the unablated model: every mask is checked against it
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
     for variant, jobs in by_variant(pending).items():
-        region = (
-            {}
-            if variant.is_original
-            else load_region(model, layout.mask_file(variant.ability, variant.k, variant.region), fp)
-        )
+        region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
         with ablated(model, region):
             for job, inputs in jobs:
                 run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp)
@@ -336,8 +337,8 @@ def run_vllm(
     layout: Layout,
     pending: list[tuple[Job, dict]],
     mapping: dict[str, str],
-    task_manager: Any,
-    progress: Any,
+    task_manager: TaskManager,
+    progress: tqdm,
 ) -> int:
     """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself).
     Returns the number of engines (model loads) started."""
@@ -345,11 +346,7 @@ def run_vllm(
 
     loads = 0
     for variant, jobs in by_variant(pending).items():
-        path = (
-            cfg.model_source(spec)[0]
-            if variant.is_original
-            else str(layout.damaged_dir(variant.ability, variant.k, variant.region))
-        )
+        path = cfg.model_source(spec)[0] if variant.is_original else str(layout.damaged_dir(*variant.parts()))
         loads += 1
         lm = get_model("vllm")(
             pretrained=path,
@@ -391,9 +388,9 @@ def run_job(
     layout: Layout,
     job: Job,
     inputs: dict[str, Any],
-    lm: Any,
+    lm: LM,
     mapping: dict[str, str],
-    task_manager: Any,
+    task_manager: TaskManager,
     model_fingerprint: str | None,
 ) -> None:
     started = time.time()

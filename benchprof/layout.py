@@ -40,8 +40,17 @@ class Variant:
     def is_original(self) -> bool:
         return self.ability is None
 
+    def parts(self) -> tuple[str, float, str]:
+        """(ability, k, region) of an ablated variant; the original has none."""
+        if self.ability is None or self.k is None or self.region is None:
+            raise ValueError("the original model has no region")
+        return self.ability, self.k, self.region
+
     def label(self) -> str:
-        return "original" if self.is_original else f"{self.ability}/k{format_k(self.k)}/{self.region}"
+        if self.is_original:
+            return "original"
+        ability, k, region = self.parts()
+        return f"{ability}/k{format_k(k)}/{region}"
 
 
 @dataclass(frozen=True)
@@ -113,7 +122,8 @@ class Layout:
     def eval_dir(self, variant: Variant) -> Path:
         if variant.is_original:
             return self.model_dir / "original" / "eval"
-        return self.model_dir / variant.ability / "eval" / f"k{format_k(variant.k)}" / variant.region
+        ability, k, region = variant.parts()
+        return self.model_dir / ability / "eval" / f"k{format_k(k)}" / region
 
     def eval_file(self, variant: Variant, benchmark: str) -> Path:
         return self.eval_dir(variant) / f"{benchmark}.json"

@@ -16,11 +16,14 @@ import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import BenchprofError
 from .config import ABILITIES, Config, ModelSpec
 from .storage import judge
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
 
 STATES = ("done", "stale", "pending")
 
@@ -56,7 +59,7 @@ def hub_offline() -> bool:
     )
 
 
-def parameter_counts(model_config: Any, scope: str, front: int, back: int) -> tuple[int, int, int]:
+def parameter_counts(model_config: PretrainedConfig, scope: str, front: int, back: int) -> tuple[int, int, int]:
     """(total parameters, eligible parameters, layers) of a model config, built on the meta device
     (no weights read or allocated)."""
     import torch
@@ -74,7 +77,7 @@ def parameter_counts(model_config: Any, scope: str, front: int, back: int) -> tu
 
 def check_model(
     cfg: Config, i: int, spec: ModelSpec, problems: list[str], warnings: list[str], finetune: bool
-) -> Any | None:
+) -> PretrainedConfig | None:
     """Model folder or hub id, tokenizer and chat template; returns the model's config when readable."""
     from transformers import AutoConfig, AutoTokenizer
 
@@ -113,7 +116,9 @@ def check_model(
     return model_config
 
 
-def check_k_values(cfg: Config, spec: ModelSpec, model_config: Any, problems: list[str], warnings: list[str]) -> None:
+def check_k_values(
+    cfg: Config, spec: ModelSpec, model_config: PretrainedConfig, problems: list[str], warnings: list[str]
+) -> None:
     """n = floor(k * total parameters) must fit in the eligible weights of the layer range."""
     scope, front, back = cfg.finetune.scope, cfg.settings.front_removal, cfg.settings.back_removal
     try:
@@ -308,7 +313,7 @@ def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dic
         for k in cfg.settings.k_values:
             output = layout.masks_output(ability, k, cfg.extract.regions)
             expected = None
-            if metadata is not None:
+            if metadata is not None and identity is not None:
                 n = math.floor(k * int(metadata.get("total_params", 0)))
                 expected = region_inputs(cfg, ability, k, n, identity, metadata, cfg.extract.selection)
             state, why = judge(output, expected, upstream)
@@ -333,7 +338,7 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
     for job in job_list(cfg):
         v = job.variant
         output = layout.eval_output(v, job.benchmark)
-        upstream = "" if v.is_original else upstream_of(masks.get((v.ability, v.k)), "masks")
+        upstream = "" if v.is_original else upstream_of(masks.get(v.parts()[:2]), "masks")
         upstream = (
             upstream
             or (upstream_of(data.get(job.benchmark), "benchmark data") if job.benchmark in data else "")
@@ -417,7 +422,7 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
         fingerprint: load each model once to check its fingerprint against the importance manifests.
     """
     items = plan_status(cfg, fingerprint=fingerprint)
-    lines = []
+    lines: list[Item | tuple[str, str]] = []  # an item, or (model, variant) for a summarised variant
     evals: dict[tuple[str, str], list[Item]] = {}
     for item in items:
         if item.stage == "eval" and not verbose:

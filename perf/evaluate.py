@@ -115,7 +115,7 @@ def per_variant_checkpoints(cfg, layout, out: Path) -> None:
     base, tokenizer = load_model(*cfg.model_source(spec), dtype="float32")
     fp = fingerprint(base)
     for variant in variants:
-        region = load_region(base, layout.mask_file(variant.ability, variant.k, variant.region), fp)
+        region = load_region(base, layout.mask_file(*variant.parts()), fp)
         save_checkpoint(base, tokenizer, region, out / "checkpoints" / variant.label(), {"variant": variant.label()})
     del base
     # the evaluation step: a fresh model from disk per variant
