@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Wraps `benchprof run`. Usage: ./run.sh [-e] [config.yml]
+# Wraps `benchprof run`. Usage: ./run.sh [-e] [config.yml]   (options in any order)
 #   -e   evaluation and aggregation only (masks and importance must exist)
-set -euo pipefail
-EVAL_ONLY=()
-while getopts "e" opt; do
-    case $opt in
-        e) EVAL_ONLY=(--eval_only) ;;
-        *) echo "usage: ./run.sh [-e] [config.yml]" >&2; exit 2 ;;
+# Works with bash 3.2 and later (no arrays under `set -u`).
+set -eu
+usage="usage: ./run.sh [-e] [config.yml]"
+eval_only=""
+config=""
+for arg in "$@"; do
+    case $arg in
+        -e) eval_only="--eval_only" ;;
+        -h | --help) echo "$usage"; exit 0 ;;
+        -*) echo "run.sh: unknown option $arg; $usage" >&2; exit 2 ;;
+        *)
+            if [ -n "$config" ]; then
+                echo "run.sh: one config file only (got $config and $arg); $usage" >&2
+                exit 2
+            fi
+            config=$arg ;;
     esac
 done
-shift $((OPTIND - 1))
-CONFIG=${1:-config.yml}
-HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-BENCHPROF=benchprof
-[ -x "$HERE/.venv/bin/benchprof" ] && BENCHPROF="$HERE/.venv/bin/benchprof"
-exec "$BENCHPROF" run "$CONFIG" "${EVAL_ONLY[@]}"
+config=${config:-config.yml}
+here=$(cd "$(dirname "$0")" && pwd)
+benchprof=benchprof
+if [ -x "$here/.venv/bin/benchprof" ]; then benchprof="$here/.venv/bin/benchprof"; fi
+if [ -n "$eval_only" ]; then
+    exec "$benchprof" run "$config" "$eval_only"
+fi
+exec "$benchprof" run "$config"

@@ -57,17 +57,68 @@ def command(stage: Callable[..., None]) -> Callable[..., None]:
     first, *rest = signature.parameters.values()
     path = first.replace(name="config", annotation=str, default="config.yml")
 
-    @functools.wraps(stage)
-    def call(config: str = "config.yml", *args: object, **kwargs: object) -> None:
-        stage(load_config(config), *args, **kwargs)
+    cli_signature = signature.replace(parameters=[path, *rest])
 
-    call.__signature__ = signature.replace(parameters=[path, *rest])  # type: ignore[attr-defined]
+    @functools.wraps(stage)
+    def call(*args: object, **kwargs: object) -> None:
+        bound = cli_signature.bind(*args, **kwargs)  # fire passes options by position too
+        options = dict(bound.arguments)
+        config = str(options.pop("config", "config.yml"))
+        for name, value in options.items():
+            if cli_signature.parameters[name].annotation in (bool, "bool") and not isinstance(value, bool):
+                options[name] = parse_bool(name, value)
+        stage(load_config(config), **options)
+
+    call.__signature__ = cli_signature  # type: ignore[attr-defined]
     call.__doc__ = (stage.__doc__ or "").replace(f"        {first.name}: the config", "        config: the config")
     del call.__wrapped__  # fire reads __signature__ and this docstring, not the stage's own
     return call
 
 
 COMMANDS = {name: command(stage) for name, stage in STAGES.items()}
+TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
+
+
+def parse_bool(name: str, value: object) -> bool:
+    """A boolean option's value, strictly: --force=false is False, --force=maybe an error."""
+    text = str(value).strip().lower()
+    if text in TRUE or text in FALSE:
+        return text in TRUE
+    raise BenchprofError(f"--{name}: {value!r} is not true or false")
+
+
+def check_arguments(argv: list[str]) -> None:
+    """Refuse, before anything runs, an unknown command or option and extra positional arguments.
+
+    fire would otherwise run the stage first and complain about the leftovers afterwards.
+    """
+    if not argv or argv[0].startswith("-"):
+        return  # fire prints the command list
+    name, *args = argv
+    if name not in COMMANDS:
+        raise BenchprofError(f"unknown command {name!r} (commands: {', '.join(COMMANDS)})")
+    parameters = inspect.signature(COMMANDS[name]).parameters
+    is_bool = {p: parameters[p].annotation in (bool, "bool") for p in parameters if p != "config"}
+    positional, takes_value = 0, False
+    for arg in args:
+        if arg in ("-h", "--") or arg.startswith("--help"):
+            return  # fire's own help and separator
+        if takes_value and not arg.startswith("-"):
+            takes_value = False  # the value of the option before it (--k 0.01, -k 0.01)
+            continue
+        takes_value = False
+        if arg.startswith("-") and not arg.startswith("--"):
+            takes_value = True  # a short flag: fire checks those
+        elif arg.startswith("--"):
+            option = arg[2:].split("=", 1)[0].replace("-", "_")
+            if option not in is_bool and not (option.startswith("no") and is_bool.get(option[2:])):
+                known = ", ".join(f"--{p}" for p in is_bool)
+                raise BenchprofError(f"{name}: unknown option --{option} (options: {known})")
+            takes_value = "=" not in arg and not is_bool.get(option, True)
+        else:
+            positional += 1
+            if positional > 1:
+                raise BenchprofError(f"{name}: unexpected argument {arg!r} (the config file is the only one)")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -77,6 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = sys.argv[1:] if argv is None else argv
     try:
+        check_arguments(argv)
         # fire prints a stage's return value; stages return None and print their own summary
         fire.Fire(COMMANDS, command=argv, name="benchprof")
     except BenchprofError as err:

@@ -1,0 +1,107 @@
+"""The command line: a typo or an extra argument fails before any work, booleans parse strictly, and
+every stage's --help is its docstring with the config path first; run.sh's own arguments."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchprof import BenchprofError
+from benchprof.cli import COMMANDS, STAGES, check_arguments, parse_bool
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_stage_is_a_command_with_the_config_path_first():
+    import inspect
+
+    for name, stage in STAGES.items():
+        stage_params = list(inspect.signature(stage).parameters)
+        cli_params = list(inspect.signature(COMMANDS[name]).parameters)
+        assert stage_params[0] == "cfg" and cli_params[0] == "config", name
+        assert cli_params[1:] == stage_params[1:], name
+        assert "config: the config" in COMMANDS[name].__doc__, name
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["run", "c.yml", "--dryrun"], "run: unknown option --dryrun"),
+        (["run", "c.yml", "extra"], "run: unexpected argument 'extra'"),
+        (["extract", "c.yml", "--k", "0.01", "more"], "extract: unexpected argument 'more'"),
+        (["bogus"], "unknown command 'bogus'"),
+    ],
+)
+def test_bad_arguments_are_refused_before_anything_runs(argv, message):
+    with pytest.raises(BenchprofError, match=message):
+        check_arguments(argv)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "c.yml", "--dry_run"],
+        ["run", "--dry-run", "c.yml"],
+        ["run", "c.yml", "--noforce"],
+        ["extract", "c.yml", "--k", "0.01", "--ability=Spatial_Reasoning"],
+        ["extract", "c.yml", "-k", "0.01"],
+        ["status", "--verbose", "c.yml"],
+        ["evaluate", "c.yml", "--help"],
+    ],
+)
+def test_good_arguments_pass(argv):
+    check_arguments(argv)
+
+
+def test_booleans_parse_strictly():
+    assert parse_bool("force", "false") is False and parse_bool("force", "True") is True
+    assert parse_bool("force", 1) is True and parse_bool("force", 0) is False
+    with pytest.raises(BenchprofError, match="--force: 'maybe' is not true or false"):
+        parse_bool("force", "maybe")
+
+
+def test_dryrun_typo_writes_nothing_and_exits_nonzero(tmp_path):
+    demo = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
+    demo["settings"]["output_dir"] = str(tmp_path / "outputs")
+    demo["data"]["dir"] = str(tmp_path / "data")
+    demo["models"][0]["name"] = str(ROOT / "benchprof" / "assets" / "demo-model")
+    config = tmp_path / "demo.yml"
+    config.write_text(yaml.safe_dump(demo))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", str(config), "--dryrun"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "benchprof: error: run: unknown option --dryrun (options: --eval_only, --force, --dry_run)"
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
+
+
+def run_sh(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(ROOT / "run.sh"), *args], capture_output=True, text=True)
+
+
+def test_run_sh_refuses_unknown_and_extra_arguments():
+    proc = run_sh("-x")
+    assert proc.returncode == 2 and "run.sh: unknown option -x" in proc.stderr
+    proc = run_sh("a.yml", "b.yml")
+    assert proc.returncode == 2 and "one config file only (got a.yml and b.yml)" in proc.stderr
+
+
+def test_run_sh_passes_eval_only_in_any_order(tmp_path):
+    """-e after the config is kept (it was dropped before); a stand-in benchprof records its argv."""
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    shutil.copy(ROOT / "run.sh", tmp_path / "run.sh")
+    fake = tmp_path / ".venv" / "bin" / "benchprof"
+    fake.write_text('#!/bin/sh\necho "$@"\n')
+    fake.chmod(0o755)
+    for args in (["my.yml", "-e"], ["-e", "my.yml"]):
+        proc = subprocess.run(["bash", str(tmp_path / "run.sh"), *args], capture_output=True, text=True)
+        assert proc.stdout.strip() == "run my.yml --eval_only", proc.stderr
+    proc = subprocess.run(["bash", str(tmp_path / "run.sh")], capture_output=True, text=True)
+    assert proc.stdout.strip() == "run config.yml"
