@@ -14,3 +14,511 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
+
+
+def _padded(rows: ArrayLike | Sequence[ArrayLike], fill: float) -> tuple[NDArray[np.float64], NDArray[np.intp]]:
+    """Items × options as one float array (ragged rows padded with `fill`) and each item's number of options."""
+    import numpy as np
+
+    if isinstance(rows, np.ndarray) and rows.ndim == 2:
+        return rows.astype(float), np.full(rows.shape[0], rows.shape[1], dtype=np.intp)
+    items = [np.asarray(row, dtype=float).ravel() for row in rows]  # type: ignore[union-attr]
+    n_options = np.array([item.size for item in items], dtype=np.intp)
+    out = np.full((len(items), int(n_options.max(initial=0))), fill)
+    for i, item in enumerate(items):
+        out[i, : item.size] = item
+    return out, n_options
+
+
+def p_correct(
+    loglikelihoods: ArrayLike | Sequence[ArrayLike],
+    label: ArrayLike,
+    lengths: ArrayLike | Sequence[ArrayLike] | None = None,
+) -> NDArray[np.float64]:
+    """Per item, the probability the model gives the correct option: softmax of the options' log-likelihoods at `label`.
+
+    loglikelihoods: one row of option log-likelihoods per item, as lm-eval logs them (`resps`), either an
+    (items, options) array or a list of rows when items have different numbers of options; label: the correct
+    option's index per item. lengths (same shape): with them each log-likelihood is divided by its option's length
+    before the softmax, the normalisation of lm-eval's `acc_norm` (which divides by `len(choice)`, characters;
+    `acc_bytes` uses UTF-8 bytes): pass the lengths the benchmark's metric uses. Returns shape (items,).
+    The per-item continuous score of issue 18: its mean is the expected accuracy of sampling an answer from the
+    model's option distribution, and AIS on it has narrower intervals than AIS on 0/1 accuracy.
+    """
+    import numpy as np
+
+    ll, n_options = _padded(loglikelihoods, -np.inf)
+    label = np.asarray(label, dtype=np.intp).ravel()
+    if label.shape != (ll.shape[0],):
+        raise ValueError(f"p_correct: {label.size} labels for {ll.shape[0]} items")
+    if ll.shape[0] == 0:
+        return np.zeros(0)
+    if np.any((label < 0) | (label >= n_options)):
+        raise ValueError("p_correct: a label is not the index of one of its item's options")
+    if lengths is not None:
+        length, length_options = _padded(lengths, 1.0)
+        if length.shape != ll.shape or np.any(length_options != n_options):
+            raise ValueError("p_correct: lengths do not have the shape of the log-likelihoods")
+        if np.any(length <= 0):
+            raise ValueError("p_correct: option lengths must be positive")
+        ll = ll / length
+    top = ll.max(axis=1, keepdims=True)  # shift for a stable log-sum-exp
+    log_total = np.log(np.exp(ll - top).sum(axis=1)) + top[:, 0]
+    return np.exp(ll[np.arange(ll.shape[0]), label] - log_total)
+
+
+def chance_level(n_options: ArrayLike) -> float:
+    """Expected accuracy of a uniform guess: the mean of 1/#options over the benchmark's items."""
+    import numpy as np
+
+    n_options = np.asarray(n_options, dtype=float).ravel()
+    if n_options.size == 0 or np.any(n_options < 1):
+        raise ValueError("chance_level: every item needs at least one option")
+    return float(np.mean(1.0 / n_options))
+
+
+def chance_test(scores: ArrayLike, chance: float) -> float:
+    """One-sided p-value that the original model's mean per-item score is above `chance` (population: the items).
+
+    0/1 scores (accuracy): exact binomial test, P(X ≥ successes) for X ~ Binom(n, chance). Where the items have
+    different numbers of options, `chance` is their mean 1/#options and the binomial tail bounds the exact
+    Poisson-binomial tail from above for any score a test could call significant (Hoeffding 1956, Theorem 4),
+    so the test stays valid (conservative). Continuous scores (p_correct): one-sided one-sample t-test of the
+    mean against `chance` (Student 1908); with hundreds of items the mean is close to normal. NaN for fewer than
+    two items; a constant sample gets 0 when above chance and 1 otherwise.
+    """
+    import numpy as np
+    from scipy import stats
+
+    scores = np.asarray(scores, dtype=float).ravel()
+    n = scores.size
+    if n < 2 or np.any(np.isnan(scores)):
+        return math.nan
+    if np.all((scores == 0) | (scores == 1)):
+        successes = int(scores.sum())
+        return float(stats.binom.sf(successes - 1, n, chance))
+    sd = float(scores.std(ddof=1))
+    mean = float(scores.mean())
+    if sd == 0:
+        return 0.0 if mean > chance else 1.0
+    t = (mean - chance) / (sd / math.sqrt(n))
+    return float(stats.t.sf(t, n - 1))
+
+
+def ais_above_chance(s_original: ArrayLike, s_ablated: ArrayLike, chance: ArrayLike) -> float | NDArray[np.float64]:
+    """AIS measured above chance: (s − s′) / (s − chance), the share of the above-chance score the ablation removes.
+
+    Floats or broadcast arrays; NaN where s ≤ chance (a model at or below chance has no ability to remove), without
+    a warning. With chance = 0 it is the paper's AIS for any positive s.
+    """
+    import numpy as np
+
+    s = np.asarray(s_original, dtype=float)
+    s_ablated = np.asarray(s_ablated, dtype=float)
+    chance = np.asarray(chance, dtype=float)
+    shape = np.broadcast_shapes(s.shape, s_ablated.shape, chance.shape)
+    ais = np.full(shape, np.nan)
+    np.divide(s - s_ablated, s - chance, out=ais, where=np.broadcast_to(s > chance, shape))
+    return float(ais) if ais.ndim == 0 else ais
+
+
+def flip_counts(original: ArrayLike, ablated: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Discordant pairs of paired 0/1 per-item scores, along the last axis (the items).
+
+    Returns (flips_lost, flips_gained): items right in the original and wrong after ablation, and the reverse.
+    `ablated` may carry leading axes (one row per region); `original` broadcasts against it.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    ablated = np.asarray(ablated, dtype=float)
+    for values in (original, ablated):
+        if not np.all((values == 0) | (values == 1)):
+            raise ValueError("flip_counts: per-item scores must be 0 or 1")
+    lost = ((original == 1) & (ablated == 0)).sum(axis=-1)
+    gained = ((original == 0) & (ablated == 1)).sum(axis=-1)
+    return np.asarray(lost, dtype=np.int64), np.asarray(gained, dtype=np.int64)
+
+
+def mcnemar_p(flips_lost: ArrayLike, flips_gained: ArrayLike) -> float | NDArray[np.float64]:
+    """Exact two-sided McNemar p-value from the discordant counts b (lost) and c (gained), broadcast.
+
+    p = min(1, 2·P(X ≤ min(b, c))) with X ~ Binom(b + c, 1/2): under "the ablation changes nothing" each
+    discordant item is equally likely to be a loss or a gain (McNemar 1947; exact form as in Fagerland, Lydersen and
+    Laake 2013, "The McNemar test for binary matched-pairs data"). p = 1 when b + c = 0.
+    """
+    import numpy as np
+    from scipy import stats
+
+    lost = np.asarray(flips_lost, dtype=np.int64)
+    gained = np.asarray(flips_gained, dtype=np.int64)
+    p = np.minimum(1.0, 2.0 * stats.binom.cdf(np.minimum(lost, gained), lost + gained, 0.5))
+    p = np.where(lost + gained == 0, 1.0, p)
+    return float(p) if p.ndim == 0 else p
+
+
+def mcnemar_exact(original: ArrayLike, ablated: ArrayLike) -> tuple[int, int, float]:
+    """Exact McNemar test of one cell: paired 0/1 per-item scores of the original and the ablated model.
+
+    Returns (flips_lost, flips_gained, p): right → wrong items, wrong → right items, and the two-sided exact p-value
+    of `mcnemar_p`. The population is the items both runs scored, in the same order.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    ablated = np.asarray(ablated, dtype=float)
+    if original.ndim != 1 or original.shape != ablated.shape:
+        raise ValueError(f"mcnemar_exact: needs two paired vectors, got shapes {original.shape} and {ablated.shape}")
+    lost, gained = flip_counts(original, ablated)
+    return int(lost), int(gained), float(mcnemar_p(lost, gained))
+
+
+def paired_permutation_test(
+    original: ArrayLike, ablated: ArrayLike, resamples: int, rng: np.random.Generator, max_elements: int = 4_000_000
+) -> float | NDArray[np.float64]:
+    """Two-sided sign-flip permutation test that paired continuous per-item scores have the same mean.
+
+    Under "the ablation changes nothing" the two scores of an item are exchangeable, so each paired difference
+    d_i = original_i − ablated_i is as likely to have either sign. Statistic |mean(d)|; each resample flips the
+    signs at random (Fisher 1935; Good 2005, "Permutation, Parametric and Bootstrap Tests of Hypotheses", §3);
+    p = (count + 1) / (resamples + 1), counting resamples at least as extreme, which keeps the Monte Carlo p-value
+    valid (Phipson and Smyth 2010). Items along the last axis; `ablated` may carry leading axes (one p per row,
+    all rows sharing the sign draws). Returns a float for one vector.
+    """
+    import numpy as np
+
+    diff = np.asarray(original, dtype=float) - np.asarray(ablated, dtype=float)
+    if np.isnan(diff).any():
+        raise ValueError("paired_permutation_test: per-item scores must not be NaN")
+    shape = diff.shape[:-1]
+    diff = diff.reshape(-1, diff.shape[-1])  # (rows, n)
+    n = diff.shape[1]
+    observed = np.abs(diff.mean(axis=1))
+    # sums of ±d carry rounding errors; a resample within them of the observed value counts as a tie
+    tolerance = 1e-9 * np.abs(diff).mean(axis=1)
+    count = np.zeros(diff.shape[0], dtype=np.int64)
+    chunk = max(1, max_elements // max(1, n))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        signs = 2.0 * rng.integers(0, 2, size=(stop - start, n)) - 1.0
+        resampled = np.abs(signs @ diff.T) / n  # (chunk, rows)
+        count += (resampled >= observed - tolerance).sum(axis=0)
+    p = ((count + 1) / (resamples + 1)).reshape(shape)
+    return float(p) if p.ndim == 0 else p
+
+
+def _checked_pvals(pvals: ArrayLike, name: str) -> NDArray[np.float64]:
+    import numpy as np
+
+    p = np.asarray(pvals, dtype=float)
+    finite = p[~np.isnan(p)]
+    if np.any((finite < 0) | (finite > 1)):
+        raise ValueError(f"{name}: p-values must lie in [0, 1]")
+    return p
+
+
+def bh_qvalues(pvals: ArrayLike) -> NDArray[np.float64]:
+    """Benjamini–Hochberg adjusted p-values (q-values) over the family of every non-NaN entry of `pvals`.
+
+    Step-up (Benjamini and Hochberg 1995): with the m p-values sorted, q_(i) = min_{j ≥ i} m·p_(j)/j, capped at 1;
+    rejecting q < alpha controls the false discovery rate at alpha for independent or positively dependent tests
+    (Benjamini and Yekutieli 2001). Same as statsmodels' `multipletests(method="fdr_bh")`. NaN entries (cells
+    without a test) stay NaN and do not count in m. Any shape; returns the same shape.
+    """
+    import numpy as np
+
+    p = _checked_pvals(pvals, "bh_qvalues")
+    q = np.full(p.shape, np.nan)
+    tested = ~np.isnan(p)
+    m = int(tested.sum())
+    if m == 0:
+        return q
+    order = np.argsort(p[tested], kind="stable")
+    ranked = p[tested][order] * m / np.arange(1, m + 1)
+    ranked = np.minimum(1.0, np.minimum.accumulate(ranked[::-1])[::-1])
+    adjusted = np.empty(m)
+    adjusted[order] = ranked
+    q[tested] = adjusted
+    return q
+
+
+def holm(pvals: ArrayLike) -> NDArray[np.float64]:
+    """Holm step-down adjusted p-values over the family of every non-NaN entry of `pvals`.
+
+    With the m p-values sorted, adj_(i) = max_{j ≤ i} min(1, (m − j + 1)·p_(j)) (Holm 1979); rejecting adj < alpha
+    controls the family-wise error rate at alpha under any dependence. For small pre-registered families (the
+    demo's known-answer checks). Same as statsmodels' `multipletests(method="holm")`. NaN entries stay NaN and do
+    not count in m. Any shape; returns the same shape.
+    """
+    import numpy as np
+
+    p = _checked_pvals(pvals, "holm")
+    adjusted_all = np.full(p.shape, np.nan)
+    tested = ~np.isnan(p)
+    m = int(tested.sum())
+    if m == 0:
+        return adjusted_all
+    order = np.argsort(p[tested], kind="stable")
+    ranked = np.minimum(1.0, np.maximum.accumulate(p[tested][order] * (m - np.arange(m))))
+    adjusted = np.empty(m)
+    adjusted[order] = ranked
+    adjusted_all[tested] = adjusted
+    return adjusted_all
+
+
+def _rowwise_bincount(indices: NDArray[np.intp], size: int) -> NDArray[np.int64]:
+    """counts[r, u] = how often u appears in indices[r]."""
+    import numpy as np
+
+    rows = indices.shape[0]
+    offsets = indices + size * np.arange(rows)[:, None]
+    return np.bincount(offsets.ravel(), minlength=rows * size).reshape(rows, size)
+
+
+def resample_counts(
+    n: int,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+) -> NDArray[np.int64]:
+    """Bootstrap resamples of n items as counts: out[r, i] = how many times item i is drawn in resample r.
+
+    Items (the default): each resample draws n item indices with replacement, exactly
+    `rng.integers(0, n, size=(resamples, n))`, the draws of the existing paired bootstrap. clusters (one id per
+    item, e.g. the template and fact an ability item was generated from): draws whole clusters with replacement,
+    as many as there are (the cluster bootstrap, Davison and Hinkley 1997, §3.8; Field and Welsh 2007), so items
+    sharing a cluster enter or leave together. strata (one id per item, e.g. mmlu's subjects): draws within each
+    stratum as many units as it holds (Davison and Hinkley 1997, §3.7), so each stratum keeps its weight; a cluster
+    must lie within one stratum. The mean of x on resample r is counts[r] @ x / counts[r].sum(); counts rather
+    than indices because cluster resamples differ in length.
+    """
+    import numpy as np
+
+    if clusters is None:
+        unit_of_item = np.arange(n)
+    else:
+        cluster_ids = np.asarray(clusters).ravel()
+        if cluster_ids.shape != (n,):
+            raise ValueError(f"resample_counts: {cluster_ids.size} cluster ids for {n} items")
+        _, unit_of_item = np.unique(cluster_ids, return_inverse=True)
+    n_units = int(unit_of_item.max(initial=-1)) + 1
+    if strata is None:
+        stratum_units = [np.arange(n_units)]
+    else:
+        stratum_ids = np.asarray(strata).ravel()
+        if stratum_ids.shape != (n,):
+            raise ValueError(f"resample_counts: {stratum_ids.size} stratum ids for {n} items")
+        _, stratum_of_item = np.unique(stratum_ids, return_inverse=True)
+        stratum_of_unit = np.full(n_units, -1)
+        stratum_of_unit[unit_of_item] = stratum_of_item
+        if np.any(stratum_of_unit[unit_of_item] != stratum_of_item):
+            raise ValueError("resample_counts: a cluster spans more than one stratum")
+        stratum_units = [np.flatnonzero(stratum_of_unit == s) for s in range(int(stratum_of_item.max()) + 1)]
+    unit_counts = np.zeros((resamples, n_units), dtype=np.int64)
+    for units in stratum_units:
+        picks = units[rng.integers(0, units.size, size=(resamples, units.size))]
+        unit_counts += _rowwise_bincount(picks, n_units)
+    return unit_counts[:, unit_of_item]
+
+
+def resampled_means(
+    values: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    max_elements: int = 4_000_000,
+) -> NDArray[np.float64]:
+    """Means of paired per-item scores on bootstrap resamples of the items: shape (resamples, V).
+
+    values (V, n): one row per run (the original model, each region), the same n items in the same order; every
+    row is averaged over the same resampled items (`resample_counts`, with its clusters and strata), which pairs
+    them. Resamples are drawn in chunks of at most `max_elements` counts to bound memory.
+    """
+    import numpy as np
+
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    n = values.shape[1]
+    means = np.empty((resamples, values.shape[0]))
+    chunk = max(1, max_elements // max(1, n))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        weights = resample_counts(n, stop - start, rng, clusters, strata).astype(float)
+        means[start:stop] = (weights @ values.T) / weights.sum(axis=1, keepdims=True)
+    return means
+
+
+def two_level_bootstrap(
+    original: ArrayLike,
+    top: ArrayLike,
+    random_draws: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    chance: float = 0.0,
+    max_elements: int = 4_000_000,
+) -> NDArray[np.float64]:
+    """Bootstrap distribution of AIS(top) − mean AIS(random) against a pool of random-region draws.
+
+    original (n,): per-item scores of the original model; top (n,) or (T, n): of the model without each top region;
+    random_draws (D, n): of the model without each of D independently drawn random regions of the same size (k),
+    e.g. every random draw at k, pooled across abilities. All on the same n items in the same order. AIS is
+    `ais_above_chance(s, s′, chance)` on the resampled means (chance = 0: the paper's AIS). Two levels per resample
+    (Davison and Hinkley 1997, §3.8): items drawn with replacement by `resample_counts` (paired: the same draw for the
+    original, the top and every random region; clusters and strata as there), and D random draws drawn with
+    replacement from the pool, so both the item noise and the draw-to-draw variation of random regions are inside
+    the interval. The estimand is AIS(top) − E[AIS(random region)] over the population of items and of random
+    regions at that k. Returns (resamples,) or (T, resamples); NaN where a resample's original mean is at or below
+    chance (count them: they are dropped from the percentile interval).
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    top = np.asarray(top, dtype=float)
+    random_draws = np.atleast_2d(np.asarray(random_draws, dtype=float))
+    n = original.shape[0]
+    tops = np.atleast_2d(top)
+    if original.ndim != 1 or tops.shape[1] != n or random_draws.shape[1] != n:
+        raise ValueError(
+            f"two_level_bootstrap: original {original.shape}, top {top.shape} and random_draws "
+            f"{random_draws.shape} must share the last axis (the items)"
+        )
+    n_tops, n_draws = tops.shape[0], random_draws.shape[0]
+    values = np.vstack([original[None, :], tops, random_draws])  # (1 + T + D, n)
+    means = resampled_means(values, resamples, rng, clusters, strata, max_elements)
+    ais = np.asarray(ais_above_chance(means[:, :1], means[:, 1:], chance))  # (resamples, T + D)
+    picks = rng.integers(0, n_draws, size=(resamples, n_draws))  # the second level: draws from the pool
+    pool_mean = np.take_along_axis(ais[:, n_tops:], picks, axis=1).mean(axis=1)
+    out = (ais[:, :n_tops] - pool_mean[:, None]).T
+    return out[0] if top.ndim == 1 else out
+
+
+def bootstrap_p_value(samples: ArrayLike, null: float = 0.0) -> float | NDArray[np.float64]:
+    """Two-sided bootstrap p-value of `null` from bootstrap samples of a statistic, along the last axis.
+
+    p = min(1, 2·(min(#{x ≤ null}, #{x ≥ null}) + 1) / (B + 1)) over the B finite samples (NaN ones are ignored;
+    count them separately): the smallest alpha whose equal-tailed percentile interval excludes `null` (Davison and
+    Hinkley 1997, §4.4), with the +1 of a Monte Carlo p-value. NaN where no sample is finite.
+    """
+    import numpy as np
+
+    samples = np.asarray(samples, dtype=float)
+    finite = np.isfinite(samples)
+    b = finite.sum(axis=-1)
+    below = (finite & (samples <= null)).sum(axis=-1)
+    above = (finite & (samples >= null)).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(b > 0, np.minimum(1.0, 2.0 * (np.minimum(below, above) + 1) / (b + 1)), np.nan)
+    return float(p) if p.ndim == 0 else p
+
+
+def null_calibration(
+    original: ArrayLike,
+    random_draws: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    alpha: float = 0.05,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    chance: float = 0.0,
+    max_elements: int = 4_000_000,
+) -> tuple[NDArray[np.float64], float]:
+    """Each random draw tested as if it were a top region against the pool of the other draws (leave-one-out).
+
+    original (n,), random_draws (D ≥ 2, n): as in `two_level_bootstrap`, whose test this is: per draw d, the
+    two-level bootstrap of AIS(d) − mean AIS(pool without d) and its `bootstrap_p_value` at 0. Returns the D raw
+    p-values and the share below `alpha`: the false-positive rate of the top − random test when the "top" region is
+    one more random region. A share well above alpha means random regions of that size differ from each other beyond
+    item noise, so a top region beating the pool mean is weak evidence of specificity.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    random_draws = np.asarray(random_draws, dtype=float)
+    if random_draws.ndim != 2 or random_draws.shape[0] < 2:
+        raise ValueError("null_calibration: needs at least two random draws, shape (D, n)")
+    n_draws = random_draws.shape[0]
+    values = np.vstack([original[None, :], random_draws])  # (1 + D, n)
+    means = resampled_means(values, resamples, rng, clusters, strata, max_elements)
+    ais = np.asarray(ais_above_chance(means[:, :1], means[:, 1:], chance))  # (resamples, D)
+    p_values = np.empty(n_draws)
+    for d in range(n_draws):
+        picks = rng.integers(0, n_draws - 1, size=(resamples, n_draws - 1))
+        picks += picks >= d  # indices of the other draws
+        pool_mean = np.take_along_axis(ais, picks, axis=1).mean(axis=1)
+        p_values[d] = bootstrap_p_value(ais[:, d] - pool_mean)
+    return p_values, float(np.mean(p_values < alpha))
+
+
+def _z(alpha: float, power: float) -> tuple[float, float]:
+    from statistics import NormalDist
+
+    if not (0 < alpha < 1 and 0 < power < 1):
+        raise ValueError("alpha and power must lie in (0, 1)")
+    return NormalDist().inv_cdf(1 - alpha / 2), NormalDist().inv_cdf(power)
+
+
+def minimum_detectable_ais(
+    n: ArrayLike, discordance: ArrayLike, s_original: ArrayLike, alpha: float = 0.05, power: float = 0.8
+) -> float | NDArray[np.float64]:
+    """Smallest AIS the two-sided paired test of a 0/1 metric detects with `power` at level `alpha`, broadcast.
+
+    n items, discordance ψ = share of items whose score differs between the runs (flips_lost + flips_gained) / n,
+    s_original the original accuracy; alpha is the per-test level (pass the corrected one, e.g. alpha/m for a
+    Bonferroni-safe figure under m tests). Normal approximation to McNemar's test with ψ fixed (Connor 1987,
+    Biometrics 43:207–211; Lachin 1992): δ√n = z_{1−α/2}√ψ + z_power·√(ψ − δ²), solved for the accuracy drop δ:
+    δ = u·√ψ with u = (z_a√n + z_b√(n − z_a² + z_b²)) / (n + z_b²). A drop δ needs at least δ of the items
+    discordant, so where ψ < δ the formula is solved with ψ = δ instead, which gives δ = u² (one closed form:
+    δ = u·max(√ψ, u)). Returns δ / s_original (> 1: undetectable); NaN where s_original ≤ 0.
+    """
+    import numpy as np
+
+    z_a, z_b = _z(alpha, power)
+    n = np.asarray(n, dtype=float)
+    psi = np.asarray(discordance, dtype=float)
+    s = np.asarray(s_original, dtype=float)
+    u = (z_a * np.sqrt(n) + z_b * np.sqrt(np.maximum(n - z_a**2 + z_b**2, 0.0))) / (n + z_b**2)
+    drop = u * np.maximum(np.sqrt(psi), u)
+    shape = np.broadcast_shapes(drop.shape, s.shape)
+    mde = np.full(shape, np.nan)
+    np.divide(drop, s, out=mde, where=np.broadcast_to(s > 0, shape))
+    return float(mde) if mde.ndim == 0 else mde
+
+
+def items_needed(
+    target_ais: float, discordance: float, s_original: float, alpha: float = 0.05, power: float = 0.8
+) -> int:
+    """Items the paired test of a 0/1 metric needs to detect AIS = `target_ais` with `power` at level `alpha`.
+
+    Connor (1987): n = ⌈(z_{1−α/2}√ψ + z_power·√(ψ − δ²))² / δ²⌉ with the accuracy drop δ = target_ais·s_original
+    and ψ = max(discordance, δ) (the inverse of `minimum_detectable_ais`). Discordance: the expected share of
+    flipped items, e.g. the one observed at that k on a pilot evaluation.
+    """
+    z_a, z_b = _z(alpha, power)
+    drop = target_ais * s_original
+    if not 0 < drop <= 1:
+        raise ValueError(f"items_needed: the accuracy drop target_ais × s_original = {drop} must lie in (0, 1]")
+    psi = max(discordance, drop)
+    return math.ceil((z_a * math.sqrt(psi) + z_b * math.sqrt(max(psi - drop**2, 0.0))) ** 2 / drop**2)
+
+
+def minimum_detectable_ais_continuous(
+    n: ArrayLike, sd_difference: ArrayLike, s_original: ArrayLike, alpha: float = 0.05, power: float = 0.8
+) -> float | NDArray[np.float64]:
+    """Smallest AIS a two-sided paired test of a continuous per-item metric (p_correct) detects, broadcast.
+
+    Normal approximation to the paired t-test (and to the sign-flip test, which has the same large-sample power):
+    δ = (z_{1−α/2} + z_power)·sd_difference/√n, with sd_difference the standard deviation of the per-item
+    differences original − ablated. Returns δ / s_original; NaN where s_original ≤ 0.
+    """
+    import numpy as np
+
+    z_a, z_b = _z(alpha, power)
+    drop = (z_a + z_b) * np.asarray(sd_difference, dtype=float) / np.sqrt(np.asarray(n, dtype=float))
+    s = np.asarray(s_original, dtype=float)
+    shape = np.broadcast_shapes(drop.shape, s.shape)
+    mde = np.full(shape, np.nan)
+    np.divide(drop, s, out=mde, where=np.broadcast_to(s > 0, shape))
+    return float(mde) if mde.ndim == 0 else mde
