@@ -1,6 +1,8 @@
 """Pure statistics of benchprof: arrays in, numbers out; no files, no plots.
 
-Sections: per-item scores (p_correct) · chance level · paired tests (McNemar, sign-flip) ·
+Sections: AIS and its paired bootstrap over documents (impact_score, bootstrap_ais, percentile_ci) ·
+region specificity (specificity_score, mean_specificity_bootstrap, diagonal_dominance) ·
+per-item scores (p_correct) · chance level · paired tests (McNemar, sign-flip) ·
 multiplicity (Benjamini–Hochberg, Holm) · resampling (resample_counts, two-level bootstrap, null calibration) ·
 power (minimum detectable AIS, items needed).
 """
@@ -8,12 +10,154 @@ power (minimum detectable AIS, items needed).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import zlib
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, overload
+
+from .layout import format_k
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import ArrayLike, NDArray
+
+
+@overload
+def impact_score(s_original: float, s_ablated: float) -> float: ...
+@overload
+def impact_score(s_original: ArrayLike, s_ablated: ArrayLike) -> float | NDArray[np.float64]: ...
+def impact_score(s_original: ArrayLike, s_ablated: ArrayLike) -> float | NDArray[np.float64]:
+    """AIS^a_b(k) = (s_b(θ) − s_b(θ without top_k^a)) / s_b(θ), the paper's Ability Impact Score.
+
+    s_original, s_ablated: benchmark b's mean score over its documents (the population) before and after
+    ability a's region is removed; floats or broadcast arrays (one value per bootstrap resample).
+    NaN where s_b(θ) = 0, without a warning.
+    """
+    import numpy as np
+
+    s_original = np.asarray(s_original, dtype=float)
+    s_ablated = np.asarray(s_ablated, dtype=float)
+    ais = np.full(np.broadcast_shapes(s_original.shape, s_ablated.shape), np.nan)
+    np.divide(s_original - s_ablated, s_original, out=ais, where=np.broadcast_to(s_original != 0, ais.shape))
+    return float(ais) if ais.ndim == 0 else ais
+
+
+def bootstrap_ais(
+    original: ArrayLike, ablated: ArrayLike, resamples: int, rng: np.random.Generator, max_elements: int = 2_000_000
+) -> NDArray[np.float64]:
+    """AIS on `resamples` paired bootstrap resamples of one benchmark's documents (the population).
+
+    original: per-document metric of the original model, shape (n,); ablated: shape (R, n), one row
+    per region, the same documents in the same order. Each resample draws n document indices with
+    replacement (`rng.integers(0, n, size=(chunk, n))`, chunks of at most `max_elements` indices)
+    and applies `impact_score` to the resampled means; every row shares the resample's indices, so the
+    rows stay paired with the original and with each other. Returns shape (R, resamples); NaN where a
+    resample's original mean is 0.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    ablated = np.atleast_2d(np.asarray(ablated, dtype=float))
+    n = original.shape[0]
+    if ablated.shape[1] != n:
+        raise ValueError(f"bootstrap_ais: {ablated.shape[1]} ablated documents for {n} original ones")
+    values = np.vstack([original[None, :], ablated])  # (1 + R, n)
+    out = np.empty((ablated.shape[0], resamples))
+    chunk = max(1, max_elements // max(1, n * values.shape[0]))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        means = values[:, idx].mean(axis=2)  # (1 + R, chunk)
+        out[:, start:stop] = impact_score(means[0], means[1:])
+    return out
+
+
+def percentile_ci(samples: ArrayLike, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval (Efron & Tibshirani 1993, ch. 13) of one statistic's bootstrap samples.
+
+    The population is whatever the samples resampled (the documents, for AIS); each interval stands alone,
+    with no correction over the cells of a table. NaN samples are ignored; (nan, nan) when none is finite.
+    """
+    import numpy as np
+
+    samples = np.asarray(samples, dtype=float)
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def cell_rng(seed: int, ability: str, k: float, benchmark: str) -> np.random.Generator:
+    """The bootstrap generator of one (ability, k, benchmark) cell: reproducible whatever else exists.
+
+    All regions of the cell (and the original) share its resamples, which pairs the control-adjusted
+    interval. The mean specificity's resamples of split b use cell_rng(seed, "mean", k, b).
+    """
+    import numpy as np
+
+    key = zlib.crc32(f"{ability}|{format_k(k)}|{benchmark}".encode())
+    return np.random.default_rng([int(seed), key])
+
+
+def specificity_score(own: ArrayLike, others: Sequence[ArrayLike]) -> NDArray[np.float64]:
+    """spec_a = AIS_a(own split) − mean_{b≠a} AIS_a(b): how much more removing ability a's region hurts a's
+    own test split than the other abilities' splits (the family: the ability splits of the config).
+
+    Floats (a 0-d array back) or aligned arrays of bootstrap samples, one per split.
+    """
+    import numpy as np
+
+    return np.asarray(own, dtype=float) - np.mean(np.asarray(others, dtype=float), axis=0)
+
+
+def mean_specificity_bootstrap(
+    original: Sequence[ArrayLike],
+    ablated: Sequence[ArrayLike],
+    own: Sequence[int],
+    resamples: int,
+    rngs: Sequence[np.random.Generator],
+) -> NDArray[np.float64]:
+    """Bootstrap samples of the mean specificity mean_a spec_a over M abilities and S ability splits.
+
+    original[s]: the original model's per-document scores on split s, shape (n_s,); ablated[s]: shape
+    (M, P, n_s), ability a's ablated scores there, P = 1 region, or P = 2 for (top, random) whose AIS
+    difference is the control-adjusted AIS; own[a]: the index of a's own split; rngs[s]: split s's generator.
+    The abilities' AIS on one split share that split's documents (the population), so each resample draws
+    one set of document indices per split and applies it to the original and to every ability's scores
+    there; the splits' resamples are independent. Returns shape (resamples,).
+    """
+    import numpy as np
+
+    ais = []  # per split: (M, resamples)
+    for s, (base, scores) in enumerate(zip(original, ablated)):
+        scores = np.asarray(scores, dtype=float)
+        members, parts, n = scores.shape
+        values = bootstrap_ais(base, scores.reshape(members * parts, n), resamples, rngs[s])
+        values = values.reshape(members, parts, resamples)
+        ais.append(values[:, 0] - values[:, 1] if parts == 2 else values[:, 0])
+    spec = [
+        specificity_score(ais[own_split][a], [ais[s][a] for s in range(len(ais)) if s != own_split])
+        for a, own_split in enumerate(own)
+    ]
+    return np.mean(spec, axis=0)
+
+
+def diagonal_dominance(matrix: Mapping[str, Mapping[str, float]]) -> dict[str, bool | None]:
+    """Per row a of an AIS matrix (ability a's region removed; columns: the ability splits), whether the
+    diagonal cell (a's own split) is strictly the largest of the row's finite values.
+
+    None for a row whose own split, or every other split, has no finite value. No test: a count of
+    dominant rows describes the point estimates only.
+    """
+    out: dict[str, bool | None] = {}
+    for ability, row in matrix.items():
+        values = {b: v for b, v in row.items() if not math.isnan(v)}
+        if ability not in values or len(values) < 2:
+            out[ability] = None
+            continue
+        out[ability] = all(values[ability] > v for b, v in values.items() if b != ability)
+    return out
 
 
 def _padded(rows: ArrayLike | Sequence[ArrayLike], fill: float) -> tuple[NDArray[np.float64], NDArray[np.intp]]:

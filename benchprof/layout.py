@@ -136,6 +136,57 @@ class Layout:
     def profile_dir(self) -> Path:
         return self.model_dir / "profile"
 
+    @staticmethod
+    def file_name(name: str) -> str:
+        """A benchmark name or k made safe for a file name: every other character run becomes '_'."""
+        import re
+
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+
+    @property
+    def ais_csv(self) -> Path:
+        return self.profile_dir / "ais.csv"
+
+    @property
+    def ais_json(self) -> Path:
+        return self.profile_dir / "ais.json"
+
+    @property
+    def ais_md(self) -> Path:
+        return self.profile_dir / "ais.md"
+
+    @property
+    def heatmap_png(self) -> Path:
+        return self.profile_dir / "heatmap.png"
+
+    @property
+    def ribbons_png(self) -> Path:
+        return self.profile_dir / "ribbons.png"
+
+    def profile_png(self, benchmark: str) -> Path:
+        return self.profile_dir / f"profile_{self.file_name(benchmark)}.png"
+
+    def ksweep_png(self, benchmark: str) -> Path:
+        return self.profile_dir / f"ksweep_{self.file_name(benchmark)}.png"
+
+    @property
+    def overlap_csv(self) -> Path:
+        return self.profile_dir / "overlap.csv"
+
+    @property
+    def layers_csv(self) -> Path:
+        return self.profile_dir / "layers.csv"
+
+    def overlap_png(self, k: float) -> Path:
+        return self.profile_dir / f"overlap_k{self.file_name(format_k(k))}.png"
+
+    def layers_png(self, k: float) -> Path:
+        return self.profile_dir / f"layers_k{self.file_name(format_k(k))}.png"
+
+    def profile_output(self) -> Output:
+        """The profile's tables; its plots and the overlap files are written beside them."""
+        return Output("profile", "ais", manifest_path(self.profile_dir), (self.ais_csv, self.ais_json, self.ais_md))
+
     # the outputs contract: what each stage produces, judged the same way by the stage and by status
     def importance_output(self, ability: str) -> Output:
         return Output(
