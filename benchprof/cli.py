@@ -30,8 +30,8 @@ from .data import data
 from .evaluate import evaluate
 from .extract import extract
 from .finetune import finetune
+from .overlap import overlap
 from .run import run
-from .specificity import overlap
 from .status import status
 
 STAGES: dict[str, Callable[..., None]] = {

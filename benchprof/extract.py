@@ -20,94 +20,22 @@ import hashlib
 import io as stdio
 import math
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 from . import BenchprofError
 from .config import REGIONS, Config, select
 from .layout import Layout, format_k
-from .modeling import is_eligible, layer_index
+from .modeling import layer_index
 from .regions import write_region
-from .storage import clear_manifest, file_hash, is_current, open_tensors, read_manifest, write_manifest, write_text
+from .scores import Scores, importance_identity, open_scores, order_keys
+from .storage import clear_manifest, is_current, write_manifest, write_text
 
 ORDER = "score desc, then position asc (parameter names sorted, row-major flat index)"
 BINS = 1 << 16
 
 
-# ---- reading importance files --------------------------------------------------------------
-
-
-@dataclass
-class Scores:
-    """The candidate weights of one importance file, read one tensor at a time."""
-
-    path: Path
-    metadata: dict[str, str]
-    names: list[str]  # candidate tensors in the order of the ranking (sorted names)
-    numels: list[int]
-    device: str = "cpu"
-    offsets: list[int] = field(default_factory=list)  # global position of each tensor's first weight
-
-    def __post_init__(self) -> None:
-        self.offsets = [0]
-        for numel in self.numels:
-            self.offsets.append(self.offsets[-1] + numel)
-
-    @property
-    def total(self) -> int:
-        return self.offsets[-1]
-
-    def __iter__(self) -> Iterator[tuple[str, Any]]:
-        """(name, flat fp32 scores) for each candidate tensor, in order."""
-        import torch
-
-        for name in self.names:
-            try:
-                # a handle per tensor: the file's memory map (and its resident pages) never outlives one tensor
-                with open_tensors(self.path) as handle:
-                    scores = handle.get_tensor(name)
-            except Exception as err:
-                raise BenchprofError(f"{self.path}: cannot read tensor {name!r} ({str(err).splitlines()[0]})") from None
-            yield name, scores.to(self.device, torch.float32).reshape(-1)
-
-    def check(self, name: str, values: Any) -> None:
-        import torch
-
-        if torch.isnan(values).any():
-            raise BenchprofError(f"{self.path}: tensor {name!r} holds NaN scores")
-
-
-def open_scores(path: Path, front_removal: int = 0, back_removal: int = 0, device: str = "cpu") -> Scores:
-    """An importance file's candidate tensors (eligible for its scope, within the layer range)."""
-    handle = open_tensors(path)
-    metadata = dict(handle.metadata() or {})
-    missing = [key for key in ("total_params", "n_layers", "scope") if key not in metadata]
-    if missing:
-        raise BenchprofError(f"{path}: not an importance file (metadata lacks {', '.join(missing)})")
-    n_layers = int(metadata["n_layers"])
-    names = sorted(n for n in handle.keys() if is_eligible(n, metadata["scope"], n_layers, front_removal, back_removal))
-    numels = [math.prod(handle.get_slice(n).get_shape()) for n in names]
-    return Scores(Path(path), metadata, names, numels, device)
-
-
 # ---- exact selection -----------------------------------------------------------------------
-
-
-def order_keys(scores: Any) -> Any:
-    """int32 keys that sort exactly like the float32 scores (a < b iff key(a) < key(b)).
-
-    IEEE-754 bits of a non-negative float already sort as integers; for a negative one all bits
-    but the sign are flipped. Adding 0.0 first turns -0.0 into 0.0 so equal scores get equal keys.
-    """
-    import torch
-
-    keys = (scores.to(torch.float32) + 0.0).view(torch.int32)  # a new tensor: safe to modify in place
-    negative = keys < 0
-    if negative.any():  # importance scores never are; keep memory at one int32 copy then
-        keys[negative] ^= 0x7FFFFFFF
-    return keys
 
 
 def _high(keys: Any) -> Any:
@@ -287,14 +215,6 @@ def split_positions(scores: Scores, positions: Any) -> dict[str, Any]:
 # ---- the stage -------------------------------------------------------------------------------
 
 
-def importance_identity(path: Path) -> dict[str, Any]:
-    """What an importance file is, for staleness: finetune's manifest (inputs and time), else its bytes."""
-    manifest = read_manifest(path.parent)
-    if manifest and "inputs_hash" in manifest:
-        return {"inputs_hash": manifest["inputs_hash"], "written_at": manifest.get("written_at")}
-    return {"file_hash": file_hash(path)}
-
-
 def region_inputs(
     cfg: Any,
     ability: str,
@@ -329,7 +249,7 @@ def region_inputs(
         "score": score,
     }
     if score != "importance":
-        from .specificity import score_inputs
+        from .scores import score_inputs
 
         layout = layout or _importance_layout(cfg, ability, importance, metadata)
         others = {b: layout.importance_file(b) if layout else None for b in cfg.abilities() if b != ability}
@@ -388,7 +308,7 @@ def extract(
         force: recompute even when the manifest matches.
     """
     from .modeling import pick_device
-    from .specificity import ScoreCache, open_specific_scores, other_importance_files
+    from .scores import ScoreCache, open_specific_scores, other_importance_files
 
     cfg = cfg.with_overrides(extract={"selection": selection, "score": score})
     ks = select(k, cfg.settings.k_values, "--k", float)

@@ -295,9 +295,10 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], finger
 
 
 def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dict[tuple[str, float], Item]:
-    from .extract import importance_identity, region_inputs
+    from .extract import region_inputs
     from .layout import Layout
     from .regions import region_metadata
+    from .scores import importance_identity
 
     layout = Layout(cfg.output_root, spec.tag)
     items = {}

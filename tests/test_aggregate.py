@@ -8,18 +8,12 @@ import pytest
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.aggregate import (
-    CSV_COLUMNS,
-    aggregate,
-    bootstrap_ais,
-    cell_rng,
-    impact_score,
-    load_scores,
-    percentile_ci,
-    primary_metric,
-)
+from benchprof.aggregate import aggregate, load_scores
+from benchprof.ais import bootstrap_ais, cell_rng, impact_score, percentile_ci
 from benchprof.config import load_config
 from benchprof.layout import Layout, Variant
+from benchprof.report import CSV_COLUMNS
+from benchprof.results import primary_metric
 
 K = 0.01
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning"]
@@ -205,7 +199,7 @@ def test_identical_scores_give_a_zero_interval_and_all_zero_no_warning():
 def test_aggregate_end_to_end(results, capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no numpy division or all-NaN warnings
-        aggregate(str(results))
+        aggregate(load_config(results))
     cfg = load_config(results)
     folder = Layout(cfg.output_root, "t").profile_dir
     rows = read_csv(folder / "ais.csv")
@@ -267,7 +261,7 @@ def test_aggregate_end_to_end(results, capsys):
 
 
 def test_load_scores_matrix(results):
-    profile = load_scores(results, progress=False, bootstrap=0)
+    profile = load_scores(load_config(results), progress=False, bootstrap=0)
     matrix = profile.matrix()
     assert matrix["Quantitative_Reasoning"]["arc_easy"] == pytest.approx(0.25)
     assert "arc_easy" not in matrix["Temporal_Reasoning"]
@@ -286,7 +280,7 @@ def test_metric_override_and_missing_original(tmp_path):
     corrupt = Layout(cfg.output_root, "t").eval_file(Variant("Temporal_Reasoning", K, "top"), "arc_easy")
     corrupt.parent.mkdir(parents=True)
     corrupt.write_text("{oops")
-    profile = load_scores(path, progress=False, bootstrap=20)
+    profile = load_scores(load_config(path), progress=False, bootstrap=20)
     assert profile.metrics == {"arc_easy": "acc,none"}
     reasons = {(m.benchmark, m.variant): m.reason for m in profile.missing}
     assert reasons[("gsm8k", "original")] == "missing"
@@ -297,9 +291,9 @@ def test_metric_override_and_missing_original(tmp_path):
 
 def test_nothing_to_aggregate(tmp_path):
     with pytest.raises(BenchprofError, match="no evaluation results"):
-        aggregate(str(write_config(tmp_path)))
+        aggregate(load_config(write_config(tmp_path)))
 
 
 def test_report_k_must_be_a_configured_k(results):
     with pytest.raises(BenchprofError, match="report_k"):
-        aggregate(str(results), report_k=0.5, plots=False)
+        aggregate(load_config(results), report_k=0.5, plots=False)

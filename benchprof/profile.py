@@ -1,0 +1,107 @@
+"""A model's benchmark profile as Python objects: what `aggregate` computes, `report` writes and `plots`
+draws (`aggregate.load_scores` returns one). ais.csv has one column per AisRow field; ais.json is the
+Profile itself.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .ais import diagonal_dominance
+from .config import ABILITIES
+from .layout import format_k
+
+ADJUSTED = "top-random"  # region name of the control-adjusted rows in ais.csv / ais.json
+SPECIFICITY = "specificity"  # the benchmark name of specificity rows in ais.csv
+SPECIFICITY_METRIC = "AIS(own) - mean AIS(other abilities)"
+MEAN = "mean"  # the ability name of the rows holding the mean specificity over the abilities
+
+
+@dataclass
+class AisRow:
+    """One line of ais.csv. `region` is top, bottom, random or "top-random" (control-adjusted:
+    ais = AIS(top) - AIS(random), score_ablated is None). NaN: undefined (original score 0) or no
+    interval (no per-sample file, or bootstrap 0); `significant` is None when there is no interval."""
+
+    model: str
+    ability: str
+    benchmark: str
+    k: float
+    region: str
+    metric: str
+    score_original: float
+    score_ablated: float | None
+    ais: float
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    significant: bool | None = None
+    n_docs: int = 0  # documents in the paired bootstrap
+
+
+@dataclass
+class MissingEval:
+    """An evaluation that was expected but could not be used."""
+
+    benchmark: str
+    variant: str  # "original" or "<ability>/k<k>/<region>"
+    path: str
+    reason: str
+
+
+def ability_benchmarks(benchmarks: list[str]) -> list[str]:
+    """The benchmarks that are an ability's own test split."""
+    return [b for b in benchmarks if b in ABILITIES]
+
+
+@dataclass
+class Profile:
+    """Everything `aggregate` writes for one model, as Python objects."""
+
+    model: str  # tag
+    name: str
+    abilities: list[str]
+    benchmarks: list[str]
+    k_values: list[float]
+    regions: list[str]
+    report_k: float
+    threshold: float
+    bootstrap: int
+    metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> "metric,filter"
+    original_scores: dict[str, float] = field(default_factory=dict)
+    rows: list[AisRow] = field(default_factory=list)
+    missing: list[MissingEval] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    score: str = "importance"  # extract.score of the evaluated top/bottom masks (from their headers)
+    loss_on: str = ""  # finetune.loss_on of the importance files ("" when unknown)
+    overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
+
+    def row(self, ability: str, benchmark: str, k: float | None = None, region: str = "top") -> AisRow | None:
+        """The row for one cell, or None when it could not be computed."""
+        k = self.report_k if k is None else k
+        index = getattr(self, "_index", None)
+        if index is None or len(index) != len(self.rows):
+            index = {(r.ability, r.benchmark, format_k(r.k), r.region): r for r in self.rows}
+            self._index = index  # not a dataclass field: asdict() leaves it out
+        return index.get((ability, benchmark, format_k(k), region))
+
+    def matrix(self, k: float | None = None, region: str = "top") -> dict[str, dict[str, float]]:
+        """ability -> benchmark -> AIS at k (default the report k); cells without a result are absent."""
+        k = self.report_k if k is None else k
+        out: dict[str, dict[str, float]] = {a: {} for a in self.abilities}
+        for row in self.rows:
+            if row.region == region and math.isclose(row.k, k) and row.benchmark in self.benchmarks:
+                out.setdefault(row.ability, {})[row.benchmark] = row.ais
+        return out
+
+    def diagonal_dominance(self, k: float, region: str = "top") -> dict[str, bool | None]:
+        """ability -> whether its own split has the largest AIS in its row (over the ability splits with
+        an AIS); None when its own split or every other one lacks an AIS (ais.diagonal_dominance)."""
+        splits = ability_benchmarks(self.benchmarks)
+        return diagonal_dominance(
+            {
+                ability: {b: r.ais for b in splits if (r := self.row(ability, b, k, region)) is not None}
+                for ability in self.abilities
+                if ability in splits
+            }
+        )

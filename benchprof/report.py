@@ -1,0 +1,251 @@
+"""Tables out: the CSV writer (ais.csv, overlap.csv, layers.csv), ais.json, ais.md and the terminal table.
+
+Cells: NaN and None are written empty in CSV and null in JSON; in Markdown `–` is a cell with no
+evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a 95% interval that
+excludes 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
+
+from .layout import Layout, format_k
+from .profile import ADJUSTED, MEAN, SPECIFICITY, AisRow, Profile, ability_benchmarks
+from .storage import write_json, write_text
+
+CSV_COLUMNS = tuple(f.name for f in fields(AisRow))  # ais.csv: one column per AisRow field, in order
+MISSING_CELL = "–"  # no evaluation to compute from
+UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
+
+
+def csv_cell(value: object, digits: int | None = None) -> str:
+    """One CSV cell: empty for None and NaN, true/false, floats by repr (exact) or to `digits` significant digits."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return repr(value) if digits is None else f"{value:.{digits}g}"
+    return str(value)
+
+
+def write_csv(
+    path: Path, columns: tuple[str, ...], rows: Iterable[Mapping[str, Any]], digits: int | None = None
+) -> None:
+    """A CSV file of `columns`, one line per row (atomic write); the k column as a plain decimal (format_k)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([format_k(row[c]) if c == "k" else csv_cell(row[c], digits) for c in columns])
+    write_text(path, buffer.getvalue())
+
+
+def profile_json(profile: Profile) -> dict[str, Any]:
+    """ais.json: the Profile with NaN written as null."""
+    out = asdict(profile)
+    out["rows"] = [
+        {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
+        for row in out["rows"]
+    ]
+    out["report_k"] = profile.report_k
+    return out
+
+
+def write_tables(profile: Profile, layout: Layout) -> list[Path]:
+    """ais.csv, ais.json and ais.md of one model (atomic writes)."""
+    write_csv(layout.ais_csv, CSV_COLUMNS, (asdict(row) for row in profile.rows))
+    write_json(layout.ais_json, profile_json(profile))
+    write_text(layout.ais_md, render_markdown(profile))
+    return [layout.ais_csv, layout.ais_json, layout.ais_md]
+
+
+def fmt_ais(row: AisRow | None) -> str:
+    """A table cell: the AIS to 3 decimals, `*` when its 95% interval excludes 0."""
+    if row is None:
+        return MISSING_CELL
+    if math.isnan(row.ais):
+        return UNDEFINED_CELL
+    return f"{row.ais:+.3f}" + ("*" if row.significant else "")
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 evaluation', '2 evaluations'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def ais_table(profile: Profile, k: float | None = None, region: str = "top") -> str:
+    """Markdown table abilities x benchmarks of AIS at k ('*': 95% interval excludes 0)."""
+    k = profile.report_k if k is None else k
+    return md_table(
+        ["ability"] + profile.benchmarks,
+        [[a] + [fmt_ais(profile.row(a, b, k, region)) for b in profile.benchmarks] for a in profile.abilities],
+    )
+
+
+def render_markdown(profile: Profile) -> str:
+    """ais.md: headline tables at the report k, the k sweep per benchmark, region specificity, and
+    what is missing."""
+    k = format_k(profile.report_k)
+    regions = profile.regions + ([ADJUSTED] if {"top", "random"} <= set(profile.regions) else [])
+    parts = [
+        f"# Benchmark profile: {profile.name} (`{profile.model}`)",
+        "",
+        "AIS = (s_original - s_ablated) / s_original on each benchmark's primary metric, when the "
+        "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
+        f"hurt the benchmark. `*`: the 95% paired bootstrap interval ({profile.bootstrap} resamples "
+        f"over documents) excludes 0. `{UNDEFINED_CELL}`: the original score is 0. "
+        f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "
+        f"`{profile.score}`"
+        + (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
+        + " (docs/specificity.md).",
+        "",
+        "## Primary metrics",
+        "",
+        md_table(
+            ["benchmark", "metric", "original score"],
+            [
+                [
+                    b,
+                    profile.metrics.get(b, MISSING_CELL),
+                    f"{profile.original_scores[b]:.4f}" if b in profile.original_scores else MISSING_CELL,
+                ]
+                for b in profile.benchmarks
+            ],
+        ),
+        "",
+        f"## AIS at k = {k} (top region)",
+        "",
+        ais_table(profile, region="top"),
+    ]
+    if ADJUSTED in regions:
+        parts += ["", f"## Control-adjusted AIS at k = {k} (top - random)", "", ais_table(profile, region=ADJUSTED)]
+    for region in ("bottom", "random"):
+        if region in profile.regions:
+            parts += ["", f"## Control: AIS at k = {k} ({region} region)", "", ais_table(profile, region=region)]
+    parts += ["", "## k sweep per benchmark"]
+    for benchmark in profile.benchmarks:
+        header = ["ability", "region"] + [f"k = {format_k(k_)}" for k_ in profile.k_values]
+        rows = [
+            [a, r] + [fmt_ais(profile.row(a, benchmark, k_, r)) for k_ in profile.k_values]
+            for a in profile.abilities
+            for r in regions
+        ]
+        parts += [
+            "",
+            f"### {benchmark} ({profile.metrics.get(benchmark, 'no original score')})",
+            "",
+            md_table(header, rows),
+        ]
+    parts += specificity_markdown(profile)
+    parts += ["", "## Missing evaluations", ""]
+    if profile.missing:
+        grouped: dict[tuple[str, str, str], list[str]] = {}
+        for m in profile.missing:
+            ability, _, rest = m.variant.partition("/")
+            grouped.setdefault((m.benchmark, ability, m.reason), []).append(rest)
+        parts.append(
+            f"{counted(len(profile.missing), 'evaluation')} could not be used "
+            "(every one is listed in ais.json under `missing`)."
+        )
+        parts.append("")
+        parts.append(
+            md_table(
+                ["benchmark", "model variant", "k / region", "reason"],
+                [[b, a, ", ".join(rest) if any(rest) else "", reason] for (b, a, reason), rest in grouped.items()],
+            )
+        )
+    else:
+        parts.append("None.")
+    if profile.notes:
+        shown = 30
+        parts += ["", "## Notes", ""] + [f"- {note}" for note in profile.notes[:shown]]
+        if len(profile.notes) > shown:
+            parts.append(f"- ... and {len(profile.notes) - shown} more (ais.json, `notes`)")
+    return "\n".join(parts) + "\n"
+
+
+def specificity_markdown(profile: Profile) -> list[str]:
+    """The ais.md section: overlap of the regions, specificity per ability and k (with the mean over
+    the abilities), and diagonal dominance of the AIS matrix."""
+    has_rows = any(r.benchmark == SPECIFICITY for r in profile.rows)
+    if not has_rows and not profile.overlap:
+        return []
+    what = f"extract.score = `{profile.score}`"
+    if profile.loss_on:
+        what += f", finetune.loss_on = `{profile.loss_on}`"
+    parts = ["", f"## Region specificity ({what})", ""]
+    if profile.overlap:
+        parts += (
+            [
+                "Overlap of the abilities' regions (mean over ability pairs; chance: independent random regions "
+                "of the same sizes; every pair in overlap.csv, heatmap overlap_k<k>.png, where the regions lie "
+                "in layers.csv and layers_k<k>.png):",
+                "",
+            ]
+            + [f"- {line}" for line in profile.overlap]
+            + [""]
+        )
+    if not has_rows:
+        return parts
+    parts += [
+        f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits "
+        f"({', '.join(ability_benchmarks(profile.benchmarks))}); `*`: the 95% bootstrap interval excludes 0; "
+        f"`{MEAN}`: the mean over the abilities.",
+        "",
+    ]
+    regions = [
+        r
+        for r in ("top", "top-random", "random")
+        if any(row.benchmark == SPECIFICITY and row.region == r for row in profile.rows)
+    ]
+    header = ["ability"] + [f"{region}, k = {format_k(k)}" for k in profile.k_values for region in regions]
+
+    def cell(ability: str, k: float, region: str) -> str:
+        row = profile.row(ability, SPECIFICITY, k, region)
+        text = fmt_ais(row)
+        if row is not None and not math.isnan(row.ci_low):
+            text += f" [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+        return text
+
+    table = [
+        [a] + [cell(a, k, region) for k in profile.k_values for region in regions]
+        for a in list(profile.abilities) + [MEAN]
+        if any(profile.row(a, SPECIFICITY, k, region) for k in profile.k_values for region in regions)
+    ]
+    parts.append(md_table(header, table))
+    parts += ["", "Diagonal dominance (the ability's own split has the largest AIS in its row, top region):", ""]
+    for k in profile.k_values:
+        dominance = profile.diagonal_dominance(k)
+        known = {a: v for a, v in dominance.items() if v is not None}
+        yes = [a for a, v in known.items() if v]
+        parts.append(f"- k = {format_k(k)}: {len(yes)} of {len(known)}" + (f" ({', '.join(yes)})" if yes else ""))
+    return parts
+
+
+def specificity_summary(profile: Profile, k: float) -> list[str]:
+    """The lines `aggregate` prints: mean specificity of the top region at k, and diagonal dominance."""
+    row = profile.row(MEAN, SPECIFICITY, k, "top")
+    if row is None:
+        return []
+    interval = "" if math.isnan(row.ci_low) else f" [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
+    known = {a: v for a, v in profile.diagonal_dominance(k).items() if v is not None}
+    return [
+        f"{profile.model} k={format_k(k)} top (score {profile.score}): mean specificity {row.ais:+.3f}{interval}, "
+        f"diagonal dominance {sum(known.values())} of {len(known)}"
+    ]

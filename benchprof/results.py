@@ -1,0 +1,100 @@
+"""The reader of evaluation results: a result JSON (lm-eval's `results` plus what benchprof records) and
+its per-sample JSONL (one line per document and filter), and the choice of a benchmark's primary metric.
+
+A metric key is lm-eval's "metric,filter" (`acc_norm,none`, `exact_match,strict-match`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+METRIC_PREFERENCE = ("acc_norm", "acc", "exact_match", "pass@1")
+FILTER_PREFERENCE = ("none", "strict-match")
+
+DocKey = tuple[Any, Any, str]  # (task, doc_id, filter) of one per-sample line
+
+
+class Unusable(Exception):
+    """An evaluation file that exists but cannot be used; the message is the reason."""
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """'metric,filter' -> (metric, filter); a key without a filter has filter "none"."""
+    metric, _, filter_name = key.partition(",")
+    return metric, filter_name or "none"
+
+
+def primary_metric(results: dict[str, Any], override: str | None = None) -> str | None:
+    """The lm-eval key ("metric,filter") that represents a benchmark, or None if there is none.
+
+    `override` (aggregate.metrics in the config) is a metric name ("acc") or a full key
+    ("exact_match,flexible-extract"). Otherwise the first of acc_norm, acc, exact_match, pass@1 that
+    the results hold, else their first metric that is not a standard error. Among a metric's filters,
+    "none" is preferred, then "strict-match", then the first listed.
+    """
+    keys = [
+        key
+        for key, value in results.items()
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not key.split(",")[0].endswith("_stderr")
+    ]
+
+    def with_filter(metric: str) -> str | None:
+        candidates = [key for key in keys if key.split(",")[0] == metric]
+        for preferred in FILTER_PREFERENCE:
+            for key in candidates:
+                if split_key(key)[1] == preferred:
+                    return key
+        return candidates[0] if candidates else None
+
+    if override:
+        return override if "," in override and override in keys else with_filter(override)
+    for metric in METRIC_PREFERENCE:
+        key = with_filter(metric)
+        if key:
+            return key
+    return keys[0] if keys else None
+
+
+def read_results(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the result JSON, the results of its primary task); Unusable when it cannot be read."""
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise Unusable(f"unreadable ({type(err).__name__}: {err})") from None
+    results = payload.get("results") if isinstance(payload, dict) else None
+    if not isinstance(results, dict) or not results:
+        raise Unusable("unreadable (no 'results')")
+    task = payload.get("primary_task") or payload.get("benchmark")
+    if task not in results:
+        if len(results) != 1:
+            raise Unusable(f"unreadable (primary_task {task!r} not in results)")
+        task = next(iter(results))
+    if not isinstance(results[task], dict):
+        raise Unusable(f"unreadable (results[{task!r}] is not a mapping)")
+    return payload, results[task]
+
+
+def read_samples(path: Path, metric_key: str) -> tuple[dict[DocKey, float] | None, str | None]:
+    """Per-document values of `metric_key` from a samples JSONL: (values, None) or (None, why not)."""
+    if not path.is_file():
+        return None, "no per-sample file"
+    metric, filter_name = split_key(metric_key)
+    per_doc: dict[DocKey, float] = {}
+    number = 0
+    try:
+        with open(path) as lines:
+            for line in lines:
+                number += 1  # for the message below
+                if not line.strip():
+                    continue
+                sample = json.loads(line)
+                if sample.get("filter", "none") != filter_name or metric not in sample:
+                    continue
+                per_doc[(sample.get("task"), sample.get("doc_id"), filter_name)] = float(sample[metric])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as err:
+        return None, f"per-sample file unreadable ({type(err).__name__} at line {number})"
+    if not per_doc:
+        return None, f"per-sample file has no {metric_key!r} values"
+    return per_doc, None
