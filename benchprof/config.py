@@ -30,7 +30,7 @@ ABILITIES: tuple[str, ...] = (
     "Temporal_Reasoning",
 )
 REGIONS: tuple[str, ...] = ("top", "bottom", "random")
-# extract.score: which per-weight score ranks the weights (formulas: benchprof/specificity.py)
+# extract.score: which per-weight score ranks the weights (formulas: benchprof/scores.py)
 ScoreName = Literal["importance", "contrast_mean", "ratio", "rank", "entropy"]
 SCORES: tuple[str, ...] = typing.get_args(ScoreName)
 RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
@@ -122,7 +122,7 @@ class ExtractSettings:
     chunk_size: int = 1_000_000  # only for selection: chunked (the authors' approximation)
     regions: list[str] = field(default_factory=lambda: list(REGIONS))
     random_seed: int = 0
-    score: ScoreName = "importance"  # which per-weight score ranks the weights (benchprof/specificity.py)
+    score: ScoreName = "importance"  # which per-weight score ranks the weights (benchprof/scores.py)
 
 
 @dataclass

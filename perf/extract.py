@@ -67,7 +67,8 @@ def child(mode: str, path: Path, k: float, out: Path) -> None:
     import numpy as np
     import torch
 
-    from benchprof.extract import exact_regions, open_scores
+    from benchprof.extract import exact_regions
+    from benchprof.scores import open_scores
 
     scores = open_scores(path)
     n = math.floor(k * int(scores.metadata["total_params"]))
@@ -110,7 +111,7 @@ def same_selection(path: Path, out: Path, region: str) -> str:
     import numpy as np
     import torch
 
-    from benchprof.extract import open_scores
+    from benchprof.scores import open_scores
 
     a, b = np.load(out / f"streamed_{region}.npy"), np.load(out / f"brute_{region}.npy")
     if np.array_equal(a, b):
