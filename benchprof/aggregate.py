@@ -325,10 +325,6 @@ def _cell_rows(
     return list(rows.values())
 
 
-def _regions_with_adjusted(profile: Profile) -> list[str]:
-    return list(profile.regions) + ([ADJUSTED] if {"top", "random"} <= set(profile.regions) else [])
-
-
 def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64]]) -> list[AisRow]:
     """ais.csv rows (benchmark "specificity") per (ability, k, region) whose own split and at least
     one other ability's split were evaluated; `samples[(ability, k, benchmark, region)]` holds the
@@ -339,7 +335,7 @@ def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64
         if ability not in own_splits:
             continue
         for k in profile.k_values:
-            for region in _regions_with_adjusted(profile):
+            for region in profile.regions_with_adjusted:
                 own = profile.row(ability, ability, k, region)
                 others = [
                     r
@@ -388,7 +384,7 @@ def mean_specificity_rows(
     splits = ability_benchmarks(profile.benchmarks)
     rows = []
     for k in profile.k_values:
-        for region in _regions_with_adjusted(profile):
+        for region in profile.regions_with_adjusted:
             members = [
                 a
                 for a in profile.abilities

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .ais import diagonal_dominance
+from . import ais
 from .config import ABILITIES
 from .layout import format_k
 
@@ -94,11 +94,16 @@ class Profile:
                 out.setdefault(row.ability, {})[row.benchmark] = row.ais
         return out
 
+    @property
+    def regions_with_adjusted(self) -> list[str]:
+        """The regions, and "top-random" (the control-adjusted rows) when top and random are among them."""
+        return list(self.regions) + ([ADJUSTED] if {"top", "random"} <= set(self.regions) else [])
+
     def diagonal_dominance(self, k: float, region: str = "top") -> dict[str, bool | None]:
         """ability -> whether its own split has the largest AIS in its row (over the ability splits with
         an AIS); None when its own split or every other one lacks an AIS (ais.diagonal_dominance)."""
         splits = ability_benchmarks(self.benchmarks)
-        return diagonal_dominance(
+        return ais.diagonal_dominance(
             {
                 ability: {b: r.ais for b in splits if (r := self.row(ability, b, k, region)) is not None}
                 for ability in self.abilities

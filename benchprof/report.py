@@ -102,7 +102,7 @@ def render_markdown(profile: Profile) -> str:
     """ais.md: headline tables at the report k, the k sweep per benchmark, region specificity, and
     what is missing."""
     k = format_k(profile.report_k)
-    regions = profile.regions + ([ADJUSTED] if {"top", "random"} <= set(profile.regions) else [])
+    regions = profile.regions_with_adjusted
     parts = [
         f"# Benchmark profile: {profile.name} (`{profile.model}`)",
         "",
