@@ -357,35 +357,21 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
 
 
 def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
-    from dataclasses import asdict
-
-    from .aggregate import default_report_k
-    from .layout import Layout, manifest_path
-    from .storage import changed_keys, read_manifest
+    from .aggregate import profile_inputs
+    from .layout import Layout
 
     layout = Layout(cfg.output_root, spec.tag)
-    manifest = read_manifest(layout.profile_dir)
-    if manifest is None:
-        return Item("profile", spec.tag, "ais", "pending")
-    expected = {
-        "aggregate": asdict(cfg.aggregate),
-        "report_k": default_report_k(cfg),
-        "abilities": cfg.abilities(),
-        "benchmarks": list(cfg.evals.benchmarks),
-        "k_values": list(cfg.settings.k_values),
-        "regions": list(cfg.extract.regions),
-    }
-    changed = changed_keys(manifest.get("inputs"), expected)
-    if changed:
-        return Item("profile", spec.tag, "ais", "stale", "changed: " + ", ".join(changed))
-    unfinished = sum(1 for e in evals if e.state != "done")
-    if unfinished:
-        return Item("profile", spec.tag, "ais", "stale", f"{unfinished} evaluation(s) not done")
-    written = manifest_path(layout.profile_dir).stat().st_mtime_ns
-    newer = [e for e in layout.model_dir.rglob("eval/**/*.json") if e.stat().st_mtime_ns > written]
-    if newer:
-        return Item("profile", spec.tag, "ais", "stale", f"{len(newer)} evaluation(s) newer than the profile")
-    return Item("profile", spec.tag, "ais", "done")
+    output = layout.profile_output()
+    state, why = judge(output, profile_inputs(cfg))
+    if state == "done":
+        unfinished = sum(1 for e in evals if e.state != "done")
+        written = output.manifest.stat().st_mtime_ns
+        newer = [e for e in layout.model_dir.rglob("eval/**/*.json") if e.stat().st_mtime_ns > written]
+        if unfinished:
+            state, why = "stale", f"{unfinished} evaluation(s) not done"
+        elif newer:
+            state, why = "stale", f"{len(newer)} evaluation(s) newer than the profile"
+    return Item("profile", spec.tag, output.label, state, why)
 
 
 def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
