@@ -50,9 +50,6 @@ def needed_abilities(cfg: Config) -> list[str]:
     )
 
 
-# ---- preflight -------------------------------------------------------------------------------
-
-
 def hub_offline() -> bool:
     return any(
         os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
@@ -225,9 +222,6 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     if problems:
         raise BenchprofError("\n".join(problems))
     return warnings
-
-
-# ---- status ----------------------------------------------------------------------------------
 
 
 def upstream_of(item: Item | None, name: str) -> str:
