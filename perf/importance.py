@@ -6,14 +6,15 @@ method runs the same forwards and backwards over them:
   plain-all       loss.backward() with every parameter trainable, gradients left summing in .grad
                   (what a training step costs before its optimizer)
   plain-eligible  the same with only the eligible (MLP) weights trainable, summing in .grad
-  benchprof-ddp   benchprof.finetune.accumulate_gradients: eligible weights only, a post-accumulate-grad
+  benchprof-ddp   benchprof.sharding's ddp sums: eligible weights only, a post-accumulate-grad
                   hook adds each gradient into an fp32 buffer and frees it; then |theta * sum g|
   benchprof-fsdp  the fsdp strategy in a one-process gloo group (FSDP2 bookkeeping, no real sharding)
   benchprof-deepspeed  the deepspeed strategy (ZeRO-3) in the same one-process group
 
 Each method: one warm-up pass over the batches, then --repeats timed passes; the median is reported
 (tokens = non-padding tokens, as `benchprof finetune` counts them). Time is compared with
-plain-all and with plain-eligible (the latter isolates the hooks, fp32 buffers and the final |theta * sum g|). `--dtype bfloat16` runs the model in bf16 (the fp32 accumulation is then a real cast).
+plain-all and with plain-eligible (the latter isolates the hooks, fp32 buffers and the final
+|theta * sum g|). `--dtype bfloat16` runs the model in bf16 (the fp32 accumulation is then a real cast).
 
     .venv/bin/python perf/importance.py [--hidden 256] [--layers 4] [--items 64] [--batch 8]
         [--repeats 3] [--threads 2] [--dtype float32] [--skip fsdp,deepspeed]
@@ -23,12 +24,14 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import os
 import random
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 for _key in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "HF_EVALUATE_OFFLINE"):
@@ -84,19 +87,9 @@ def main() -> None:
 
     import torch
 
-    from benchprof.finetune import (
-        accumulate_gradients,
-        batch_loss,
-        encode_batches,
-        freeze_all_but,
-        importance_deepspeed,
-        importance_fsdp,
-        importance_scores,
-        shard_deepspeed,
-        shard_fsdp,
-        start_process_group,
-    )
+    from benchprof.finetune import batch_loss, encode_batches, importance_score
     from benchprof.modeling import eligible_names, load_model
+    from benchprof.sharding import gradient_sums, shard_deepspeed, shard_fsdp, start_process_group
     from benchprof.tinymodel import make_tiny_model
 
     torch.set_num_threads(args.threads)
@@ -136,20 +129,25 @@ def main() -> None:
 
         return run
 
-    def benchprof_ddp():
-        net = copy.deepcopy(model)
+    loss = functools.partial(batch_loss, n_loss_tokens=n_loss_tokens)
 
+    def importance(strategy: str, net) -> Callable[[list[dict]], None]:
         def run(batches: list[dict]) -> None:
-            importance_scores(net, accumulate_gradients(net, batches, n_loss_tokens, eligible))
+            for _, grad_sum, theta in gradient_sums(strategy, net, batches, loss, eligible):
+                importance_score(grad_sum, theta)
 
         return run
 
-    methods = {"plain-all": plain(set(names)), "plain-eligible": plain(set(eligible)), "benchprof-ddp": benchprof_ddp()}
+    methods = {
+        "plain-all": plain(set(names)),
+        "plain-eligible": plain(set(eligible)),
+        "benchprof-ddp": importance("ddp", copy.deepcopy(model)),
+    }
     if skip != {"fsdp", "deepspeed"}:
         start_process_group()
     if "fsdp" not in skip:
         fsdp_net = shard_fsdp(copy.deepcopy(model), eligible, "cpu")
-        methods["benchprof-fsdp"] = lambda b: importance_fsdp(fsdp_net, b, n_loss_tokens, eligible, 0, 1)
+        methods["benchprof-fsdp"] = importance("fsdp", fsdp_net)
     if "deepspeed" not in skip:
         import sys
 
@@ -157,10 +155,8 @@ def main() -> None:
 
         # a JIT-compiled CPU shared-memory kernel that only inference_all_reduce uses
         sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
-        net = copy.deepcopy(model)
-        freeze_all_but(net, eligible)
-        engine = shard_deepspeed(net, eligible)
-        methods["benchprof-deepspeed"] = lambda b: importance_deepspeed(engine, b, n_loss_tokens, eligible, 0, 1)
+        engine = shard_deepspeed(copy.deepcopy(model), eligible)
+        methods["benchprof-deepspeed"] = importance("deepspeed", engine)
 
     results = {}
     for name, run in methods.items():

@@ -39,7 +39,7 @@ def test_top_region_hurts_own_ability_more_than_random(tmp_path):
     config.write_text(yaml.safe_dump(demo))
 
     data(load_config(config))
-    finetune(str(config))
+    finetune(load_config(config))
     extract(load_config(config))
     evaluate(load_config(config))
     profile = load_scores(load_config(config), progress=False)

@@ -1,6 +1,7 @@
 """benchprof.finetune: importance against an independent autograd reference, DDP, options, skipping."""
 
 import copy
+import functools
 import json
 import os
 import socket
@@ -14,10 +15,11 @@ import yaml
 from safetensors import safe_open
 
 from benchprof.config import load_config
-from benchprof.finetune import accumulate_gradients, encode_batches, finetune
+from benchprof.finetune import batch_loss, encode_batches, finetune
 from benchprof.layout import Layout
 from benchprof.modeling import eligible_names, fingerprint, load_model
 from benchprof.prompts import encode_record
+from benchprof.sharding import accumulate_gradients
 
 ROOT = Path(__file__).resolve().parents[1]
 ABILITY = "Spatial_Reasoning"
@@ -108,7 +110,7 @@ def assert_matches(ours: dict, reference: dict, rtol: float) -> None:
 def fp32_run(tmp_path_factory, tiny_model_dir):
     tmp = tmp_path_factory.mktemp("fp32")
     config = write_config(tmp, tiny_model_dir)
-    finetune(str(config))
+    finetune(load_config(config))
     return config
 
 
@@ -135,7 +137,7 @@ def test_importance_equals_fp64_autograd_reference(fp32_run, tiny_model_dir):
 
 def test_answer_only_loss_matches_reference_and_differs(fp32_run, tiny_model_dir, tmp_path):
     config = write_config(tmp_path, tiny_model_dir, loss_on="answer")
-    finetune(str(config))
+    finetune(load_config(config))
     answer, _ = read_importance(Layout(load_config(config).output_root, "tiny").importance_file(ABILITY))
     everything, _ = read_importance(Layout(load_config(fp32_run).output_root, "tiny").importance_file(ABILITY))
     model, tok = load_model(str(tiny_model_dir), dtype="float32")
@@ -147,7 +149,7 @@ def test_answer_only_loss_matches_reference_and_differs(fp32_run, tiny_model_dir
 def test_batch_size_and_checkpointing_do_not_change_importance(fp32_run, tiny_model_dir, tmp_path):
     base, _ = read_importance(Layout(load_config(fp32_run).output_root, "tiny").importance_file(ABILITY))
     config = write_config(tmp_path, tiny_model_dir)
-    finetune(str(config), batch_size=1, gradient_checkpointing=True)
+    finetune(load_config(config), batch_size=1, gradient_checkpointing=True)
     other, _ = read_importance(Layout(load_config(config).output_root, "tiny").importance_file(ABILITY))
     assert_matches(other, base, rtol=1e-4)
 
@@ -158,7 +160,7 @@ def test_bf16_accumulates_bf16_gradients_in_fp32(tiny_model_dir, tmp_path):
     summed in fp64. A bf16 running sum would be off by ~1e-2 relative; ours must agree to ~1e-5.
     Also close (loosely) to the fp64 reference of the upcast weights: bf16 is a fair approximation."""
     config = write_config(tmp_path, tiny_model_dir, dtype="bfloat16")
-    finetune(str(config))
+    finetune(load_config(config))
     importance, metadata = read_importance(Layout(load_config(config).output_root, "tiny").importance_file(ABILITY))
     assert metadata["dtype"] == "torch.bfloat16"
 
@@ -193,7 +195,7 @@ def test_non_eligible_parameters_get_no_gradient_and_nothing_moves(tiny_model_di
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     batches, total = encode_batches(tok, records()[:4], KEYS, 96, 2, "all")
     eligible = eligible_names([n for n, _ in model.named_parameters()], "mlp", 4)[:5]  # a subset on purpose
-    sums = accumulate_gradients(model, batches, total, eligible)
+    sums = accumulate_gradients(model, batches, functools.partial(batch_loss, n_loss_tokens=total), eligible)
     assert sorted(sums) == sorted(eligible) and all(float(s.abs().sum()) > 0 for s in sums.values())
     for name, p in model.named_parameters():
         assert p.grad is None  # the hook frees eligible gradients; the others never get one
@@ -204,9 +206,9 @@ def test_non_eligible_parameters_get_no_gradient_and_nothing_moves(tiny_model_di
 def test_rerun_skips_and_force_recomputes(fp32_run, capsys):
     file = Layout(load_config(fp32_run).output_root, "tiny").importance_file(ABILITY)
     mtime = file.stat().st_mtime_ns
-    finetune(str(fp32_run))
+    finetune(load_config(fp32_run))
     assert file.stat().st_mtime_ns == mtime and "1 up to date" in capsys.readouterr().out
-    finetune(str(fp32_run), force=True)
+    finetune(load_config(fp32_run), force=True)
     assert file.stat().st_mtime_ns != mtime
 
 

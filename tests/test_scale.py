@@ -19,9 +19,10 @@ from test_finetune import ABILITY, assert_matches, read_importance, records, ref
 
 from benchprof import BenchprofError
 from benchprof.config import load_config
-from benchprof.finetune import check_launcher, finetune, rank_batches
+from benchprof.finetune import finetune
 from benchprof.layout import Layout
 from benchprof.modeling import load_model
+from benchprof.sharding import check_launcher, rank_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 # DeepSpeed's CPU backend JIT-compiles a shared-memory all-reduce kernel on start (about a minute on
@@ -77,7 +78,7 @@ def ddp_run(tmp_path_factory, tiny_model_dir):
     """The plain one-process pass (strategy ddp), itself checked against fp64 autograd in test_finetune."""
     tmp = tmp_path_factory.mktemp("ddp")
     config = write_config(tmp, tiny_model_dir)
-    finetune(str(config))
+    finetune(load_config(config))
     return importance_of(config)[0]
 
 

@@ -201,7 +201,7 @@ def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     config = tmp_path / "config.yml"
     config.write_text(yaml.safe_dump(raw))
     data(load_config(config))
-    finetune(str(config))
+    finetune(load_config(config))
     extract(load_config(config))
     evaluate(load_config(config))
     layout = Layout(tmp_path / "outputs", "tiny")
