@@ -315,7 +315,7 @@ def _cast(value: Any, hint: Any, key: str) -> Any:
         if isinstance(value, (list, dict)) or value is None:
             raise ConfigError(f"{key}: expected a string, got {value!r}")
         return str(value)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return _build(hint, value, key)
     raise ConfigError(f"{key}: unsupported type {hint}")  # a bug in this module, not in the YAML
 
@@ -366,9 +366,10 @@ def _validate(cfg: Config) -> None:
     for i, d in enumerate(cfg.datasets):
         if d.name not in ABILITIES:
             raise ConfigError(f"datasets[{i}].name: unknown ability {d.name!r} (known: {', '.join(ABILITIES)})")
-        for k in d.keys():
-            if k not in RECORD_FIELDS:
-                raise ConfigError(f"datasets[{i}].key: unknown field {k!r} (known: {', '.join(RECORD_FIELDS)})")
+        for record_field in d.keys():
+            if record_field not in RECORD_FIELDS:
+                known = ", ".join(RECORD_FIELDS)
+                raise ConfigError(f"datasets[{i}].key: unknown field {record_field!r} (known: {known})")
     if len(set(cfg.abilities())) != len(cfg.datasets):
         raise ConfigError("datasets: an ability is listed twice")
     ev = cfg.evals

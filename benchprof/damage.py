@@ -121,7 +121,8 @@ def region_stats(model: Any, indices: Region) -> dict[str, float]:
     aliases = named_params(model)
     total_sq = sum(float(torch.linalg.vector_norm(p.detach(), dtype=torch.float32)) ** 2 for p in params.values())
     total = sum(p.numel() for p in params.values())
-    zeroed = removed_sq = already_zero = 0
+    zeroed = already_zero = 0
+    removed_sq = 0.0
     with torch.no_grad():
         for name, idx in indices.items():
             values = aliases[name].data.view(-1)[idx.to(aliases[name].device)].double()
@@ -152,7 +153,7 @@ def variants(cfg: Config, ability: Any = None, k: Any = None, region: Any = None
 
 
 def missing_masks(layout: Layout, todo: list[Variant]) -> list[Path]:
-    return [p for v in todo if not (p := layout.mask_file(v.ability, v.k, v.region)).is_file()]
+    return [p for v in todo if not (p := layout.mask_file(*v.parts())).is_file()]
 
 
 def require_masks(layout: Layout, todo: list[Variant]) -> None:
@@ -167,7 +168,7 @@ def require_masks(layout: Layout, todo: list[Variant]) -> None:
 def checkpoint_inputs(layout: Layout, variant: Variant, model_fingerprint: str, dtype: str) -> dict[str, Any]:
     from .storage import file_hash
 
-    mask = layout.mask_file(variant.ability, variant.k, variant.region)
+    mask = layout.mask_file(*variant.parts())
     return {"variant": variant.label(), "mask": file_hash(mask), "model_fingerprint": model_fingerprint, "dtype": dtype}
 
 
@@ -209,25 +210,23 @@ def ensure_checkpoints(
     dtype = eval_dtype(cfg, spec)
 
     def stale(v: Variant, fp: str) -> bool:
-        out = layout.checkpoint_output(v.ability, v.k, v.region)
+        out = layout.checkpoint_output(*v.parts())
         return force or not is_current(out, checkpoint_inputs(layout, v, fp, dtype))
 
     # the mask records the fingerprint of its model, so a current checkpoint is found without a load
-    pending = [
-        v for v in todo if stale(v, region_metadata(layout.mask_file(v.ability, v.k, v.region)).get("fingerprint", ""))
-    ]
+    pending = [v for v in todo if stale(v, region_metadata(layout.mask_file(*v.parts())).get("fingerprint", ""))]
     if not pending:
         return 0, len(todo)
     if model is None:
         model, tokenizer = load_model(*cfg.model_source(spec), dtype=dtype, device="cpu")
     fp = fingerprint(model)
     for v in tqdm(pending, desc=f"damage --save {spec.tag}", unit="variant"):
-        path = layout.mask_file(v.ability, v.k, v.region)
+        path = layout.mask_file(*v.parts())
         save_checkpoint(
             model,
             tokenizer,
             load_region(model, path, fp),
-            layout.damaged_dir(v.ability, v.k, v.region),
+            layout.damaged_dir(*v.parts()),
             checkpoint_inputs(layout, v, fp, dtype),
         )
     return len(pending), len(todo) - len(pending)
@@ -279,7 +278,7 @@ def damage(
         fp = fingerprint(net)
         print(f"{'variant':<48} {'zeroed':>12} {'of params':>10} {'norm drop':>10} {'were 0':>8}")
         for v in todo:
-            stats = region_stats(net, load_region(net, layout.mask_file(v.ability, v.k, v.region), fp))
+            stats = region_stats(net, load_region(net, layout.mask_file(*v.parts()), fp))
             print(
                 f"{v.label():<48} {stats['zeroed']:>12,} {stats['fraction']:>10.3%} "
                 f"{stats['norm_drop']:>10.3%} {stats['already_zero']:>8,}"

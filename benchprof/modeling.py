@@ -5,9 +5,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from . import BenchprofError
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 # Which linear weights each `finetune.scope` makes eligible (matched on the parameter name).
 SCOPES: dict[str, tuple[str, ...]] = {
@@ -44,7 +48,7 @@ def eligible_names(
     return [n for n in names if is_eligible(n, scope, n_layers, front_removal, back_removal)]
 
 
-def torch_dtype(name: str) -> Any:
+def torch_dtype(name: str) -> torch.dtype | str:
     """'bfloat16' -> torch.bfloat16; 'auto' stays 'auto' (the checkpoint's own dtype)."""
     import torch
 
@@ -59,8 +63,11 @@ def pick_device(device: str = "auto") -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def load_model(name: str, tokenizer: str | None = None, dtype: str = "auto", device: str = "cpu") -> tuple[Any, Any]:
+def load_model(
+    name: str, tokenizer: str | None = None, dtype: str = "auto", device: str = "cpu"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """AutoModelForCausalLM and AutoTokenizer from a local folder or hub id, in eval mode."""
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     try:
@@ -70,21 +77,21 @@ def load_model(name: str, tokenizer: str | None = None, dtype: str = "auto", dev
         raise BenchprofError(f"models.name: cannot load {name!r}: {str(err).splitlines()[0]}") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    model.to(device)
+    torch.nn.Module.to(model, device)  # (PreTrainedModel.to is typed as a decorator)
     model.eval()
     return model, tok
 
 
-def num_layers(model: Any) -> int:
+def num_layers(model: PreTrainedModel) -> int:
     return int(model.config.num_hidden_layers)
 
 
-def total_params(model: Any) -> int:
+def total_params(model: torch.nn.Module) -> int:
     """All parameters (tied weights counted once), the denominator of k."""
     return sum(p.numel() for p in model.parameters())
 
 
-def fingerprint(model: Any) -> str:
+def fingerprint(model: torch.nn.Module) -> str:
     """A short hash of the model's parameter names, shapes and a few values of each tensor (dtype-blind).
 
     Masks and importance files record it, so a region is never applied to another model.
