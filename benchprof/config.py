@@ -11,9 +11,10 @@ import dataclasses
 import re
 import types
 import typing
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union
 
 from . import BenchprofError
 
@@ -34,6 +35,11 @@ REGIONS: tuple[str, ...] = ("top", "bottom", "random")
 ScoreName = Literal["importance", "contrast_mean", "ratio", "rank", "entropy"]
 SCORES: tuple[str, ...] = typing.get_args(ScoreName)
 RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
+
+
+# a command-line narrowing such as --ability or --k: one value, a list, or "a,b"; None for all
+Selection = str | int | float | Sequence[str | int | float] | None
+T = TypeVar("T")
 
 
 class ConfigError(BenchprofError):
@@ -245,28 +251,29 @@ class Config:
         raise ConfigError(f"models: no model named {name_or_tag!r}")
 
 
-def select(given: Any, known: list, flag: str, cast: Any = str) -> list:
+def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
     """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
 
     Raises BenchprofError naming the flag for a value that is not in `known`.
     """
     if given is None:
         return list(known)
+    values: list[str | int | float]
     if isinstance(given, str):
         values = [v.strip() for v in given.split(",") if v.strip()]
     elif isinstance(given, (list, tuple)):
         values = list(given)
     else:
-        values = [given]
-    out = []
-    for v in values:
+        values = [given]  # type: ignore[list-item]  # one number
+    out: list[T] = []
+    for raw in values:
         try:
-            v = cast(v)
+            value = cast(raw)
         except ValueError:
-            raise BenchprofError(f"{flag}: {v!r} is not valid") from None
-        if v not in known:
-            raise BenchprofError(f"{flag}: {v!r} is not one of {', '.join(map(str, known))}")
-        out.append(v)
+            raise BenchprofError(f"{flag}: {raw!r} is not valid") from None
+        if value not in known:
+            raise BenchprofError(f"{flag}: {value!r} is not one of {', '.join(map(str, known))}")
+        out.append(value)
     return out
 
 

@@ -16,24 +16,28 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .config import Config, ModelSpec, select
+from .config import Config, ModelSpec, Selection, select
 from .layout import Layout, Variant
 from .regions import Region, read_region, region_metadata
 
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 # What apply_region overwrote: parameter name -> (flat indices, original values), in apply order.
-Saved = list[tuple[str, Any, Any]]
+Saved = list[tuple[str, "torch.Tensor", "torch.Tensor"]]
 
 
-def named_params(model: Any) -> dict[str, Any]:
+def named_params(model: torch.nn.Module) -> dict[str, torch.nn.Parameter]:
     """Every parameter under every name it has (tied weights appear under each alias)."""
     return dict(model.named_parameters(remove_duplicate=False))
 
 
 def check_region(
-    model: Any, indices: Region, metadata: dict[str, str], path: Path, model_fingerprint: str | None = None
+    model: torch.nn.Module, indices: Region, metadata: dict[str, str], path: Path, model_fingerprint: str | None = None
 ) -> None:
     """Raise a one-line BenchprofError naming `path` unless the mask fits this model.
 
@@ -67,14 +71,14 @@ def check_region(
             )
 
 
-def load_region(model: Any, path: Path, model_fingerprint: str | None = None) -> Region:
+def load_region(model: torch.nn.Module, path: Path, model_fingerprint: str | None = None) -> Region:
     """Read a mask file and check it against `model`; return its indices."""
     indices, metadata = read_region(path)
     check_region(model, indices, metadata, path, model_fingerprint)
     return indices
 
 
-def apply_region(model: Any, indices: Region) -> Saved:
+def apply_region(model: torch.nn.Module, indices: Region) -> Saved:
     """Zero the region's weights in place; return what was overwritten, for restore_region."""
     import torch
 
@@ -91,7 +95,7 @@ def apply_region(model: Any, indices: Region) -> Saved:
     return saved
 
 
-def restore_region(model: Any, saved: Saved) -> None:
+def restore_region(model: torch.nn.Module, saved: Saved) -> None:
     """Put back the values apply_region overwrote, bit for bit."""
     import torch
 
@@ -104,7 +108,7 @@ def restore_region(model: Any, saved: Saved) -> None:
 
 
 @contextlib.contextmanager
-def ablated(model: Any, indices: Region) -> Iterator[Any]:
+def ablated(model: torch.nn.Module, indices: Region) -> Iterator[torch.nn.Module]:
     """`with ablated(model, region): ...` runs the block on the ablated model, then restores it."""
     saved = apply_region(model, indices)
     try:
@@ -113,7 +117,7 @@ def ablated(model: Any, indices: Region) -> Iterator[Any]:
         restore_region(model, saved)
 
 
-def region_stats(model: Any, indices: Region) -> dict[str, float]:
+def region_stats(model: torch.nn.Module, indices: Region) -> dict[str, float]:
     """How much of the model a region removes: weights zeroed and the share of the weight norm."""
     import torch
 
@@ -144,7 +148,7 @@ def eval_dtype(cfg: Config, spec: ModelSpec) -> str:
     return cfg.evals.dtype if cfg.evals.dtype != "auto" else spec.dtype
 
 
-def variants(cfg: Config, ability: Any = None, k: Any = None, region: Any = None) -> list[Variant]:
+def variants(cfg: Config, ability: Selection = None, k: Selection = None, region: Selection = None) -> list[Variant]:
     """Every (ability, k, region) of the config, narrowed by command-line values, in config order."""
     abilities = select(ability, cfg.abilities(), "--ability")
     ks = select(k, cfg.settings.k_values, "--k", float)
@@ -172,7 +176,9 @@ def checkpoint_inputs(layout: Layout, variant: Variant, model_fingerprint: str, 
     return {"variant": variant.label(), "mask": file_hash(mask), "model_fingerprint": model_fingerprint, "dtype": dtype}
 
 
-def save_checkpoint(model: Any, tokenizer: Any, region: Region, out_dir: Path, inputs: dict[str, Any]) -> None:
+def save_checkpoint(
+    model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, region: Region, out_dir: Path, inputs: dict[str, Any]
+) -> None:
     """Write the ablated model (and tokenizer) as a full HF checkpoint; the folder appears whole or not at all."""
     from .storage import write_manifest
 
@@ -194,7 +200,12 @@ def save_checkpoint(model: Any, tokenizer: Any, region: Region, out_dir: Path, i
 
 
 def ensure_checkpoints(
-    cfg: Config, spec: ModelSpec, todo: list[Variant], force: bool = False, model: Any = None, tokenizer: Any = None
+    cfg: Config,
+    spec: ModelSpec,
+    todo: list[Variant],
+    force: bool = False,
+    model: PreTrainedModel | None = None,
+    tokenizer: PreTrainedTokenizerBase | None = None,
 ) -> tuple[int, int]:
     """Write the checkpoint of every variant in `todo` that is missing or stale; return (written, skipped).
 
@@ -217,7 +228,7 @@ def ensure_checkpoints(
     pending = [v for v in todo if stale(v, region_metadata(layout.mask_file(*v.parts())).get("fingerprint", ""))]
     if not pending:
         return 0, len(todo)
-    if model is None:
+    if model is None or tokenizer is None:
         model, tokenizer = load_model(*cfg.model_source(spec), dtype=dtype, device="cpu")
     fp = fingerprint(model)
     for v in tqdm(pending, desc=f"damage --save {spec.tag}", unit="variant"):
@@ -235,7 +246,7 @@ def ensure_checkpoints(
 def damage(
     cfg: Config,
     ability: str | None = None,
-    k: Any = None,
+    k: Selection = None,
     region: str | None = None,
     model: str | None = None,
     save: bool = False,

@@ -25,13 +25,21 @@ from .storage import clear_manifest, file_hash, is_current, save_tensors, value_
 
 if TYPE_CHECKING:
     import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from .sharding import Batch
 
 IGNORE = -100  # label of a token that is not in the loss (padding, or the prompt with loss_on: answer)
 
 
 def encode_batches(
-    tokenizer: Any, records: list[dict[str, Any]], keys: list[str], max_length: int, batch_size: int, loss_on: str
-) -> tuple[list[dict[str, Any]], int]:
+    tokenizer: PreTrainedTokenizerBase,
+    records: list[dict[str, Any]],
+    keys: list[str],
+    max_length: int,
+    batch_size: int,
+    loss_on: str,
+) -> tuple[list[Batch], int]:
     """Right-padded batches of (input_ids, attention_mask, labels), and the split's loss-token count N."""
     import torch
 
@@ -55,7 +63,7 @@ def encode_batches(
     return batches, n_loss_tokens
 
 
-def batch_loss(model: Any, batch: dict[str, Any], n_loss_tokens: int) -> Any:
+def batch_loss(model: torch.nn.Module, batch: Batch, n_loss_tokens: int) -> torch.Tensor:
     """This batch's share of L = (1/N) sum over loss tokens of -log p(next token)."""
     import torch.nn.functional as F
 
@@ -73,7 +81,7 @@ def importance_score(grad_sum: torch.Tensor, theta: torch.Tensor) -> torch.Tenso
     return grad_sum.mul_(theta).abs_().cpu()
 
 
-def enable_checkpointing(model: Any) -> None:
+def enable_checkpointing(model: PreTrainedModel) -> None:
     """Activation checkpointing of every decoder layer, with dropout kept off.
 
     transformers checkpoints a layer only while that layer module is in training mode, so only the

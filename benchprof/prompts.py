@@ -7,7 +7,10 @@ This module is the one place that formatting lives.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 SYSTEM_PROMPT = "You are a helpful assistant."
 
@@ -49,7 +52,7 @@ def plain_text(messages: list[dict[str, str]]) -> str:
 
 
 def encode_record(
-    tokenizer: Any, record: dict[str, Any], keys: Sequence[str], max_length: int
+    tokenizer: PreTrainedTokenizerBase, record: dict[str, Any], keys: Sequence[str], max_length: int
 ) -> tuple[list[int], int]:
     """Token ids of the chat-formatted record, and where the answer's tokens start.
 

@@ -81,7 +81,7 @@ def read_json(path: Path) -> Any:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
 
 
-def save_tensors(path: Path, tensors: Mapping[str, Any], metadata: dict[str, str] | None = None) -> None:
+def save_tensors(path: Path, tensors: Mapping[str, torch.Tensor], metadata: dict[str, str] | None = None) -> None:
     """safetensors.torch.save_file, atomically, with a canonical header (same tensors, same bytes)."""
     from safetensors.torch import save_file
 

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
 from .config import ABILITIES, Config
 from .storage import write_text
+
+if TYPE_CHECKING:
+    from lm_eval.tasks import TaskManager
 
 # Jinja for lm-eval; prompts.eval_prompt is the same text in Python (keep the two in step).
 DOC_TO_TEXT = "{% if context %}Context: {{context}}\n{% endif %}Question: {{question}}\nAnswer:"
@@ -114,7 +117,7 @@ def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:
     return folder, mapping
 
 
-def task_manager(cfg: Config, include_path: Path) -> Any:
+def task_manager(cfg: Config, include_path: Path) -> TaskManager:
     """An lm-eval TaskManager that knows our local tasks (and the built-in ones only if needed)."""
     from lm_eval.tasks import TaskManager
 
