@@ -118,6 +118,17 @@ def rank_batches(batches: list[Batch], rank: int, world_size: int) -> list[tuple
     return mine + [(batches[0], 0.0)] * (rounds - len(mine))
 
 
+def lockstep_batches(
+    batches: list[Batch], rank: int, world_size: int, device: str | torch.device, progress: bool
+) -> Iterator[tuple[Batch, float]]:
+    """This rank's (batch on `device`, weight) pairs of `rank_batches`, with a progress bar on request."""
+    from tqdm import tqdm
+
+    pairs = rank_batches(batches, rank, world_size)
+    for batch, weight in tqdm(pairs, desc="importance", unit="batch", disable=not progress, leave=False):
+        yield {key: value.to(device) for key, value in batch.items()}, weight
+
+
 def prepare(strategy: str, model: torch.nn.Module, eligible: list[str], device: str) -> Any:
     """The model as the strategy runs it: itself (ddp), FSDP2-sharded, or a DeepSpeed ZeRO-3 engine."""
     if strategy == "fsdp":
@@ -235,15 +246,11 @@ def fsdp_sums(
     """Sharded fp32 sums under FSDP2, each tensor (and its weight) gathered once at the end."""
     import torch
     from torch.distributed.tensor import DTensor
-    from tqdm import tqdm
 
     params: dict[str, Any] = dict(model.named_parameters())  # DTensors
     device = params[eligible[0]].to_local().device
     shard_sums = {name: torch.zeros_like(params[name].to_local(), dtype=torch.float32) for name in eligible}
-    for batch, weight in tqdm(
-        rank_batches(batches, rank, world_size), desc="importance", unit="batch", disable=not progress, leave=False
-    ):
-        batch = {key: value.to(device) for key, value in batch.items()}
+    for batch, weight in lockstep_batches(batches, rank, world_size, device, progress):
         # FSDP averages gradients over ranks; times W makes the reduce-scatter a sum
         (loss(model, batch) * (weight * world_size)).backward()
         for name in eligible:
@@ -318,13 +325,9 @@ def deepspeed_sums(
     each tensor's sum and weight are gathered once at the end."""
     import deepspeed
     from deepspeed.utils import safe_get_full_grad
-    from tqdm import tqdm
 
     engine.optimizer.zero_grad()  # also resets its micro-step count: the next backward copies, later ones add
-    for batch, weight in tqdm(
-        rank_batches(batches, rank, world_size), desc="importance", unit="batch", disable=not progress, leave=False
-    ):
-        batch = {key: value.to(engine.device) for key, value in batch.items()}
+    for batch, weight in lockstep_batches(batches, rank, world_size, engine.device, progress):
         # DeepSpeed averages gradients over ranks; times W makes the reduction a sum
         engine.backward(loss(engine, batch) * (weight * world_size))
     params = dict(engine.module.named_parameters())
