@@ -35,9 +35,6 @@ ORDER = "score desc, then position asc (parameter names sorted, row-major flat i
 BINS = 1 << 16
 
 
-# ---- exact selection -----------------------------------------------------------------------
-
-
 def _high(keys: Any) -> Any:
     return (keys >> 16).add_(BINS // 2)  # top 16 bits as a bin in [0, 65536)
 
@@ -130,9 +127,6 @@ def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict
     return selected
 
 
-# ---- the authors' chunked approximation ----------------------------------------------------
-
-
 def chunk_length(total: int, n: int, chunk_size: int) -> int:
     """The authors' adaptive chunk: max(chunk_size, floor(sqrt(N / f))) with f = n / N."""
     fraction = n / total
@@ -168,9 +162,6 @@ def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, 
     if pending[0].numel():
         take(pending[0], pending_start)
     return split_positions(scores, torch.cat(top)), split_positions(scores, torch.cat(bottom))
-
-
-# ---- random regions --------------------------------------------------------------------------
 
 
 def derived_seed(random_seed: int, ability: str, k: float) -> int:
@@ -210,9 +201,6 @@ def split_positions(scores: Scores, positions: Any) -> dict[str, Any]:
         if hi > lo:
             out[name] = positions[lo:hi] - scores.offsets[i]
     return out
-
-
-# ---- the stage -------------------------------------------------------------------------------
 
 
 def region_inputs(
