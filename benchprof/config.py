@@ -354,6 +354,15 @@ def _build(cls: type, raw: Any, key: str) -> Any:
 
 
 def _validate(cfg: Config) -> None:
+    if not cfg.settings.k_values:
+        raise ConfigError("settings.k_values: at least one region size k is required")
+    if not cfg.datasets:
+        raise ConfigError("datasets: at least one ability to profile is required")
+    if not cfg.evals.benchmarks:
+        raise ConfigError("evals.benchmarks: at least one benchmark is required")
+    for i, shots in enumerate(cfg.evals.num_fewshot):
+        if shots < 0:
+            raise ConfigError(f"evals.num_fewshot[{i}]: {shots} must be >= 0")
     for i, k in enumerate(cfg.settings.k_values):
         if not 0.0 < k < 1.0:
             raise ConfigError(f"settings.k_values[{i}]: {k} must lie in (0, 1)")

@@ -54,6 +54,13 @@ def test_string_numbers_are_cast():
         (lambda c: c.update(models=[]), "models"),
         (lambda c: c.update(extract={"regions": ["top", "middle"]}), "extract.regions"),
         (lambda c: c.update(finetune={"gradient_checkpointing": "yes"}), "finetune.gradient_checkpointing"),
+        (lambda c: c["settings"].update(k_values=[]), "settings.k_values"),
+        (lambda c: c.update(datasets=[]), "datasets"),
+        (lambda c: c.pop("datasets"), "datasets"),
+        (lambda c: c["evals"].update(benchmarks=[], num_fewshot=[]), "evals.benchmarks"),
+        (lambda c: c["evals"].update(num_fewshot=[25, -1]), "evals.num_fewshot[1]"),
+        (lambda c: c.update(aggregate={"alpha": 1.5}), "aggregate.alpha"),
+        (lambda c: c.update(extract={"random_draws": 0}), "extract.random_draws"),
     ],
 )
 def test_bad_values_name_the_key(mutate, key):
