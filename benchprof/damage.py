@@ -180,20 +180,35 @@ def save_checkpoint(
     model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, region: Region, out_dir: Path, inputs: dict[str, Any]
 ) -> None:
     """Write the ablated model (and tokenizer) as a full HF checkpoint; the folder appears whole or not at all."""
-    from .storage import write_manifest
+    from . import BenchprofError
+    from .storage import WRITE_ERRORS, remove_temps, shared_mode, write_error, write_manifest
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    remove_temps(out_dir.parent, out_dir.name)  # a killed run's checkpoint-sized leftovers
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
     started = time.time()
     try:
+        os.chmod(tmp, shared_mode(directory=True))  # mkdtemp makes 0700
         with ablated(model, region):
             model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        for path in tmp.rglob("*"):  # transformers writes model.safetensors 0600 too
+            os.chmod(path, shared_mode(directory=path.is_dir()))
         write_manifest(tmp, inputs, started=started)
         if out_dir.exists():
             shutil.rmtree(out_dir)
         os.replace(tmp, out_dir)
+    except BenchprofError:
+        raise
+    except OSError as err:
+        if err.errno in WRITE_ERRORS:
+            raise write_error(out_dir, err) from err
+        raise
+    except Exception as err:  # safetensors reports a full disk as its own error type
+        if "No space left" in str(err) or "Disk quota" in str(err):
+            raise write_error(out_dir, err) from err
+        raise
     finally:
         if tmp.exists():
             shutil.rmtree(tmp)

@@ -73,8 +73,9 @@ def load_model(
     try:
         model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype))
         tok = AutoTokenizer.from_pretrained(tokenizer or name)
-    except (OSError, ValueError) as err:
-        raise BenchprofError(f"models.name: cannot load {name!r}: {str(err).splitlines()[0]}") from None
+    except Exception as err:  # OSError, ValueError, safetensors' own errors for a truncated file: one line
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BenchprofError(f"models.name: cannot load {name!r}: {first}") from None
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     torch.nn.Module.to(model, device)  # (PreTrainedModel.to is typed as a decorator)

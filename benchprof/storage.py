@@ -36,6 +36,13 @@ def write_error(path: Path, err: Exception) -> BenchprofError:
     return BenchprofError(f"{path}: cannot write ({why}); no partial file left; rerun to resume")
 
 
+def shared_mode(directory: bool = False) -> int:
+    """The mode a new file (or folder) gets under the process's umask: 0644 (0755) under umask 022."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return (0o777 if directory else 0o666) & ~umask
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
@@ -54,6 +61,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         raise
     try:
         yield Path(tmp)
+        os.chmod(tmp, shared_mode())  # mkstemp makes 0600; outputs are for the whole group to read
         os.replace(tmp, path)
     except OSError as err:
         if err.errno in WRITE_ERRORS:
@@ -194,14 +202,19 @@ def write_manifest(
 
 
 def remove_temps(directory: Path, name: str = "") -> None:
-    """Remove the temporary files a killed run left in `directory` (only those for file `name` if given).
+    """Remove the temporary files (and checkpoint folders) a killed run left in `directory`, only those
+    for `name` if given.
 
     Call it only where no other process writes at the same time (a stage's own folder, or one job's files).
     """
     import glob
+    import shutil
 
     for tmp in Path(directory).glob(f".{glob.escape(name) if name else '*'}.*.tmp"):
-        tmp.unlink(missing_ok=True)
+        if tmp.is_dir() and not tmp.is_symlink():
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            tmp.unlink(missing_ok=True)
 
 
 def clear_manifest(directory: Path) -> None:
