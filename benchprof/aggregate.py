@@ -33,7 +33,7 @@ from .profile import (
 )
 from .regions import region_metadata
 from .report import ais_table, counted, specificity_summary, write_tables
-from .results import DocKey, Unusable, primary_metric, read_results, read_samples
+from .results import DocKey, Unusable, evaluation_hashes, primary_metric, read_results, read_samples
 from .storage import clear_manifest, write_manifest
 
 if TYPE_CHECKING:
@@ -491,7 +491,12 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
         write_manifest(
             folder,
             inputs=profile_inputs(cfg, k),
-            extra={"rows": len(profile.rows), "missing": len(profile.missing), "files": [p.name for p in written]},
+            extra={
+                "rows": len(profile.rows),
+                "missing": len(profile.missing),
+                "files": [p.name for p in written],
+                "evaluations": evaluation_hashes(layout.model_dir),  # status: is the profile behind them?
+            },
             started=model_started,
         )
         done.append((profile, folder, len(written)))

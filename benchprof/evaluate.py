@@ -64,21 +64,10 @@ def shard_jobs(jobs: list[Job], i: int, n: int) -> list[Job]:
 
 
 def model_signature(cfg: Config, spec: ModelSpec) -> dict[str, Any]:
-    """What identifies the checkpoint without loading it: its files' sizes and times, or the hub commit."""
-    source, _ = cfg.model_source(spec)
-    path = Path(source)
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.is_file())
-        return {"path": str(path), "files": {p.name: [p.stat().st_size, p.stat().st_mtime_ns] for p in files}}
-    commit = None
-    try:
-        from huggingface_hub import try_to_load_from_cache
+    """The checkpoint's identity from its content (modeling.model_identity), hashes cached per model."""
+    from .modeling import model_identity
 
-        cached = try_to_load_from_cache(source, "config.json")
-        commit = Path(cached).parent.name if isinstance(cached, str) else None
-    except Exception:  # no hub library or cache: the name alone identifies it
-        pass
-    return {"hub": source, "commit": commit}
+    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir)
 
 
 def task_hash(include_path: Path, task: str, planned: dict[Path, str] | None = None) -> str:

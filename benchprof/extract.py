@@ -249,7 +249,7 @@ def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any], metad
     """The layout holding the importance file of identity `importance` (callers that only have the file's
     header, like `status`); None when no configured model has it."""
     for spec in cfg.models:
-        if spec.name != metadata.get("model", spec.name):
+        if metadata.get("model", spec.tag) not in (spec.tag, spec.name):  # files before 0.2 held the name
             continue
         layout = Layout(cfg.output_root, spec.tag)
         path = layout.importance_file(ability)
@@ -371,7 +371,7 @@ def extract(
                     cfg.extract,
                     front,
                     back,
-                    spec.name,
+                    spec.tag,
                     inputs,
                     k_started,
                     score,

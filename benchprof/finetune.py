@@ -113,7 +113,7 @@ def data_identity(cfg: Config, ability: str, records: list[dict[str, Any]]) -> d
 
 def importance_inputs(
     cfg: Config,
-    model_name: str,
+    model_tag: str,
     ability: str,
     settings: FinetuneSettings,
     records: list[dict[str, Any]],
@@ -125,7 +125,7 @@ def importance_inputs(
     return {
         "stage": "finetune",
         "ability": ability,
-        "model": model_name,
+        "model": model_tag,  # the tag, not the path as written: a moved project redoes nothing
         "fingerprint": model_fingerprint,
         "data": data_identity(cfg, ability, records),
         "keys": cfg.dataset(ability).keys(),
@@ -235,7 +235,7 @@ def finetune(
                 records = load_split(cfg, ability_name, "train")
                 records = records[: settings.max_samples] if settings.max_samples else records
                 inputs = importance_inputs(
-                    cfg, spec.name, ability_name, settings, records, batch_size, model_fingerprint, net_dtype
+                    cfg, spec.tag, ability_name, settings, records, batch_size, model_fingerprint, net_dtype
                 )
                 out_dir = layout.importance_dir(ability_name)
                 if not force and is_current(layout.importance_output(ability_name), inputs):
@@ -269,7 +269,7 @@ def finetune(
                         "n_layers": str(n_layers),
                         "scope": settings.scope,
                         "ability": ability_name,
-                        "model": spec.name,
+                        "model": spec.tag,
                         "dtype": inputs["dtype"],
                         "loss_on": settings.loss_on,
                         "normalization": "split_token_mean",

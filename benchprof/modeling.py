@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
 
@@ -93,17 +94,64 @@ def total_params(model: torch.nn.Module) -> int:
 
 
 def fingerprint(model: torch.nn.Module) -> str:
-    """A short hash of the model's parameter names, shapes and a few values of each tensor (dtype-blind).
+    """A short hash of the model's parameter names, shapes and every value (dtype-blind).
 
-    Masks and importance files record it, so a region is never applied to another model.
+    Masks and importance files record it, so a region is never applied to another model, and a model
+    changed anywhere is told apart. Values are rounded to bf16 first, so one checkpoint loaded in fp32
+    or bf16 has one fingerprint; one tensor at a time is copied to the CPU (2 bytes a weight).
     """
     import torch
 
-    h = hashlib.sha256()
+    h = hashlib.blake2b(digest_size=8)
     for name, p in model.state_dict().items():
         h.update(f"{name}:{tuple(p.shape)};".encode())
-        flat = p.detach().reshape(-1)
-        # rounded to bf16, so one checkpoint loaded in fp32 or bf16 has one fingerprint
-        sample = flat[:: max(1, flat.numel() // 64)][:64].to(torch.bfloat16).to(torch.float32).cpu()
-        h.update(sample.numpy().tobytes())
-    return h.hexdigest()[:16]
+        if p.is_floating_point():
+            values = p.detach().to(torch.bfloat16).reshape(-1).view(torch.int16).cpu()
+        else:
+            values = p.detach().reshape(-1).cpu()
+        h.update(values.numpy().tobytes())
+    return h.hexdigest()
+
+
+def model_identity(source: str, cache_dir: Path | None = None) -> dict[str, Any]:
+    """What a checkpoint is, without loading it: a content hash of each file of a local folder, or the
+    hub commit of a hub id. Never its path or the files' times, so a moved or copied model (or project)
+    is the same model.
+
+    Hashing a large checkpoint takes a while (about 1 GB/s), so the hashes are cached in
+    `cache_dir/model_files.json` by (file name, size, mtime): a touched file is hashed again and
+    found unchanged.
+    """
+    from .storage import file_hash, read_json, write_json
+
+    folder = Path(source)
+    if not folder.is_dir():
+        commit = None
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(source, "config.json")
+            commit = Path(cached).parent.name if isinstance(cached, str) else None
+        except Exception:  # no hub library or cache: the name alone identifies it
+            pass
+        return {"hub": source, "commit": commit}
+    cache_file = cache_dir / "model_files.json" if cache_dir else None
+    cache: dict[str, Any] = {}
+    if cache_file is not None and cache_file.is_file():
+        try:
+            cache = read_json(cache_file)
+        except (OSError, ValueError):
+            cache = {}
+    files, changed = {}, False
+    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
+        stat = path.stat()
+        key = f"{path.name}|{stat.st_size}|{stat.st_mtime_ns}"
+        if key not in cache:
+            cache[key], changed = file_hash(path), True
+        files[path.name] = cache[key]
+    if changed and cache_file is not None:
+        try:
+            write_json(cache_file, {key: value for key, value in cache.items() if key.split("|")[0] in files})
+        except BenchprofError:
+            pass  # a read-only outputs folder: hash again next time
+    return {"files": files}

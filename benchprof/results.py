@@ -16,6 +16,20 @@ FILTER_PREFERENCE = ("none", "strict-match")
 DocKey = tuple[Any, Any, str]  # (task, doc_id, filter) of one per-sample line
 
 
+def evaluation_hashes(model_dir: Path) -> dict[str, str]:
+    """{result JSON path under the model folder: the inputs hash it records}: which evaluations a
+    profile was computed from, without regard to where the project lies or the files' times."""
+    hashes = {}
+    for path in sorted(Path(model_dir).rglob("eval/**/*.json")):
+        try:
+            payload = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            payload = None
+        recorded = payload.get("inputs_hash") if isinstance(payload, dict) else None
+        hashes[str(path.relative_to(model_dir))] = str(recorded)
+    return hashes
+
+
 class Unusable(Exception):
     """An evaluation file that exists but cannot be used; the message is the reason."""
 

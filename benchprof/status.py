@@ -279,7 +279,7 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], finger
             else:
                 records = records[: settings.max_samples] if settings.max_samples else records
                 expected = importance_inputs(
-                    cfg, spec.name, ability, settings, records, cfg.settings.train_batch_size, fingerprint, dtype
+                    cfg, spec.tag, ability, settings, records, cfg.settings.train_batch_size, fingerprint, dtype
                 )
         # without loading the weights, the recorded fingerprint (and an 'auto' dtype) are taken as they are
         ignore = (() if fingerprint else ("fingerprint",)) + (() if dtype else ("dtype",))
@@ -353,18 +353,21 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
 def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
     from .aggregate import profile_inputs
     from .layout import Layout
+    from .results import evaluation_hashes
+    from .storage import read_manifest
 
     layout = Layout(cfg.output_root, spec.tag)
     output = layout.profile_output()
     state, why = judge(output, profile_inputs(cfg))
     if state == "done":
         unfinished = sum(1 for e in evals if e.state != "done")
-        written = output.manifest.stat().st_mtime_ns
-        newer = [e for e in layout.model_dir.rglob("eval/**/*.json") if e.stat().st_mtime_ns > written]
+        recorded = (read_manifest(layout.profile_dir) or {}).get("evaluations", {})
+        current = evaluation_hashes(layout.model_dir)
+        changed = [path for path in current if recorded.get(path) != current[path]]
         if unfinished:
             state, why = "stale", f"{unfinished} evaluation(s) not done"
-        elif newer:
-            state, why = "stale", f"{len(newer)} evaluation(s) newer than the profile"
+        elif changed:
+            state, why = "stale", f"{len(changed)} evaluation(s) newer than the profile"
     return Item("profile", spec.tag, output.label, state, why)
 
 
