@@ -34,7 +34,7 @@ from .profile import (
 from .regions import region_metadata
 from .report import ais_table, counted, specificity_summary, write_tables
 from .results import DocKey, Unusable, evaluation_hashes, primary_metric, read_results, read_samples
-from .storage import clear_manifest, write_manifest
+from .storage import clear_manifest, content_record, write_manifest
 
 if TYPE_CHECKING:
     import numpy as np
@@ -105,7 +105,14 @@ def _load_score(
     value = results.get(metric_key)
     if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
         raise Unusable(f"metric {metric_key!r} not in results")
-    per_doc, why = read_samples(layout.samples_file(variant, benchmark), metric_key)
+    samples = layout.samples_file(variant, benchmark)
+    recorded_files = payload.get("files")
+    recorded_files = recorded_files if isinstance(recorded_files, dict) else {}
+    if samples.name in recorded_files and (
+        not samples.is_file() or content_record(samples) != recorded_files[samples.name]
+    ):
+        raise Unusable("per-sample file damaged since it was written (rerun `benchprof evaluate`)")
+    per_doc, why = read_samples(samples, metric_key)
     if why and why != "no per-sample file":
         notes.append(f"{benchmark} {variant.label()}: {why}; no interval")
     return _Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"))

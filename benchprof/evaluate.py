@@ -26,6 +26,7 @@ from .config import Config, ModelSpec, select
 from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant
 from .regions import region_metadata
+from .storage import is_current
 
 if TYPE_CHECKING:
     from lm_eval.api.model import LM
@@ -152,19 +153,6 @@ class JobInputs:
         }
 
 
-def is_done(layout: Layout, job: Job, inputs: dict[str, Any]) -> bool:
-    """The job's JSON exists, was written from these inputs, and its samples file is there."""
-    from .storage import read_json, value_hash
-
-    path = layout.eval_file(job.variant, job.benchmark)
-    if not (path.is_file() and layout.samples_file(job.variant, job.benchmark).is_file()):
-        return False
-    try:
-        return read_json(path).get("inputs_hash") == value_hash(inputs)
-    except ValueError:
-        return False  # a corrupt JSON means the job is redone
-
-
 def plain(value: Any) -> Any:
     """lm-eval output made JSON-safe: numpy scalars to numbers, tuples to lists, NaN to null."""
     if isinstance(value, dict):
@@ -217,7 +205,7 @@ def write_job(
     wall_seconds: float,
 ) -> None:
     """Samples first, then the JSON (its presence marks the job done); both atomic."""
-    from .storage import remove_temps, value_hash, versions, write_json, write_text
+    from .storage import content_record, remove_temps, value_hash, versions, write_json, write_text
 
     rows = sample_rows(output.get("samples") or {})
     # the JSON marks the job done: remove an old one first, so a run killed between the two writes
@@ -225,9 +213,8 @@ def write_job(
     layout.eval_file(job.variant, job.benchmark).unlink(missing_ok=True)
     for path in (layout.eval_file(job.variant, job.benchmark), layout.samples_file(job.variant, job.benchmark)):
         remove_temps(path.parent, path.name)  # left by a killed run; each job has one writer
-    write_text(
-        layout.samples_file(job.variant, job.benchmark), "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows)
-    )
+    samples = layout.samples_file(job.variant, job.benchmark)
+    write_text(samples, "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
     results = plain({**output.get("groups", {}), **output["results"]})
     if task not in results and len(results) == 1:
         task = next(iter(results))  # e.g. a tag that expands to one task
@@ -250,6 +237,8 @@ def write_job(
             "wall_seconds": round(wall_seconds, 3),
             "inputs": inputs,
             "inputs_hash": value_hash(inputs),
+            # the samples file as written: a truncated or edited one is caught before it is trusted
+            "files": {samples.name: content_record(samples)},
             "versions": versions(),
             "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         },
@@ -533,7 +522,7 @@ def evaluate(
         pending = []
         for job in jobs:
             inputs = job_inputs(job)
-            if force or not is_done(layout, job, inputs):
+            if force or not is_current(layout.eval_output(job.variant, job.benchmark), inputs):
                 pending.append((job, inputs))
         skipped += len(jobs) - len(pending)
         if not pending:

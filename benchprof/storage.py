@@ -164,6 +164,25 @@ def file_hash(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()[:16]
 
 
+SAMPLED_ABOVE = 64 << 20  # files larger than this are hashed on sampled blocks (size always counts)
+
+
+def content_record(path: Path) -> dict[str, Any]:
+    """{size, hash} of a file as a manifest records it: a full hash up to 64 MiB, above that a hash of
+    64 blocks of 64 KiB spread over the file (a truncated or rewritten file changes its size or a block;
+    fast enough to check on every rerun even for an 8B model's 22 GB importance file)."""
+    size = Path(path).stat().st_size
+    if size <= SAMPLED_ABOVE:
+        return {"size": size, "hash": file_hash(path)}
+    h = hashlib.sha256()
+    block = 64 << 10
+    with open(path, "rb") as f:
+        for i in range(64):
+            f.seek((size - block) * i // 63)
+            h.update(f.read(block))
+    return {"size": size, "sampled_hash": h.hexdigest()[:16]}
+
+
 def value_hash(obj: Any) -> str:
     """A stable hash of a JSON-serialisable value."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -182,14 +201,23 @@ def versions() -> dict[str, str]:
     return out
 
 
+def folder_files(directory: Path) -> list[Path]:
+    """The output files of a stage folder: every visible file but its manifest (temporaries start with '.')."""
+    return sorted(
+        p for p in Path(directory).iterdir() if p.is_file() and not p.name.startswith(".") and p.name != "manifest.json"
+    )
+
+
 def write_manifest(
     directory: Path, inputs: dict[str, Any], extra: dict[str, Any] | None = None, started: float | None = None
 ) -> dict[str, Any]:
-    """Record what produced `directory`: its inputs (whose hash decides staleness), versions, time."""
+    """Record what produced `directory`: its inputs (whose hash decides staleness), the size and content
+    hash of every file in it (checked before the work is trusted again), versions, time."""
     manifest = {
         "manifest_version": MANIFEST_VERSION,
         "inputs": inputs,
         "inputs_hash": value_hash(inputs),
+        "files": {p.name: content_record(p) for p in folder_files(directory)},
         "versions": versions(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -247,14 +275,30 @@ def recorded_inputs(output: Output) -> dict[str, Any] | None:
     return inputs if isinstance(inputs, dict) else None
 
 
+def damaged_files(output: Output, record: dict[str, Any]) -> list[str]:
+    """The output's files whose size or content differs from what its manifest recorded (truncated,
+    rewritten or replaced since); files a manifest did not record (older manifests) are not checked."""
+    recorded = record.get("files")
+    if not isinstance(recorded, dict):
+        return []
+    return [
+        path.name
+        for path in output.files
+        if path != output.manifest
+        and path.name in recorded
+        and (not path.is_file() or content_record(path) != recorded[path.name])
+    ]
+
+
 def is_current(output: Output, inputs: dict[str, Any]) -> bool:
-    """The skip check of every stage: the output's manifest was written from exactly these inputs
-    and all its files exist."""
+    """The skip check of every stage: the output's manifest was written from exactly these inputs,
+    all its files exist and they are the files it recorded."""
     record = _read_record(output.manifest)
     return (
         record is not None
         and record.get("inputs_hash") == value_hash(inputs)
         and all(Path(f).is_file() for f in output.files)
+        and not damaged_files(output, record)
     )
 
 
@@ -290,4 +334,7 @@ def judge(
     missing = [f.name for f in output.files if not f.is_file()]
     if missing:
         return "stale", "missing " + ", ".join(missing)
+    damaged = damaged_files(output, _read_record(output.manifest) or {})
+    if damaged:
+        return "stale", "damaged " + ", ".join(damaged) + " (not the file its manifest recorded)"
     return "done", ""

@@ -1,0 +1,81 @@
+"""Manifests record each output file's size and content hash; a truncated or edited output is never
+trusted: the skip check recomputes it, status calls it damaged, aggregate refuses it (issue 22)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from test_reliability import ABILITY, K, write_config
+
+from benchprof.aggregate import load_scores
+from benchprof.config import load_config
+from benchprof.evaluate import evaluate
+from benchprof.finetune import finetune
+from benchprof.layout import Layout, Variant
+from benchprof.run import run
+from benchprof.status import plan_status
+from benchprof.storage import SAMPLED_ABOVE, content_record
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_model_dir, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("storage")
+    run(load_config(write_config(folder, tiny_model_dir)))
+    return folder
+
+
+def copy(finished, tmp_path, tiny_model_dir):
+    shutil.copytree(finished / "outputs", tmp_path / "outputs")
+    shutil.copytree(finished / "data", tmp_path / "data")
+    config = write_config(tmp_path, tiny_model_dir)
+    return config, Layout(tmp_path / "outputs", "tiny")
+
+
+def state(config, stage: str, what: str) -> tuple[str, str]:
+    return next((i.state, i.why) for i in plan_status(load_config(config)) if (i.stage, i.what) == (stage, what))
+
+
+def test_content_record_sees_truncation_and_one_changed_byte(tmp_path):
+    small, large = tmp_path / "small", tmp_path / "large"
+    small.write_bytes(b"abc\n" * 100)
+    large.write_bytes(bytes(range(256)) * ((SAMPLED_ABOVE + 1) // 256 + 1))
+    for path in (small, large):
+        before = content_record(path)
+        data = bytearray(path.read_bytes())
+        data[0] ^= 1  # the first block is always among the sampled ones
+        path.write_bytes(bytes(data))
+        assert content_record(path) != before
+        path.write_bytes(bytes(data[:-1]))
+        assert content_record(path)["size"] == len(data) - 1
+    assert "sampled_hash" in content_record(large) and "hash" in content_record(small)
+
+
+@pytest.mark.parametrize("cut", ["line", "mid-line"])
+def test_truncated_samples_file_is_named_refused_and_recomputed(finished, tmp_path, tiny_model_dir, cut):
+    config, layout = copy(finished, tmp_path, tiny_model_dir)
+    variant = Variant(ABILITY, K, "top")
+    samples = layout.samples_file(variant, ABILITY)
+    full = samples.read_text()
+    lines = full.splitlines(keepends=True)
+    samples.write_text("".join(lines[: len(lines) // 2]) + ("" if cut == "line" else lines[-1][:7]))
+
+    what = f"{variant.label()} {ABILITY}"
+    assert state(config, "eval", what) == ("stale", f"damaged {samples.name} (not the file its manifest recorded)")
+    profile = load_scores(load_config(config), progress=False)
+    assert profile.row(ABILITY, ABILITY, K, "top") is None  # not computed from half the items
+    assert any(m.variant == variant.label() and "damaged" in m.reason for m in profile.missing)
+
+    evaluate(load_config(config))  # the skip check does not trust it: the job runs again
+    assert samples.read_text() == full
+    assert state(config, "eval", what)[0] == "done"
+
+
+def test_truncated_importance_file_is_recomputed(finished, tmp_path, tiny_model_dir):
+    config, layout = copy(finished, tmp_path, tiny_model_dir)
+    importance = layout.importance_file(ABILITY)
+    full = importance.read_bytes()
+    importance.write_bytes(full[: len(full) // 2])
+    assert state(config, "importance", ABILITY)[0] == "stale"
+    finetune(load_config(config))
+    assert importance.read_bytes() == full
