@@ -8,7 +8,9 @@ last n, so ties break deterministically and top and bottom are disjoint when 2n 
 histogram, then a second one inside the cut bin), never concatenating the scores.
 **random** = n uniform draws without replacement, seeded by (extract.random_seed, ability, k).
 `selection: chunked` reproduces the authors' approximation: chunks of max(chunk_size,
-floor(sqrt(N / f))) candidates each give their ceil(f · c) largest and smallest scores.
+floor(sqrt(N / f))) candidates each give their ceil(f · c) largest and smallest scores; the chunks
+follow the same string-sorted names (layer 1, 10, 11, ..., 2), as the authors' code does, and the
+random control is drawn at the size top gets (a little over n).
 The score that ranks the weights comes from scores.py (`extract.score`); regions are written by
 regions.py (sorted int64 indices per tensor, metadata documented there) beside `stats.csv`.
 """
@@ -133,6 +135,16 @@ def chunk_length(total: int, n: int, chunk_size: int) -> int:
     return max(chunk_size, int(math.sqrt(total / (fraction + 1e-9))))
 
 
+def chunked_count(total: int, n: int, chunk_size: int) -> int:
+    """How many weights the chunked top (and bottom) region holds: Σ over chunks of ceil(n · c / N),
+    slightly more than n; the chunked random control is drawn at this size, so all three match."""
+    if n == 0:
+        return 0
+    length = chunk_length(total, n, chunk_size)
+    full, rest = divmod(total, length)
+    return full * -(-n * length // total) + (-(-n * rest // total) if rest else 0)
+
+
 def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """(top, bottom) by the authors' per-chunk ranking: each chunk of length c of the candidate
     sequence gives its ceil(n * c / N) largest and smallest scores (ties by ORDER inside a chunk)."""
@@ -230,6 +242,7 @@ def region_inputs(
         "fingerprint": metadata.get("fingerprint", ""),
         "selection": selection,
         "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
+        **({"random_size": "top's"} if selection == "chunked" else {}),  # chunked random: top's count, not n
         "regions": [r for r in REGIONS if r in cfg.extract.regions],
         "random_seed": cfg.extract.random_seed,
         "front_removal": cfg.settings.front_removal,
@@ -357,8 +370,9 @@ def extract(
                     chosen[k_value].update({r: v for r, v in (("top", top), ("bottom", bottom)) if r in regions})
             for k_value, (n, inputs) in todo.items():
                 seed = derived_seed(cfg.extract.random_seed, ability_name, k_value)
-                if "random" in regions:
-                    chosen[k_value]["random"] = split_positions(scores, random_positions(scores.total, n, seed))
+                if "random" in regions:  # as many weights as top: chunked top holds a little more than n
+                    size = n if selection == "exact" else chunked_count(scores.total, n, cfg.extract.chunk_size)
+                    chosen[k_value]["random"] = split_positions(scores, random_positions(scores.total, size, seed))
                 write_regions(
                     layout,
                     ability_name,

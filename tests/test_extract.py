@@ -15,6 +15,7 @@ from benchprof import BenchprofError
 from benchprof.config import load_config
 from benchprof.extract import (
     chunk_length,
+    chunked_count,
     exact_regions,
     extract,
     open_scores,
@@ -237,6 +238,9 @@ def test_chunked_mode_matches_the_authors_per_chunk_rule_and_differs_from_exact(
     assert top != exact and len(region["top"]) > 1 and len(exact & top) < n
     meta = region_metadata(Layout(tmp_path / "outputs", "tiny").mask_file(ABILITY, 0.01, "top"))
     assert meta["selection"] == "chunked" and meta["chunk_size"] == str(length)
+    # the controls are as large as top (they used to hold n while top held more)
+    random = as_positions(region["random"], tensors)
+    assert len(random) == len(as_positions(region["bottom"], tensors)) == len(top) == chunked_count(7680, n, 100)
 
 
 def test_bad_or_missing_importance_is_a_one_line_error(tmp_path):
