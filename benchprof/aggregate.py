@@ -333,9 +333,10 @@ def _cell_rows(
 
 
 def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64]]) -> list[AisRow]:
-    """ais.csv rows (benchmark "specificity") per (ability, k, region) whose own split and at least
-    one other ability's split were evaluated; `samples[(ability, k, benchmark, region)]` holds the
-    cell's bootstrap AIS samples (same resample count everywhere), when there were per-sample files."""
+    """ais.csv rows (benchmark "specificity") per (ability, k, region): AIS on the ability's own split
+    minus the mean AIS on every other ability split in evals.benchmarks (a fixed set: when one of them
+    has no AIS, the row has no value and a note says which); `samples[(ability, k, benchmark, region)]`
+    holds the cell's bootstrap AIS samples (same resample count everywhere), when there were per-sample files."""
     own_splits = ability_benchmarks(profile.benchmarks)
     rows = []
     for ability in profile.abilities:
@@ -344,13 +345,17 @@ def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64
         for k in profile.k_values:
             for region in profile.regions_with_adjusted:
                 own = profile.row(ability, ability, k, region)
-                others = [
-                    r
-                    for b in own_splits
-                    if b != ability and (r := profile.row(ability, b, k, region)) is not None and not math.isnan(r.ais)
-                ]
-                if own is None or math.isnan(own.ais) or not others:
+                cells = {b: profile.row(ability, b, k, region) for b in own_splits if b != ability}
+                lacking = [b for b, r in cells.items() if r is None or math.isnan(r.ais)]
+                if own is None or math.isnan(own.ais) or not cells:
                     continue
+                if lacking:
+                    profile.notes.append(
+                        f"specificity of {ability} at k={format_k(k)} ({region}): no value, "
+                        f"no AIS on {', '.join(lacking)}"
+                    )
+                    continue
+                others = [r for r in cells.values() if r is not None]
                 row = AisRow(
                     profile.model,
                     ability,
@@ -396,7 +401,7 @@ def mean_specificity_rows(
                 a
                 for a in profile.abilities
                 if profile.row(a, SPECIFICITY, k, region) is not None
-                and all(profile.row(a, b, k, region) is not None for b in splits)
+                and all((r := profile.row(a, b, k, region)) is not None and not math.isnan(r.ais) for b in splits)
             ]
             if len(members) < 2:
                 continue

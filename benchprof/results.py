@@ -96,7 +96,7 @@ def read_samples(path: Path, metric_key: str) -> tuple[dict[DocKey, float] | Non
         return None, "no per-sample file"
     metric, filter_name = split_key(metric_key)
     per_doc: dict[DocKey, float] = {}
-    number = 0
+    number = lacking = 0
     try:
         with open(path) as lines:
             for line in lines:
@@ -104,11 +104,16 @@ def read_samples(path: Path, metric_key: str) -> tuple[dict[DocKey, float] | Non
                 if not line.strip():
                     continue
                 sample = json.loads(line)
-                if sample.get("filter", "none") != filter_name or metric not in sample:
+                if sample.get("filter", "none") != filter_name:
+                    continue
+                if metric not in sample:
+                    lacking += 1
                     continue
                 per_doc[(sample.get("task"), sample.get("doc_id"), filter_name)] = float(sample[metric])
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as err:
         return None, f"per-sample file unreadable ({type(err).__name__} at line {number})"
     if not per_doc:
         return None, f"per-sample file has no {metric_key!r} values"
+    if lacking:  # never an interval over some of the documents only
+        return None, f"per-sample file: {lacking} of {lacking + len(per_doc)} rows lack {metric_key!r}"
     return per_doc, None

@@ -2,6 +2,7 @@
 dominance against hand computations, and a score switch on the tiny model end to end."""
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -234,3 +235,26 @@ def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     assert "| mean |" in markdown and "Diagonal dominance" in markdown
     rows = (profile_dir / "ais.csv").read_text().splitlines()
     assert sum(f",{SPECIFICITY}," in r for r in rows) == 3 * 3  # 2 abilities + mean, x top, random, top-random
+
+
+def test_specificity_is_over_every_other_split_or_has_no_value(result_files):
+    """One other split without an AIS: no specificity value (it used to average over the rest)."""
+    cfg = load_config(result_files)
+    layout = Layout(cfg.output_root, "t")
+    layout.eval_file(Variant("Quantitative_Reasoning", 0.01, "top"), "Spatial_Reasoning").unlink()
+    profile = load_scores(cfg, progress=False)
+    assert profile.row("Quantitative_Reasoning", SPECIFICITY, 0.01, "top") is None
+    assert any("specificity of Quantitative_Reasoning" in n and "Spatial_Reasoning" in n for n in profile.notes)
+    assert profile.row("Temporal_Reasoning", SPECIFICITY, 0.01, "top") is not None  # the others keep theirs
+
+
+def test_samples_rows_lacking_the_metric_give_no_interval_and_say_so(result_files):
+    cfg = load_config(result_files)
+    path = Layout(cfg.output_root, "t").samples_file(Variant("Spatial_Reasoning", 0.01, "top"), "Spatial_Reasoning")
+    lines = path.read_text().splitlines()
+    lines[3] = json.dumps({"task": "Spatial_Reasoning", "doc_id": 3, "filter": "none"})  # no acc
+    path.write_text("\n".join(lines) + "\n")
+    profile = load_scores(cfg, progress=False)
+    row = profile.row("Spatial_Reasoning", "Spatial_Reasoning", 0.01, "top")
+    assert math.isnan(row.ci_low) and not row.significant
+    assert any("1 of 10 rows lack 'acc,none'" in n for n in profile.notes)
