@@ -42,6 +42,10 @@ Selection = str | int | float | Sequence[str | int | float] | None
 T = TypeVar("T")
 
 
+FP16_WHY = "fp16 gradients of the split-wide mean loss underflow: at 200k tokens the importance is 55% off"
+FP16_REFUSED = f"finetune.dtype: float16 is refused for the importance pass ({FP16_WHY}); use bfloat16, float32 or auto"
+
+
 class ConfigError(BenchprofError):
     """A config value is missing or wrong; the message names the YAML key."""
 
@@ -417,6 +421,8 @@ def _validate(cfg: Config) -> None:
             raise ConfigError(f"data.{key}: must be >= 1")
     if cfg.finetune.max_samples is not None and cfg.finetune.max_samples < 1:
         raise ConfigError("finetune.max_samples: must be >= 1")
+    if cfg.finetune.dtype == "float16":
+        raise ConfigError(FP16_REFUSED)
     if cfg.finetune.max_length < 8:
         raise ConfigError("finetune.max_length: must be >= 8")
     rk = cfg.aggregate.report_k

@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .config import Config, FinetuneSettings, select
+from .config import FP16_REFUSED, FP16_WHY, Config, FinetuneSettings, select
 from .layout import Layout
 from .storage import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 
@@ -216,9 +216,17 @@ def finetune(
         for spec in cfg.selected_models(model):
             layout = Layout(cfg.output_root, spec.tag)
             model_dtype = settings.dtype if settings.dtype != "auto" else spec.dtype
+            if model_dtype == "float16":
+                raise BenchprofError(FP16_REFUSED)
             name, tokenizer_name = cfg.model_source(spec)
             # a sharded model is loaded on the CPU and moved to the device shard by shard
             net, tokenizer = load_model(name, tokenizer_name, dtype=model_dtype, device="cpu" if sharded else device)
+            if next(net.parameters()).dtype == torch.float16:  # dtype auto on an fp16 checkpoint
+                bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+                wider = torch.bfloat16 if bf16 else torch.float32
+                torch.nn.Module.to(net, wider)
+                if rank == 0:
+                    print(f"finetune: {spec.tag} is an fp16 checkpoint; importance runs in {wider} ({FP16_WHY})")
             if settings.gradient_checkpointing:
                 enable_checkpointing(net)
             model_fingerprint = fingerprint(net)  # before sharding: needs every full tensor

@@ -244,3 +244,32 @@ def test_two_process_gloo_run_equals_one_process(fp32_run, tiny_model_dir, tmp_p
     one, _ = read_importance(Layout(load_config(fp32_run).output_root, "tiny").importance_file(ABILITY))
     assert_matches(two, one, rtol=1e-5)
     assert json.loads((layout.importance_dir(ABILITY) / "manifest.json").read_text())["world_size"] == 2
+
+
+def test_float16_is_refused_in_one_line_and_an_fp16_checkpoint_runs_wider(tiny_model_dir, tmp_path, capsys):
+    """fp16 gradients of the split-wide loss underflow (issue 22): finetune.dtype float16 fails at load,
+    an explicit float16 model dtype fails before any work, and dtype auto on an fp16 checkpoint runs in
+    fp32 on the CPU: the same importance as loading that checkpoint in fp32 by hand."""
+    from benchprof import BenchprofError
+    from benchprof.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^finetune\.dtype: float16 is refused .*use bfloat16, float32 or auto$"):
+        load_config(write_config(tmp_path, tiny_model_dir, out="a", dtype="float16"))
+    raw = yaml.safe_load(write_config(tmp_path, tiny_model_dir, out="b").read_text())
+    raw["models"][0]["dtype"] = "float16"
+    explicit = tmp_path / "explicit.yml"
+    explicit.write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match="float16 is refused"):
+        finetune(load_config(explicit))
+
+    fp16_dir = tmp_path / "fp16-model"
+    model, tok = load_model(str(tiny_model_dir), dtype="float16")
+    model.save_pretrained(fp16_dir)
+    tok.save_pretrained(fp16_dir)
+    finetune(load_config(write_config(tmp_path, fp16_dir, out="auto")))
+    assert "is an fp16 checkpoint; importance runs in torch.float32" in capsys.readouterr().out
+    finetune(load_config(write_config(tmp_path, fp16_dir, out="fp32", dtype="float32")))
+    auto, meta = read_importance(Layout(tmp_path / "auto", "tiny").importance_file(ABILITY))
+    fp32, _ = read_importance(Layout(tmp_path / "fp32", "tiny").importance_file(ABILITY))
+    assert meta["dtype"] == "torch.float32" and auto.keys() == fp32.keys()
+    assert all(torch.equal(auto[name], fp32[name]) for name in auto)
