@@ -2,8 +2,8 @@
 
 One pass over the ability's training split with no optimizer: gradients are summed, never applied.
 L = (1/N) Σ over the split's loss tokens of −log p(token | earlier), N the split's loss-token count
-(all tokens after the first, or the answer's with `loss_on: answer`): each batch backpropagates its
-token-loss sum / N, so the summed gradient is ∂L/∂θ of one loss whatever the batching, padding or
+(all tokens after the first, or with `loss_on: answer` the tokens of the answer text itself, see
+prompts.encode_record): each batch backpropagates its token-loss sum / N, so the summed gradient is ∂L/∂θ of one loss whatever the batching, padding or
 number of processes. (The authors sum per-batch means: a constant factor when batches hold equal
 token counts.) How gradients are summed across batches and processes is sharding.py's job.
 Output: importance.safetensors, one fp32 tensor per eligible weight of every decoder layer
@@ -49,15 +49,17 @@ def encode_batches(
     batches, n_loss_tokens = [], 0
     for start in range(0, len(records), batch_size):
         encoded = [encode_record(tokenizer, r, keys, max_length) for r in records[start : start + batch_size]]
-        width = max(len(ids) for ids, _ in encoded)
+        width = max(len(ids) for ids, _, _ in encoded)
         input_ids = torch.full((len(encoded), width), pad_id, dtype=torch.long)
         attention_mask = torch.zeros((len(encoded), width), dtype=torch.long)
         labels = torch.full((len(encoded), width), IGNORE, dtype=torch.long)
-        for row, (ids, answer_start) in enumerate(encoded):
+        for row, (ids, answer_start, answer_end) in enumerate(encoded):
             input_ids[row, : len(ids)] = torch.tensor(ids)
             attention_mask[row, : len(ids)] = 1
-            first = answer_start if loss_on == "answer" else 0
-            labels[row, first : len(ids)] = input_ids[row, first : len(ids)]
+            first, last = (answer_start, answer_end) if loss_on == "answer" else (0, len(ids))
+            if first < 0:
+                raise BenchprofError("finetune.loss_on: answer needs a fast tokenizer (its character offsets)")
+            labels[row, first:last] = input_ids[row, first:last]
         n_loss_tokens += int((labels[:, 1:] != IGNORE).sum())  # position 0 is never predicted
         batches.append({"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels})
     return batches, n_loss_tokens

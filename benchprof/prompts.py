@@ -53,24 +53,34 @@ def plain_text(messages: list[dict[str, str]]) -> str:
 
 def encode_record(
     tokenizer: PreTrainedTokenizerBase, record: dict[str, Any], keys: Sequence[str], max_length: int
-) -> tuple[list[int], int]:
-    """Token ids of the chat-formatted record, and where the answer's tokens start.
+) -> tuple[list[int], int, int]:
+    """Token ids of the chat-formatted record, and the answer's tokens as [start, end).
 
-    The answer start lets the loss be restricted to the answer (`finetune.loss_on: answer`): the
-    prompt is encoded with the generation prompt appended, and its length marks the boundary.
+    The answer's tokens (`finetune.loss_on: answer`) are every token that overlaps the characters of
+    the record's `answer` text in the formatted conversation: not the "Answer: " prefix, nor the end of
+    the turn, the EOS or the template's newline; a leading space a tokenizer merges into the answer's
+    first token comes with it. Located through the fast tokenizer's character offsets, so nothing
+    assumes the prompt's tokens are a prefix of the full text's. (len(ids), len(ids)) when the record
+    has no answer in `keys`; (-1, -1) for a tokenizer without offsets.
     """
     messages = chat_messages(record, keys)
-    prompt_messages = messages[:-1] if messages[-1]["role"] == "assistant" else messages
     if getattr(tokenizer, "chat_template", None):
-        full = tokenizer.apply_chat_template(messages, tokenize=False)
-        prompt = tokenizer.apply_chat_template(prompt_messages, tokenize=False, add_generation_prompt=True)
+        full = str(tokenizer.apply_chat_template(messages, tokenize=False))
     else:
         full = plain_text(messages)
-        prompt = plain_text(prompt_messages) + "\nassistant: "
     # the template already holds any bos token; don't let the tokenizer add a second
-    ids = tokenizer(full, add_special_tokens=False)["input_ids"][:max_length]
-    n_prompt = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
-    return ids, min(n_prompt, len(ids))
+    fast = bool(getattr(tokenizer, "is_fast", False))
+    encoded = tokenizer(full, add_special_tokens=False, return_offsets_mapping=fast)
+    ids = list(encoded["input_ids"])[:max_length]
+    if messages[-1]["role"] != "assistant":
+        return ids, len(ids), len(ids)
+    if not fast:
+        return ids, -1, -1
+    answer = str(record["answer"])
+    char_end = full.rfind(answer_text(record)) + len(answer_text(record))
+    char_start = char_end - len(answer)
+    tokens = [i for i, (a, b) in enumerate(encoded["offset_mapping"][: len(ids)]) if a < char_end and b > char_start]
+    return (ids, tokens[0], tokens[-1] + 1) if tokens else (ids, len(ids), len(ids))
 
 
 def eval_prompt(record: dict[str, Any]) -> str:

@@ -83,14 +83,15 @@ def reference_importance(model, tokenizer, items, loss_on: str, dtype=torch.floa
         p.requires_grad_(True)
     encoded = [encode_record(tokenizer, r, KEYS, 96) for r in items]
     label_rows = []
-    for ids, start in encoded:
+    for ids, start, end in encoded:
         labels = torch.tensor(ids)
         if loss_on == "answer":
             labels[:start] = -100
+            labels[end:] = -100
         label_rows.append(labels)
     total = sum(int((labels[1:] != -100).sum()) for labels in label_rows)
     model.zero_grad()
-    for (ids, _), labels in zip(encoded, label_rows):
+    for (ids, _, _), labels in zip(encoded, label_rows):
         count = int((labels[1:] != -100).sum())
         loss = model(input_ids=torch.tensor([ids]), labels=labels[None]).loss
         (loss * count / total).backward()
