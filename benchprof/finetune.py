@@ -3,9 +3,10 @@
 One pass over the ability's training split with no optimizer: gradients are summed, never applied.
 L = (1/N) Σ over the split's loss tokens of −log p(token | earlier), N the split's loss-token count
 (all tokens after the first, or with `loss_on: answer` the tokens of the answer text itself, see
-prompts.encode_record): each batch backpropagates its token-loss sum / N, so the summed gradient is ∂L/∂θ of one loss whatever the batching, padding or
-number of processes. (The authors sum per-batch means: a constant factor when batches hold equal
-token counts.) How gradients are summed across batches and processes is sharding.py's job.
+prompts.encode_record): each batch backpropagates its token-loss sum / N, so the summed gradient is
+∂L/∂θ of one loss whatever the batching, padding or number of processes. (The authors sum per-batch
+means: a constant factor when batches hold equal token counts.) How gradients are summed across
+batches and processes is sharding.py's job.
 Output: importance.safetensors, one fp32 tensor per eligible weight of every decoder layer
 (front/back_removal apply when regions are extracted), metadata fingerprint, total_params, n_layers,
 scope, ability, model, dtype, loss_on, normalization, n_samples, n_loss_tokens; then manifest.json.
