@@ -16,6 +16,7 @@ Stage modules import torch and friends inside their functions, so `benchprof --h
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import os
@@ -30,9 +31,11 @@ from .data import data
 from .evaluate import evaluate
 from .extract import extract
 from .finetune import finetune
+from .layout import Layout
 from .overlap import overlap
 from .run import run
 from .status import status
+from .storage import folder_lock
 
 STAGES: dict[str, Callable[..., None]] = {
     "run": run,
@@ -47,11 +50,22 @@ STAGES: dict[str, Callable[..., None]] = {
 }
 
 
-def command(stage: Callable[..., None]) -> Callable[..., None]:
+def writes_model_folders(name: str, options: dict[str, object]) -> bool:
+    """Whether a command writes under the models' outputs folders, and so holds their locks: not
+    status or data, not damage without --save, not an evaluate shard (shards run side by side by
+    design, one writer per job), not the ranks above 0 of a launched finetune (rank 0 writes)."""
+    if name in ("status", "data") or (name == "damage" and not options.get("save")):
+        return False
+    if name == "evaluate" and options.get("shard") is not None:
+        return False
+    return os.environ.get("RANK", "0") == "0"
+
+
+def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
     """The command-line face of a stage: the same options and --help, with the config's path first.
 
     The stage's first parameter (`cfg: Config`) becomes `config: str = "config.yml"`, loaded and
-    checked once here before the stage runs.
+    checked once here before the stage runs, under the lock of each model folder it writes.
     """
     signature = inspect.signature(stage)
     first, *rest = signature.parameters.values()
@@ -64,10 +78,16 @@ def command(stage: Callable[..., None]) -> Callable[..., None]:
         bound = cli_signature.bind(*args, **kwargs)  # fire passes options by position too
         options = dict(bound.arguments)
         config = str(options.pop("config", "config.yml"))
-        for name, value in options.items():
-            if cli_signature.parameters[name].annotation in (bool, "bool") and not isinstance(value, bool):
-                options[name] = parse_bool(name, value)
-        stage(load_config(config), **options)
+        for option, value in options.items():
+            if cli_signature.parameters[option].annotation in (bool, "bool") and not isinstance(value, bool):
+                options[option] = parse_bool(option, value)
+        cfg = load_config(config)
+        with contextlib.ExitStack() as locks:
+            if writes_model_folders(name, options):
+                model = options.get("model")
+                for spec in cfg.selected_models(str(model) if model is not None else None):
+                    locks.enter_context(folder_lock(Layout(cfg.output_root, spec.tag).model_dir, f"benchprof {name}"))
+            stage(cfg, **options)
 
     call.__signature__ = cli_signature  # type: ignore[attr-defined]
     call.__doc__ = (stage.__doc__ or "").replace(f"        {first.name}: the config", "        config: the config")
@@ -75,7 +95,7 @@ def command(stage: Callable[..., None]) -> Callable[..., None]:
     return call
 
 
-COMMANDS = {name: command(stage) for name, stage in STAGES.items()}
+COMMANDS = {name: command(name, stage) for name, stage in STAGES.items()}
 TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 

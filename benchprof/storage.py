@@ -338,3 +338,78 @@ def judge(
     if damaged:
         return "stale", "damaged " + ", ".join(damaged) + " (not the file its manifest recorded)"
     return "done", ""
+
+
+LOCK_HOLDER = "BENCHPROF_LOCK_HOLDER"  # the pid whose locks a child process (worker, rank) may share
+
+
+@contextlib.contextmanager
+def folder_lock(folder: Path, command: str) -> Iterator[None]:
+    """One benchprof command at a time in a model's outputs folder (`.lock`, naming its holder's pid).
+
+    A second command fails at once with one line naming the holder, so the work is done once; a lock
+    whose pid no longer runs on this machine is taken over. Re-entrant for this process and for the
+    processes it starts (they inherit BENCHPROF_LOCK_HOLDER), so `run` can call every stage.
+    """
+    import json
+    import socket
+
+    folder = Path(folder)
+    lock = folder / ".lock"
+    mine = {str(os.getpid()), os.environ.get(LOCK_HOLDER, "")} - {""}
+    folder.mkdir(parents=True, exist_ok=True)
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, shared_mode())
+        except FileExistsError:
+            try:
+                holder = json.loads(lock.read_text())
+            except (OSError, ValueError):
+                holder = {}  # being written, or garbage: a live holder rewrites it, retry once more below
+            pid, host = str(holder.get("pid", "")), holder.get("host")
+            if pid in mine:
+                yield  # ours already (an outer command of this run holds it)
+                return
+            if pid and host == socket.gethostname() and not _alive(int(pid)):
+                lock.unlink(missing_ok=True)  # a killed run's lock: take it over
+                continue
+            if not pid:
+                time.sleep(0.2)
+                if lock.exists() and not lock.read_text().strip():
+                    lock.unlink(missing_ok=True)
+                continue
+            raise BenchprofError(
+                f"{folder}: in use by pid {pid} on {host} ({holder.get('command')}, since {holder.get('started')}); "
+                "wait for it to finish or stop it, then rerun"
+            ) from None
+        with os.fdopen(fd, "w") as f:
+            json.dump(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "command": command,
+                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                },
+                f,
+            )
+        break
+    previous = os.environ.get(LOCK_HOLDER)
+    os.environ[LOCK_HOLDER] = str(os.getpid())
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        if previous is None:
+            os.environ.pop(LOCK_HOLDER, None)
+        else:
+            os.environ[LOCK_HOLDER] = previous
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True

@@ -79,3 +79,66 @@ def test_truncated_importance_file_is_recomputed(finished, tmp_path, tiny_model_
     assert state(config, "importance", ABILITY)[0] == "stale"
     finetune(load_config(config))
     assert importance.read_bytes() == full
+
+
+def hold_lock(folder, seconds: float):
+    """Another process that holds the folder's lock for a while."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, time; from benchprof.storage import folder_lock\n"
+        f"with folder_lock({str(folder)!r}, 'benchprof run'):\n"
+        "    print('held', flush=True); time.sleep(float(sys.argv[1]))\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code, str(seconds)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_path):
+    import signal
+
+    from benchprof import BenchprofError
+    from benchprof.storage import folder_lock
+
+    proc = hold_lock(tmp_path, 60)
+    try:
+        with pytest.raises(BenchprofError, match=rf"^{tmp_path}: in use by pid {proc.pid} on .*\(benchprof run, since"):
+            with folder_lock(tmp_path, "benchprof extract"):
+                pass
+    finally:
+        proc.send_signal(signal.SIGKILL)  # killed: its lock file stays behind
+        proc.wait()
+    assert (tmp_path / ".lock").exists()
+    with folder_lock(tmp_path, "benchprof extract"):
+        with folder_lock(tmp_path, "benchprof finetune"):  # re-entrant: run calls every stage
+            pass
+        assert (tmp_path / ".lock").exists()
+    assert not (tmp_path / ".lock").exists()
+
+
+def test_two_concurrent_runs_do_the_work_once(tiny_model_dir, tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    config = write_config(tmp_path, tiny_model_dir)
+    command = [sys.executable, "-m", "benchprof", "run", str(config)]
+    first = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    lock = tmp_path / "outputs" / "tiny" / ".lock"
+    deadline = time.time() + 60
+    while not lock.exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    second = subprocess.run(command, capture_output=True, text=True)
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 0, err[-2000:]
+    assert second.returncode == 2
+    assert second.stderr.strip().splitlines() == [
+        f"benchprof: error: {tmp_path / 'outputs' / 'tiny'}: in use by pid {first.pid} on "
+        + second.stderr.split(" on ", 1)[1].split(" ", 1)[0]
+        + " (benchprof run, since "
+        + second.stderr.split("since ", 1)[1].split(")", 1)[0]
+        + "); wait for it to finish or stop it, then rerun"
+    ]
+    assert "run: all stages done" in out and not lock.exists()
