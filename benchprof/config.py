@@ -122,6 +122,12 @@ class FinetuneSettings:
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     gradient_checkpointing: bool = False
     strategy: Literal["ddp", "fsdp", "deepspeed"] = "ddp"
+    # processes `benchprof run` starts for the importance pass; default one per configured GPU (1 on CPU)
+    processes: int | None = None
+
+    def process_count(self, gpus: int) -> int:
+        """How many importance processes `run` starts, given the configured GPUs that CUDA sees."""
+        return self.processes if self.processes is not None else max(1, gpus)
 
 
 @dataclass
@@ -133,19 +139,6 @@ class ExtractSettings:
     regions: list[str] = field(default_factory=lambda: list(REGIONS))
     random_seed: int = 0
     score: ScoreName = "importance"  # which per-weight score ranks the weights (benchprof/scores.py)
-    random_draws: int = 1  # independently seeded random regions per (ability, k): random, random2, ...
-
-    def region_names(self) -> list[str]:
-        """The regions extract writes and evaluate scores, in order: "random" expands to its draws."""
-        names = []
-        for region in self.regions:
-            names += random_draw_names(self.random_draws) if region == "random" else [region]
-        return names
-
-
-def random_draw_names(draws: int) -> list[str]:
-    """Names of the random draws: "random" (the first, as before draws existed), "random2", "random3", ..."""
-    return ["random"] + [f"random{d}" for d in range(2, draws + 1)]
 
 
 @dataclass
@@ -178,8 +171,6 @@ class AggregateSettings:
     bootstrap: int = 1000
     seed: int = 0
     metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
-    alpha: float = 0.05  # false discovery rate of the stars (Benjamini-Hochberg over a model's profile)
-    chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level override
 
 
 @dataclass
@@ -423,6 +414,8 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("finetune.max_samples: must be >= 1")
     if cfg.finetune.dtype == "float16":
         raise ConfigError(FP16_REFUSED)
+    if cfg.finetune.processes is not None and cfg.finetune.processes < 1:
+        raise ConfigError("finetune.processes: must be >= 1")
     if cfg.finetune.max_length < 8:
         raise ConfigError("finetune.max_length: must be >= 8")
     rk = cfg.aggregate.report_k
@@ -430,13 +423,6 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"aggregate.report_k: {rk} is not one of settings.k_values")
     if cfg.aggregate.bootstrap < 0:
         raise ConfigError("aggregate.bootstrap: must be >= 0")
-    if not 0.0 < cfg.aggregate.alpha < 1.0:
-        raise ConfigError(f"aggregate.alpha: {cfg.aggregate.alpha} must lie in (0, 1)")
-    for name, level in cfg.aggregate.chance.items():
-        if not 0.0 <= level < 1.0:
-            raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
-    if cfg.extract.random_draws < 1:
-        raise ConfigError("extract.random_draws: must be >= 1")
 
 
 def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -22,9 +23,10 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
         force: redo every stage's work.
         dry_run: check the plan and print what is done, stale and pending (`benchprof status`); run nothing.
     """
+    from . import sharding
     from .aggregate import aggregate
     from .data import ensure_data
-    from .evaluate import evaluate
+    from .evaluate import cuda_available, evaluate
     from .extract import extract
     from .finetune import finetune
     from .status import needed_abilities, preflight, status
@@ -37,7 +39,12 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
         return
     ensure_data(cfg, needed_abilities(cfg))
     if not eval_only:
-        finetune(cfg, force=force)
+        gpus = len(cfg.settings.devices()) if cuda_available() else 0
+        processes = cfg.finetune.process_count(gpus)
+        if processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # every configured device works
+            sharding.launch(cfg.path, processes, cfg.settings.devices() if gpus else [], ["--force"] if force else [])
+        else:
+            finetune(cfg, force=force)
         extract(cfg, force=force)
     evaluate(cfg, force=force)
     aggregate(cfg)

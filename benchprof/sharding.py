@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
@@ -127,6 +128,32 @@ def lockstep_batches(
     pairs = rank_batches(batches, rank, world_size)
     for batch, weight in tqdm(pairs, desc="importance", unit="batch", disable=not progress, leave=False):
         yield {key: value.to(device) for key, value in batch.items()}, weight
+
+
+def launch(config: Path, processes: int, devices: list[str], args: list[str]) -> None:
+    """`benchprof finetune` in `processes` processes (torchrun, one per device), from `benchprof run`.
+
+    Each rank sees the configured GPUs (or none on a CPU machine, where the ranks talk over gloo);
+    rank 0 writes, under the lock the calling `run` holds (the ranks inherit it).
+    """
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices))
+    for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
+    command += ["--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "benchprof", "finetune", str(config)]
+    done = subprocess.run(command + args, env=env)
+    if done.returncode != 0:
+        raise BenchprofError(
+            f"finetune: {processes} importance processes failed (exit {done.returncode}; each rank's error is "
+            "printed above); rerun the same command to resume"
+        )
 
 
 def prepare(strategy: str, model: torch.nn.Module, eligible: list[str], device: str) -> Any:

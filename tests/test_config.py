@@ -59,8 +59,8 @@ def test_string_numbers_are_cast():
         (lambda c: c.pop("datasets"), "datasets"),
         (lambda c: c["evals"].update(benchmarks=[], num_fewshot=[]), "evals.benchmarks"),
         (lambda c: c["evals"].update(num_fewshot=[25, -1]), "evals.num_fewshot[1]"),
-        (lambda c: c.update(aggregate={"alpha": 1.5}), "aggregate.alpha"),
-        (lambda c: c.update(extract={"random_draws": 0}), "extract.random_draws"),
+        (lambda c: c.update(finetune={"dtype": "float16"}), "finetune.dtype"),
+        (lambda c: c.update(finetune={"processes": 0}), "finetune.processes"),
     ],
 )
 def test_bad_values_name_the_key(mutate, key):

@@ -1,0 +1,40 @@
+"""`benchprof run`: every stage in order, the importance pass on every configured device (issue 22)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import torch
+from test_reliability import ABILITY, write_config
+
+from benchprof.config import load_config
+from benchprof.layout import Layout
+from benchprof.run import run
+
+
+def importance(folder):
+    from safetensors.torch import load_file
+
+    layout = Layout(folder / "outputs", "tiny")
+    manifest = json.loads((layout.importance_dir(ABILITY) / "manifest.json").read_text())
+    return load_file(str(layout.importance_file(ABILITY))), manifest
+
+
+def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
+    """finetune.processes 2 on the CPU: run launches two gloo ranks itself (no torchrun by hand), and
+    the importance file equals a one-process run's; the rest of the pipeline follows."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(load_config(write_config(one, tiny_model_dir)))
+    config = write_config(two, tiny_model_dir, finetune={"processes": 2})
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "run", str(config)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got, manifest = importance(two)
+    want, reference = importance(one)
+    assert manifest["world_size"] == 2 and reference["world_size"] == 1
+    assert got.keys() == want.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-5 * float(want[name].abs().max()))
+    assert (Layout(two / "outputs", "tiny").profile_dir / "ais.csv").is_file()
+    assert not (two / "outputs" / "tiny" / ".lock").exists()
