@@ -15,6 +15,8 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     The whole plan is checked first (models, tokenizers, benchmarks, datasets, k values, output
     folders; see status.preflight) and nothing is written if a check fails. Each stage then skips
     work whose manifest still matches, so a rerun, after a crash or a kill, resumes where it stopped.
+    The importance pass runs in finetune.processes processes (default: one per GPU in
+    settings.cuda_visible_devices), which run starts itself with torchrun and the configured strategy.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml), loaded once for every stage.
