@@ -357,6 +357,7 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
     folder = Path(folder)
     lock = folder / ".lock"
     mine = {str(os.getpid()), os.environ.get(LOCK_HOLDER, "")} - {""}
+    created = [p for p in [folder, *folder.parents] if not p.exists()]  # removed again if left empty
     folder.mkdir(parents=True, exist_ok=True)
     while True:
         try:
@@ -399,6 +400,9 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
         yield
     finally:
         lock.unlink(missing_ok=True)
+        for path in created:  # a command that failed before writing anything leaves no folders
+            with contextlib.suppress(OSError):
+                path.rmdir()
         if previous is None:
             os.environ.pop(LOCK_HOLDER, None)
         else:
