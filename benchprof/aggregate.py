@@ -16,7 +16,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .ais import bootstrap_ais, cell_rng, impact_score, mean_specificity_bootstrap, percentile_ci, specificity_score
+from .ais import (
+    ais_above_chance,
+    bh_qvalues,
+    bootstrap_ais,
+    bootstrap_p_value,
+    cell_rng,
+    chance_level,
+    chance_test,
+    flip_counts,
+    impact_score,
+    mcnemar_p,
+    mean_specificity_bootstrap,
+    minimum_detectable_ais,
+    minimum_detectable_ais_continuous,
+    paired_permutation_test,
+    percentile_ci,
+    specificity_score,
+)
 from .config import Config
 from .layout import Layout, Variant, format_k
 from .overlap import mask_score, model_overlap, overlap_summary
@@ -33,7 +50,15 @@ from .profile import (
 )
 from .regions import region_metadata
 from .report import ais_table, counted, specificity_summary, write_tables
-from .results import DocKey, Unusable, evaluation_hashes, primary_metric, read_results, read_samples
+from .results import (
+    DocKey,
+    Unusable,
+    evaluation_hashes,
+    option_counts,
+    primary_metric,
+    read_results,
+    read_samples,
+)
 from .storage import clear_manifest, content_record, write_manifest
 
 if TYPE_CHECKING:
@@ -181,6 +206,7 @@ def load_scores(
         report_k=default_report_k(cfg, report_k),
         threshold=settings.threshold,
         bootstrap=resamples,
+        alpha=settings.alpha,
     )
     variants = [Variant(a, k, r) for a in profile.abilities for k in profile.k_values for r in profile.regions]
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
@@ -189,6 +215,7 @@ def load_scores(
     original_docs: dict[str, PerDoc] = {}  # ability splits' per-document values, for the mean specificity
     ablated_docs: dict[tuple[str, str, float, str], PerDoc] = {}  # (split, ability, k, region) -> values
     splits = ability_benchmarks(profile.benchmarks)
+    row_spread: dict[int, float] = {}  # id(row) -> sd of a continuous row's paired differences
 
     def mask_hash(variant: Variant) -> str | None:
         if variant not in mask_hashes:
@@ -226,6 +253,11 @@ def load_scores(
             continue
         profile.metrics[benchmark] = metric_key
         profile.original_scores[benchmark] = original.value
+        options = option_counts(layout.samples_file(Variant(), benchmark))
+        chance = settings.chance.get(benchmark, chance_level(options) if options else 0.0)
+        profile.chance[benchmark] = chance
+        if original.per_doc is not None:  # is the original above chance at all? (one-sided)
+            profile.chance_p[benchmark] = chance_test(np.array(list(original.per_doc.values())), chance)
         if benchmark in splits and original.per_doc is not None:
             original_docs[benchmark] = original.per_doc
         if original.per_doc is not None:
@@ -254,7 +286,17 @@ def load_scores(
                         )
                 profile.rows.extend(
                     _cell_rows(
-                        profile, ability, k, benchmark, metric_key, original, ablated, resamples, settings.seed, samples
+                        profile,
+                        ability,
+                        k,
+                        benchmark,
+                        metric_key,
+                        original,
+                        ablated,
+                        resamples,
+                        settings.seed,
+                        samples,
+                        row_spread,
                     )
                 )
                 if benchmark in splits:
@@ -269,13 +311,48 @@ def load_scores(
     bar.close()
     profile.rows.extend(specificity_rows(profile, samples))
     profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))
+    correct_for_multiplicity(profile, row_spread)
     return profile
 
 
-def _set_interval(row: AisRow, interval: tuple[float, float]) -> None:
-    row.ci_low, row.ci_high = interval
-    if not math.isnan(row.ci_low):
-        row.significant = bool(row.ci_low > 0 or row.ci_high < 0)
+def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
+    """q-values, stars and minimum detectable AIS over the model's profile.
+
+    The family is every row of the profile with a p-value (each ability × benchmark × k × region,
+    top-random and specificity rows included): Benjamini–Hochberg q-values over it, `significant` =
+    q < aggregate.alpha, so the expected share of false stars among the stars is at most alpha. The
+    minimum detectable AIS of a row uses alpha / (family size), a conservative stand-in for the BH
+    threshold, which depends on how many other rows are discoveries.
+    """
+    import numpy as np
+
+    family = [row for row in profile.rows if not math.isnan(row.p_value)]
+    profile.family_size = len(family)
+    if not family:
+        return
+    for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
+        row.q_value = float(q)
+        row.significant = bool(q < profile.alpha)
+    level = profile.alpha / len(family)
+    discordance: dict[str, list[float]] = {}
+    for row in family:
+        if row.n_docs and row.flips_lost is not None and row.flips_gained is not None:
+            share = (row.flips_lost + row.flips_gained) / row.n_docs
+            row.mde = float(minimum_detectable_ais(row.n_docs, share, row.score_original, level))
+            if row.region == "top" and math.isclose(row.k, profile.report_k):
+                discordance.setdefault(row.benchmark, []).append(share)
+        elif id(row) in row_spread:
+            spread = row_spread[id(row)]
+            row.mde = float(minimum_detectable_ais_continuous(row.n_docs, spread, row.score_original, level))
+    profile.discordance = {b: float(np.median(shares)) for b, shares in discordance.items()}
+
+
+def _set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:
+    """The 95% percentile interval of a row's bootstrap draws; with `test`, also its p-value (derived
+    rows: top-random and specificity, whose null is 0). Stars come later, from the q-values."""
+    row.ci_low, row.ci_high = percentile_ci(draws)
+    if test:
+        row.p_value = float(bootstrap_p_value(draws))
 
 
 def _cell_rows(
@@ -289,10 +366,15 @@ def _cell_rows(
     resamples: int,
     seed: int,
     samples_out: dict[CellKey, NDArray[np.float64]] | None = None,
+    row_spread: dict[int, float] | None = None,
 ) -> list[AisRow]:
     """The rows of one (ability, k, benchmark) cell: one per region present, plus top-random.
 
-    `samples_out[(ability, k, benchmark, region)]` receives each region's bootstrap AIS samples."""
+    Each region row gets its paired test against the original (exact McNemar for 0/1 metrics, a
+    sign-flip test for continuous ones), top-random a bootstrap p-value. `samples_out[(ability, k,
+    benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
+    a continuous row's paired differences (for its minimum detectable AIS)."""
+    row_spread = {} if row_spread is None else row_spread
     import numpy as np
 
     def new_row(region: str, score_ablated: float | None, ais: float) -> AisRow:
@@ -327,8 +409,26 @@ def _cell_rows(
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values
                 row = rows[region]
-                _set_interval(row, percentile_ci(values))
+                _set_interval(row, values, test=region == ADJUSTED)
                 row.n_docs = len(docs)
+            binary = bool(np.isin(base, (0.0, 1.0)).all() and np.isin(matrix, (0.0, 1.0)).all())
+            rng = cell_rng(seed + 1, ability, k, benchmark)  # the sign-flip test's own draws
+            for region, values_ablated in zip(paired, matrix):
+                row = rows[region]
+                if math.isnan(row.ais):
+                    continue  # AIS undefined (original score 0): nothing to test
+                if binary:  # exact McNemar on the discordant documents
+                    lost, gained = flip_counts(base, values_ablated)
+                    row.flips_lost, row.flips_gained = int(lost), int(gained)
+                    row.p_value = float(mcnemar_p(lost, gained))
+                else:
+                    row.p_value = float(paired_permutation_test(base, values_ablated, resamples, rng))
+                    row_spread[id(row)] = float(np.std(base - values_ablated, ddof=1)) if len(docs) > 1 else math.nan
+    chance = profile.chance.get(benchmark, math.nan)
+    for row in rows.values():
+        if row.score_ablated is not None:
+            row.chance = chance
+            row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
     return list(rows.values())
 
 
@@ -372,7 +472,7 @@ def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64
                 draws = [samples.get((ability, k, r.benchmark, region)) for r in [own] + others]
                 present = [d for d in draws if d is not None]
                 if len(present) == len(draws) and len({len(d) for d in present}) == 1:
-                    _set_interval(row, percentile_ci(specificity_score(present[0], present[1:])))
+                    _set_interval(row, specificity_score(present[0], present[1:]), test=True)
                 rows.append(row)
     return rows
 
@@ -413,7 +513,7 @@ def mean_specificity_rows(
             if resamples > 0:
                 draws = _mean_specificity_draws(members, splits, k, parts, original_docs, ablated_docs, resamples, seed)
                 if draws is not None:
-                    _set_interval(row, percentile_ci(draws))
+                    _set_interval(row, draws, test=True)
             rows.append(row)
     return rows
 
@@ -521,7 +621,8 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
             else f"aggregate: no evaluation results for {tags} under {cfg.output_root} (run `benchprof evaluate` first)"
         )
     for profile, _, _ in done:
-        print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* 95% CI excludes 0)")
+        star = f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the profile"
+        print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
         print(ais_table(profile))
         for line in profile.overlap + specificity_summary(profile, k):
             print(line)

@@ -171,6 +171,8 @@ class AggregateSettings:
     bootstrap: int = 1000
     seed: int = 0
     metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
+    alpha: float = 0.05  # false discovery rate of the stars: Benjamini-Hochberg over a model's profile
+    chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level (default: 1/#options)
 
 
 @dataclass
@@ -423,6 +425,11 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"aggregate.report_k: {rk} is not one of settings.k_values")
     if cfg.aggregate.bootstrap < 0:
         raise ConfigError("aggregate.bootstrap: must be >= 0")
+    if not 0.0 < cfg.aggregate.alpha < 1.0:
+        raise ConfigError(f"aggregate.alpha: {cfg.aggregate.alpha} must lie in (0, 1)")
+    for name, level in cfg.aggregate.chance.items():
+        if not 0.0 <= level < 1.0:
+            raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
 
 
 def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:

@@ -54,7 +54,7 @@ def plot_heatmap(profile: Profile, path: Path, region: str = "top") -> Path:
     import numpy as np
     from matplotlib.colors import Normalize
 
-    abilities, benchmarks = profile.abilities, profile.benchmarks
+    abilities, benchmarks = profile.abilities, profile.headline_benchmarks
     values = np.full((len(abilities), len(benchmarks)), np.nan)
     cells = [[profile.row(a, b, region=region) for b in benchmarks] for a in abilities]
     for i, line in enumerate(cells):
@@ -86,7 +86,7 @@ def plot_heatmap(profile: Profile, path: Path, region: str = "top") -> Path:
     what = "top region" if region == "top" else region
     ax.set_title(
         f"{profile.model}: AIS at k = {format_k(profile.report_k)} ({what})\n{_metric_title(profile)}; "
-        f"* 95% CI excludes 0; {MISSING_CELL} not evaluated",
+        f"* q < {profile.alpha:g} (BH over the profile); {MISSING_CELL} not evaluated",
         fontsize=9,
     )
     return _save(fig, path)
@@ -153,7 +153,7 @@ def plot_ribbons(profile: Profile, path: Path) -> Path:
     from matplotlib.patches import PathPatch
     from matplotlib.path import Path as CurvePath
 
-    abilities, benchmarks = profile.abilities, profile.benchmarks
+    abilities, benchmarks = profile.abilities, profile.headline_benchmarks
     links = [
         (i, j, row)
         for i, a in enumerate(abilities)

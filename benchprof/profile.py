@@ -35,8 +35,15 @@ class AisRow:
     ais: float
     ci_low: float = math.nan
     ci_high: float = math.nan
-    significant: bool | None = None
+    significant: bool | None = None  # q_value < aggregate.alpha (before 0.2: the 95% interval excluded 0)
     n_docs: int = 0  # documents in the paired bootstrap
+    flips_lost: int | None = None  # documents right on the original, wrong ablated (0/1 metrics)
+    flips_gained: int | None = None  # wrong on the original, right ablated
+    p_value: float = math.nan  # exact McNemar (0/1), sign-flip test (continuous), bootstrap (derived rows)
+    q_value: float = math.nan  # Benjamini-Hochberg over every row of the model's profile with a p-value
+    chance: float = math.nan  # the benchmark's chance level (mean 1/#options, or aggregate.chance)
+    ais_above_chance: float = math.nan  # (s - s') / (s - chance)
+    mde: float = math.nan  # smallest AIS detectable at 80% power at alpha / (rows in the family)
 
 
 @dataclass
@@ -75,6 +82,21 @@ class Profile:
     score: str = "importance"  # extract.score of the evaluated top/bottom masks (from their headers)
     loss_on: str = ""  # finetune.loss_on of the importance files ("" when unknown)
     overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
+    alpha: float = 0.05  # aggregate.alpha: the false discovery rate of the stars
+    chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level
+    chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"
+    discordance: dict[str, float] = field(default_factory=dict)  # benchmark -> median share of flipped items
+    family_size: int = 0  # rows in the multiplicity family (rows with a p-value)
+
+    @property
+    def at_chance(self) -> list[str]:
+        """Benchmarks whose original score is not above chance (one-sided test at alpha): their AIS is
+        noise about nothing, so they are left out of headline tables and plots (and listed)."""
+        return [b for b, p in self.chance_p.items() if not p < self.alpha]
+
+    @property
+    def headline_benchmarks(self) -> list[str]:
+        return [b for b in self.benchmarks if b not in self.at_chance]
 
     def row(self, ability: str, benchmark: str, k: float | None = None, region: str = "top") -> AisRow | None:
         """The row for one cell, or None when it could not be computed."""

@@ -1,8 +1,8 @@
 """Tables out: the CSV writer (ais.csv, overlap.csv, layers.csv), ais.json, ais.md and the terminal table.
 
 Cells: NaN and None are written empty in CSV and null in JSON; in Markdown `–` is a cell with no
-evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a 95% interval that
-excludes 0.
+evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a row whose Benjamini-Hochberg
+q-value is below aggregate.alpha.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def write_tables(profile: Profile, layout: Layout) -> list[Path]:
 
 
 def fmt_ais(row: AisRow | None) -> str:
-    """A table cell: the AIS to 3 decimals, `*` when its 95% interval excludes 0."""
+    """A table cell: the AIS to 3 decimals, `*` when its q-value is below aggregate.alpha."""
     if row is None:
         return MISSING_CELL
     if math.isnan(row.ais):
@@ -90,12 +90,77 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def ais_table(profile: Profile, k: float | None = None, region: str = "top") -> str:
-    """Markdown table abilities x benchmarks of AIS at k ('*': 95% interval excludes 0)."""
+    """Markdown table abilities x headline benchmarks (not those at chance) of AIS at k ('*': q < alpha)."""
     k = profile.report_k if k is None else k
+    benchmarks = profile.headline_benchmarks
     return md_table(
-        ["ability"] + profile.benchmarks,
-        [[a] + [fmt_ais(profile.row(a, b, k, region)) for b in profile.benchmarks] for a in profile.abilities],
+        ["ability"] + benchmarks,
+        [[a] + [fmt_ais(profile.row(a, b, k, region)) for b in benchmarks] for a in profile.abilities],
     )
+
+
+def statistics_markdown(profile: Profile) -> list[str]:
+    """ais.md's statistics section: what a star means, the benchmarks at chance, and the items needed."""
+    from .ais import items_needed
+
+    parts = [
+        "",
+        "## Statistics",
+        "",
+        f"`*` marks a row whose q-value is below aggregate.alpha = {profile.alpha:g}: Benjamini-Hochberg over "
+        f"the family of every row of this profile with a p-value ({profile.family_size} rows: each ability x "
+        "benchmark x k x region, top-random and specificity rows included), so among the starred rows the "
+        f"expected share of false discoveries is at most {profile.alpha:g}. p-values: exact McNemar on the "
+        "documents that flipped (0/1 metrics), a paired sign-flip test (continuous metrics), a bootstrap test "
+        "(top-random and specificity rows). ais.csv keeps the raw 95% interval (ci_low, ci_high), the p- and "
+        "q-values, the flips, the chance level, AIS above chance and the minimum detectable AIS (mde: 80% "
+        f"power at alpha / {profile.family_size}).",
+    ]
+    at_chance = profile.at_chance
+    parts += [
+        "",
+        "Chance levels (multiple choice: the mean of 1/#options; a one-sided test of the original score against it):",
+        "",
+    ]
+    parts.append(
+        md_table(
+            ["benchmark", "original", "chance", "p (above chance)", "headline"],
+            [
+                [
+                    b,
+                    f"{profile.original_scores[b]:.4f}",
+                    f"{profile.chance.get(b, float('nan')):.4f}",
+                    f"{profile.chance_p[b]:.3g}" if b in profile.chance_p else MISSING_CELL,
+                    "no: at chance" if b in at_chance else "yes",
+                ]
+                for b in profile.benchmarks
+                if b in profile.original_scores
+            ],
+        )
+    )
+    if at_chance:
+        parts += [
+            "",
+            f"Left out of the headline tables and plots (the model is not above chance there, so "
+            f"their AIS measures noise): {', '.join(at_chance)}. Their rows stay in ais.csv.",
+        ]
+    level = profile.alpha / max(1, profile.family_size)
+    rows = []
+    for b, share in profile.discordance.items():
+        s = profile.original_scores[b]
+        if s > 0:
+            needed = [str(items_needed(t, max(share, t * s), s, level)) for t in (0.05, 0.10)]
+            rows.append([b, f"{share:.3f}", *needed])
+    if rows:
+        parts += [
+            "",
+            f"Items needed to detect AIS 0.05 and 0.10 at 80% power and alpha / {profile.family_size} "
+            f"(top regions at k = {format_k(profile.report_k)}; discordance: the median share of flipped "
+            "items), for evals.limit and data.test_size:",
+            "",
+        ]
+        parts.append(md_table(["benchmark", "discordance", "n for AIS 0.05", "n for AIS 0.10"], rows))
+    return parts
 
 
 def render_markdown(profile: Profile) -> str:
@@ -108,8 +173,9 @@ def render_markdown(profile: Profile) -> str:
         "",
         "AIS = (s_original - s_ablated) / s_original on each benchmark's primary metric, when the "
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
-        f"hurt the benchmark. `*`: the 95% paired bootstrap interval ({profile.bootstrap} resamples "
-        f"over documents) excludes 0. `{UNDEFINED_CELL}`: the original score is 0. "
+        f"hurt the benchmark. `*`: q < {profile.alpha:g} (Benjamini-Hochberg over the profile; see "
+        f"Statistics); intervals: 95% paired bootstrap ({profile.bootstrap} resamples over documents). "
+        f"`{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "
         f"`{profile.score}`"
         + (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
@@ -138,6 +204,7 @@ def render_markdown(profile: Profile) -> str:
     for region in ("bottom", "random"):
         if region in profile.regions:
             parts += ["", f"## Control: AIS at k = {k} ({region} region)", "", ais_table(profile, region=region)]
+    parts += statistics_markdown(profile)
     parts += ["", "## k sweep per benchmark"]
     for benchmark in profile.benchmarks:
         header = ["ability", "region"] + [f"k = {format_k(k_)}" for k_ in profile.k_values]
@@ -205,7 +272,7 @@ def specificity_markdown(profile: Profile) -> list[str]:
         return parts
     parts += [
         f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits "
-        f"({', '.join(ability_benchmarks(profile.benchmarks))}); `*`: the 95% bootstrap interval excludes 0; "
+        f"({', '.join(ability_benchmarks(profile.benchmarks))}); `*`: q < alpha (Statistics); "
         f"`{MEAN}`: the mean over the abilities.",
         "",
     ]

@@ -90,6 +90,22 @@ def read_results(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return payload, results[task]
 
 
+def option_counts(path: Path) -> list[int]:
+    """How many options each multiple-choice document of a samples file had (its loglikelihoods), once
+    per document; empty for a generation task or a file that cannot be read."""
+    counts: dict[tuple[Any, Any], int] = {}
+    try:
+        with open(path) as lines:
+            for line in lines:
+                if line.strip():
+                    sample = json.loads(line)
+                    if isinstance(sample.get("loglikelihoods"), list):
+                        counts[(sample.get("task"), sample.get("doc_id"))] = len(sample["loglikelihoods"])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return []
+    return list(counts.values())
+
+
 def read_samples(path: Path, metric_key: str) -> tuple[dict[DocKey, float] | None, str | None]:
     """Per-document values of `metric_key` from a samples JSONL: (values, None) or (None, why not)."""
     if not path.is_file():

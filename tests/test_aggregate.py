@@ -9,7 +9,7 @@ import yaml
 
 from benchprof import BenchprofError
 from benchprof.aggregate import aggregate, load_scores
-from benchprof.ais import bootstrap_ais, cell_rng, impact_score, percentile_ci
+from benchprof.ais import bh_qvalues, bootstrap_ais, cell_rng, impact_score, percentile_ci
 from benchprof.config import load_config
 from benchprof.layout import Layout, Variant
 from benchprof.report import CSV_COLUMNS
@@ -226,11 +226,20 @@ def test_aggregate_end_to_end(results, capsys):
     )
     low, high = finite_percentiles(slow["top"])
     assert float(top["ci_low"]) == pytest.approx(low) and float(top["ci_high"]) == pytest.approx(high)
-    assert top["significant"] == ("true" if low > 0 or high < 0 else "false")
     diff = [t - r for t, r in zip(slow["top"], slow["random"])]
     low, high = finite_percentiles(diff)
     assert float(adjusted["ci_low"]) == pytest.approx(low) and float(adjusted["ci_high"]) == pytest.approx(high)
-    assert adjusted["significant"] == ("true" if low > 0 or high < 0 else "false")
+
+    # tests (issue 18): exact McNemar for top (one document flipped right -> wrong: p = 1), a bootstrap
+    # p for top-random; q: Benjamini-Hochberg over every row with a p; the star is q < 0.05
+    assert (top["flips_lost"], top["flips_gained"], float(top["p_value"])) == ("1", "0", 1.0)
+    tested = [r for r in rows if r["p_value"]]
+    expected_q = bh_qvalues(np.array([float(r["p_value"]) for r in tested]))
+    assert [float(r["q_value"]) for r in tested] == pytest.approx(list(expected_q))
+    assert all(r["significant"] == ("true" if float(r["q_value"]) < 0.05 else "false") for r in tested)
+    assert all(r["significant"] == "" for r in rows if not r["p_value"])
+    # no option log-likelihoods in these samples: chance 0 (as for a generation task), AIS above chance = AIS
+    assert float(top["chance"]) == 0.0 and float(top["ais_above_chance"]) == pytest.approx(0.25)
 
     # zero original score: undefined AIS and interval, written as empty cells
     zero = get("Temporal_Reasoning", "gsm8k", "top")
@@ -249,7 +258,8 @@ def test_aggregate_end_to_end(results, capsys):
     markdown = (folder / "ais.md").read_text()
     missing_section = markdown.split("## Missing evaluations")[1]
     assert "Temporal_Reasoning" in missing_section and "k0.01/top" in missing_section
-    assert "| Temporal_Reasoning | – | n/a |" in markdown
+    assert "| Temporal_Reasoning | – |" in markdown  # gsm8k (original 0: not above chance) left out
+    assert "Their rows stay in ais.csv" in markdown and "gsm8k" in markdown.split("Left out of the headline")[1]
     assert "| Quantitative_Reasoning | +0.250" in markdown
     assert "| Quantitative_Reasoning | +0.500" in markdown.split("Control-adjusted")[1]
 
@@ -297,3 +307,55 @@ def test_nothing_to_aggregate(tmp_path):
 def test_report_k_must_be_a_configured_k(results):
     with pytest.raises(BenchprofError, match="report_k"):
         aggregate(load_config(results), report_k=0.5, plots=False)
+
+
+def test_chance_level_is_the_mean_of_one_over_the_options(tmp_path):
+    """Read from the original's samples (a document per line and filter, its options' log-likelihoods)."""
+    from benchprof.ais import chance_level
+    from benchprof.results import option_counts
+
+    path = tmp_path / "b.samples.jsonl"
+    rows = [
+        {"task": "b", "doc_id": 0, "filter": "none", "acc": 1, "loglikelihoods": [-1, -2, -3, -4]},
+        {"task": "b", "doc_id": 0, "filter": "strict", "acc": 1, "loglikelihoods": [-1, -2, -3, -4]},
+        {"task": "b", "doc_id": 1, "filter": "none", "acc": 0, "loglikelihoods": [-1, -2]},
+        {"task": "b", "doc_id": 2, "filter": "none", "exact_match": 0, "response": "x"},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert sorted(option_counts(path)) == [2, 4]
+    assert chance_level(option_counts(path)) == pytest.approx((1 / 4 + 1 / 2) / 2)
+
+
+def test_null_profile_flags_at_most_alpha_after_correction(tmp_path):
+    """Simulated null through the whole aggregate path: every ablation flips documents both ways at
+    the same rate (it changes nothing on average); after Benjamini-Hochberg at most alpha of the rows
+    are starred, while the raw per-row tests flag some at that rate (so the correction does work)."""
+    rng = np.random.default_rng(11)
+    benchmarks = [f"bench{i}" for i in range(12)]
+    raw = yaml.safe_load(write_config(tmp_path).read_text())
+    raw["evals"]["benchmarks"] = benchmarks
+    raw["aggregate"]["bootstrap"] = 100
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "config.yml")
+    n = 150
+    for benchmark in benchmarks:
+        original = (rng.random(n) < 0.7).astype(float)
+        write_eval(cfg, Variant(), benchmark, {"acc,none": float(original.mean())}, {"acc": list(original)})
+        for ability in ABILITIES:
+            for region in ("top", "bottom", "random"):
+                flip = rng.random(n) < 0.15
+                ablated = np.where(flip, rng.random(n) < 0.7, original).astype(float)  # same marginal
+                write_eval(
+                    cfg,
+                    Variant(ability, K, region),
+                    benchmark,
+                    {"acc,none": float(ablated.mean())},
+                    {"acc": list(ablated)},
+                )
+    profile = load_scores(cfg, progress=False)
+    tested = [r for r in profile.rows if not math.isnan(r.p_value)]
+    assert len(tested) == profile.family_size >= 12 * 2 * 4
+    flagged = sum(bool(r.significant) for r in tested)
+    raw_flags = sum(r.p_value < 0.05 for r in tested)
+    assert flagged <= 0.05 * len(tested), (flagged, len(tested))
+    assert raw_flags >= 1  # uncorrected, the same rows would have produced stars
