@@ -55,6 +55,10 @@ def plot_heatmap(profile: Profile, path: Path, region: str = "top") -> Path:
     from matplotlib.colors import Normalize
 
     abilities, benchmarks = profile.abilities, profile.headline_benchmarks
+    if not benchmarks:  # every benchmark at chance: nothing to read, and ais.md lists them
+        fig = _figure(6.5, 2.0)
+        fig.text(0.5, 0.5, f"{profile.model}: no benchmark above chance (see ais.md, Statistics)", ha="center")
+        return _save(fig, path)
     values = np.full((len(abilities), len(benchmarks)), np.nan)
     cells = [[profile.row(a, b, region=region) for b in benchmarks] for a in abilities]
     for i, line in enumerate(cells):
