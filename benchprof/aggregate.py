@@ -58,6 +58,7 @@ from .results import (
     primary_metric,
     read_results,
     read_samples,
+    split_key,
 )
 from .storage import clear_manifest, content_record, write_manifest
 
@@ -108,6 +109,7 @@ class _Score:
     per_doc: PerDoc | None  # None without samples
     limit: object = None
     n_samples: object = None
+    lower_is_better: bool = False  # the result JSON's higher_is_better says False for the metric
 
 
 def _load_score(
@@ -140,7 +142,10 @@ def _load_score(
     per_doc, why = read_samples(samples, metric_key)
     if why and why != "no per-sample file":
         notes.append(f"{benchmark} {variant.label()}: {why}; no interval")
-    return _Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"))
+    better = payload.get("higher_is_better")
+    task_better = better.get(payload.get("primary_task") or benchmark) if isinstance(better, dict) else None
+    lower = isinstance(task_better, dict) and task_better.get(split_key(metric_key)[0]) is False
+    return _Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"), lower)
 
 
 def region_provenance(layout: Layout, abilities: list[str], k_values: list[float], notes: list[str]) -> tuple[str, str]:
@@ -279,10 +284,19 @@ def load_scores(
                         missing(benchmark, variant, str(err))
                         continue
                     score = ablated[region]
-                    if (score.limit, score.n_samples) != (original.limit, original.n_samples):
-                        profile.notes.append(
-                            f"{benchmark} {variant.label()}: limit/n_samples {score.limit}/{score.n_samples} "
-                            f"differ from the original's {original.limit}/{original.n_samples}"
+                    if (
+                        score.per_doc is not None
+                        and original.per_doc is not None
+                        and set(score.per_doc) != set(original.per_doc)
+                    ) or (score.limit, score.n_samples) != (original.limit, original.n_samples):
+                        # one population per cell: never an AIS over other documents than the original's
+                        del ablated[region]
+                        missing(
+                            benchmark,
+                            variant,
+                            f"scored other documents than {layout.eval_file(Variant(), benchmark)} "
+                            f"(limit/n_samples {score.limit}/{score.n_samples} against "
+                            f"{original.limit}/{original.n_samples}); rerun `benchprof evaluate` with one evals.limit",
                         )
                 profile.rows.extend(
                     _cell_rows(
@@ -380,8 +394,10 @@ def _cell_rows(
     def new_row(region: str, score_ablated: float | None, ais: float) -> AisRow:
         return AisRow(profile.model, ability, benchmark, k, region, metric_key, original.value, score_ablated, ais)
 
+    # AIS > 0 means the ablation hurt: for a lower-is-better metric (a loss, an error rate) that is s' > s
+    sign = -1.0 if original.lower_is_better else 1.0
     rows = {
-        region: new_row(region, score.value, impact_score(original.value, score.value))
+        region: new_row(region, score.value, sign * impact_score(original.value, score.value))
         for region, score in ablated.items()
     }
     if "top" in rows and "random" in rows:
@@ -402,7 +418,8 @@ def _cell_rows(
         if docs:
             base = np.array([original.per_doc[d] for d in docs])
             matrix = np.array([[per_doc[d] for d in docs] for per_doc in paired.values()])
-            samples = dict(zip(paired, bootstrap_ais(base, matrix, resamples, cell_rng(seed, ability, k, benchmark))))
+            draws = sign * bootstrap_ais(base, matrix, resamples, cell_rng(seed, ability, k, benchmark))
+            samples = dict(zip(paired, draws))
             if ADJUSTED in rows and "top" in samples and "random" in samples:
                 samples[ADJUSTED] = samples["top"] - samples["random"]
             for region, values in samples.items():
@@ -419,6 +436,8 @@ def _cell_rows(
                     continue  # AIS undefined (original score 0): nothing to test
                 if binary:  # exact McNemar on the discordant documents
                     lost, gained = flip_counts(base, values_ablated)
+                    if sign < 0:  # lower is better: 0 -> 1 is the loss
+                        lost, gained = gained, lost
                     row.flips_lost, row.flips_gained = int(lost), int(gained)
                     row.p_value = float(mcnemar_p(lost, gained))
                 else:
@@ -428,7 +447,8 @@ def _cell_rows(
     for row in rows.values():
         if row.score_ablated is not None:
             row.chance = chance
-            row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
+            if sign > 0:  # a chance level means nothing for a loss
+                row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
     return list(rows.values())
 
 

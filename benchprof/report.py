@@ -99,6 +99,33 @@ def ais_table(profile: Profile, k: float | None = None, region: str = "top") -> 
     )
 
 
+def known_answer_markdown(profile: Profile) -> list[str]:
+    """The small pre-registered family: each profiled ability's top region on its own split, at each k
+    (the region should hurt its own ability). Holm's step-down correction over just these rows."""
+    from .ais import holm
+
+    known = [
+        (ability, k, row)
+        for k in profile.k_values
+        for ability in profile.abilities
+        if (row := profile.row(ability, ability, k, "top")) is not None and not math.isnan(row.p_value)
+    ]
+    if not known:
+        return []
+    adjusted = holm([row.p_value for _, _, row in known])
+    table = [
+        [a, format_k(k), f"{row.ais:+.3f}", f"{row.p_value:.3g}", f"{p:.3g}", "yes" if p < profile.alpha else "no"]
+        for (a, k, row), p in zip(known, adjusted)
+    ]
+    return [
+        "",
+        f"Known answer: each ability's top region on its own split ({len(known)} rows, Holm's correction over "
+        "these alone, a family fixed before looking):",
+        "",
+        md_table(["ability", "k", "AIS", "p", "Holm p", f"hurts its own split at {profile.alpha:g}"], table),
+    ]
+
+
 def statistics_markdown(profile: Profile) -> list[str]:
     """ais.md's statistics section: what a star means, the benchmarks at chance, and the items needed."""
     from .ais import items_needed
@@ -144,6 +171,7 @@ def statistics_markdown(profile: Profile) -> list[str]:
             f"Left out of the headline tables and plots (the model is not above chance there, so "
             f"their AIS measures noise): {', '.join(at_chance)}. Their rows stay in ais.csv.",
         ]
+    parts += known_answer_markdown(profile)
     level = profile.alpha / max(1, profile.family_size)
     rows = []
     for b, share in profile.discordance.items():

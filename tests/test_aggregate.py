@@ -359,3 +359,34 @@ def test_null_profile_flags_at_most_alpha_after_correction(tmp_path):
     raw_flags = sum(r.p_value < 0.05 for r in tested)
     assert flagged <= 0.05 * len(tested), (flagged, len(tested))
     assert raw_flags >= 1  # uncorrected, the same rows would have produced stars
+
+
+def test_lower_is_better_flips_the_sign_and_other_documents_are_refused(tmp_path):
+    """AIS > 0 means the ablation hurt, also for a loss (higher_is_better false); an ablated run that
+    scored other documents than the original (another --limit) is listed, never mixed into a cell."""
+    path = write_config(tmp_path, metrics={"arc_easy": "loss"})
+    cfg = load_config(path)
+    original, hurt = [1.0, 1.0, 2.0, 0.0], [1.5, 1.5, 2.5, 0.5]
+
+    def loss(variant, values, docs=None):
+        write_eval(cfg, variant, "arc_easy", {"loss,none": float(np.mean(values))}, {"loss": values})
+        result = Layout(cfg.output_root, "t").eval_file(variant, "arc_easy")
+        payload = json.loads(result.read_text())
+        payload["higher_is_better"] = {"arc_easy": {"loss": False}}
+        if docs is not None:
+            payload["limit"] = docs
+        result.write_text(json.dumps(payload))
+
+    loss(Variant(), original)
+    loss(Variant("Quantitative_Reasoning", K, "top"), hurt)
+    loss(Variant("Quantitative_Reasoning", K, "random"), hurt[:3], docs=3)  # a run with --limit 3
+    profile = load_scores(cfg, progress=False)
+    top = profile.row("Quantitative_Reasoning", "arc_easy", K, "top")
+    assert top.ais == pytest.approx((1.5 - 1.0) / 1.0)  # the loss rose by half: the region mattered
+    assert top.ci_low > 0 and math.isnan(top.ais_above_chance)
+    assert profile.row("Quantitative_Reasoning", "arc_easy", K, "random") is None
+    [refused] = [
+        m for m in profile.missing if (m.benchmark, m.variant) == ("arc_easy", f"Quantitative_Reasoning/k{K}/random")
+    ]
+    original_file = Layout(cfg.output_root, "t").eval_file(Variant(), "arc_easy")
+    assert f"scored other documents than {original_file}" in refused.reason

@@ -258,3 +258,16 @@ def test_samples_rows_lacking_the_metric_give_no_interval_and_say_so(result_file
     row = profile.row("Spatial_Reasoning", "Spatial_Reasoning", 0.01, "top")
     assert math.isnan(row.ci_low) and not row.significant
     assert any("1 of 10 rows lack 'acc,none'" in n for n in profile.notes)
+
+
+def test_known_answer_rows_get_holm_over_their_own_small_family(result_files):
+    from benchprof.ais import holm, mcnemar_p
+
+    profile = load_scores(load_config(result_files), progress=False)
+    # own split, top region: Quantitative 8 -> 4 correct (4 lost), Temporal 8 -> 6, Spatial 8 -> 6
+    p = {a: float(mcnemar_p(8 - TOP_CORRECT[a][a], 0)) for a in ABILITIES}
+    assert [profile.row(a, a, 0.01, "top").p_value for a in ABILITIES] == pytest.approx([p[a] for a in ABILITIES])
+    adjusted = holm([p[a] for a in ABILITIES])
+    section = render_markdown(profile).split("Known answer")[1]
+    for a, q in zip(ABILITIES, adjusted):
+        assert f"| {a} | 0.01 | {profile.row(a, a, 0.01, 'top').ais:+.3f} | {p[a]:.3g} | {q:.3g} |" in section
