@@ -346,6 +346,11 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
         return
     for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
         row.q_value = float(q)
+        if profile.bootstrap and row.dropped > 0.05 * profile.bootstrap:  # a material share undefined
+            profile.notes.append(
+                f"{row.benchmark} {row.ability}/k{format_k(row.k)}/{row.region}: {row.dropped} of "
+                f"{profile.bootstrap} resamples had no AIS (original mean 0); its interval is over the rest"
+            )
         row.significant = bool(q < profile.alpha)
     level = profile.alpha / len(family)
     discordance: dict[str, list[float]] = {}
@@ -364,7 +369,10 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
 def _set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:
     """The 95% percentile interval of a row's bootstrap draws; with `test`, also its p-value (derived
     rows: top-random and specificity, whose null is 0). Stars come later, from the q-values."""
+    import numpy as np
+
     row.ci_low, row.ci_high = percentile_ci(draws)
+    row.dropped = int(np.isnan(draws).sum())
     if test:
         row.p_value = float(bootstrap_p_value(draws))
 

@@ -44,6 +44,7 @@ class AisRow:
     chance: float = math.nan  # the benchmark's chance level (mean 1/#options, or aggregate.chance)
     ais_above_chance: float = math.nan  # (s - s') / (s - chance)
     mde: float = math.nan  # smallest AIS detectable at 80% power at alpha / (rows in the family)
+    dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
 
 
 @dataclass

@@ -390,3 +390,17 @@ def test_lower_is_better_flips_the_sign_and_other_documents_are_refused(tmp_path
     ]
     original_file = Layout(cfg.output_root, "t").eval_file(Variant(), "arc_easy")
     assert f"scored other documents than {original_file}" in refused.reason
+
+
+def test_resamples_without_an_ais_are_counted_and_reported(tmp_path):
+    """Original right on 1 of 5 documents: resamples that draw none of it have no AIS; the row counts
+    them (`dropped`, the same resamples as a plain loop over the cell's generator) and a note says so."""
+    cfg = load_config(write_config(tmp_path))
+    arc(cfg, Variant(), [1, 0, 0, 0, 0])
+    arc(cfg, Variant("Quantitative_Reasoning", K, "top"), [0, 0, 0, 0, 0])
+    profile = load_scores(cfg, progress=False)
+    row = profile.row("Quantitative_Reasoning", "arc_easy", K, "top")
+    rng = cell_rng(7, "Quantitative_Reasoning", K, "arc_easy")
+    expected = sum(int(0 not in rng.integers(0, 5, size=5)) for _ in range(B))
+    assert row.dropped == expected and 0.2 * B < expected < 0.5 * B  # about (4/5)^5 of them
+    assert any("resamples had no AIS" in note and "arc_easy Quantitative_Reasoning" in note for note in profile.notes)
