@@ -374,9 +374,13 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
             if pid and host == socket.gethostname() and not _alive(int(pid)):
                 lock.unlink(missing_ok=True)  # a killed run's lock: take it over
                 continue
-            if not pid:
+            if not pid:  # being written this instant, or a corrupt lock: look once more, then take it
                 time.sleep(0.2)
-                if lock.exists() and not lock.read_text().strip():
+                try:
+                    again = json.loads(lock.read_text())
+                except (OSError, ValueError):
+                    again = {}
+                if not (isinstance(again, dict) and again.get("pid")):
                     lock.unlink(missing_ok=True)
                 continue
             raise BenchprofError(

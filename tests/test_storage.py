@@ -142,3 +142,12 @@ def test_two_concurrent_runs_do_the_work_once(tiny_model_dir, tmp_path):
         + "); wait for it to finish or stop it, then rerun"
     ]
     assert "run: all stages done" in out and not lock.exists()
+
+
+def test_a_corrupt_lock_file_is_taken_over(tmp_path):
+    from benchprof.storage import folder_lock
+
+    (tmp_path / ".lock").write_text("garbage{")  # e.g. a disk that filled while the lock was written
+    with folder_lock(tmp_path, "benchprof run"):
+        assert '"pid"' in (tmp_path / ".lock").read_text()
+    assert not (tmp_path / ".lock").exists()
