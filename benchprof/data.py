@@ -13,6 +13,7 @@ from .config import ABILITIES, Config, select
 from .layout import DATA_SPLITS, data_file, data_output
 from .storage import clear_manifest, is_current, write_manifest, write_text
 
+# required fields; optional: "cluster" (str or int; items sharing it are resampled together by aggregate)
 SCHEMA: dict[str, type | tuple[type, ...]] = {
     "id": (str, int),
     "ability": str,
@@ -34,6 +35,9 @@ def check_record(record: Any, where: str) -> dict[str, Any]:
             raise BenchprofError(f"{where}: missing field {key!r}")
         if not isinstance(record[key], kind) or isinstance(record[key], bool):
             raise BenchprofError(f"{where}: field {key!r} has type {type(record[key]).__name__}")
+    cluster = record.get("cluster")
+    if cluster is not None and (not isinstance(cluster, (str, int)) or isinstance(cluster, bool)):
+        raise BenchprofError(f"{where}: optional field 'cluster' has type {type(cluster).__name__}")
     options, label = record["options"], record["label"]
     if len(options) < 2 or not all(isinstance(o, str) for o in options):
         raise BenchprofError(f"{where}: 'options' must be a list of at least two strings")

@@ -10,7 +10,7 @@ from benchprof import BenchprofError, abilities
 from benchprof.abilities import ABILITY_QUESTION_TYPES, fact_texts, generate
 from benchprof.abilities.common import table
 
-KEYS = ["id", "ability", "question_type", "context", "question", "options", "answer", "label"]
+KEYS = ["id", "ability", "question_type", "context", "question", "options", "answer", "label", "cluster"]
 DESIGN_TYPES = {  # DESIGN.md section 2
     "Analogical_Reasoning": {"analogy"},
     "Commonsense_Causal": {"everyday_cause_effect"},
@@ -387,3 +387,102 @@ def test_tables_have_no_conflicting_rows():
         )
     }
     assert sum(sizes.values()) > 600, sizes
+
+
+# ---- clusters: template and fact ----
+
+# sha256 (first 16 hex) of generate(ability, 300, 200, seed=0) written as data.write_jsonl writes it, without
+# the cluster key, taken from the generators before clusters existed: every other field keeps its bytes (the
+# shipped demo model was trained on these items)
+BEFORE_CLUSTERS = {
+    "Analogical_Reasoning": "300ee7e183d4db13",
+    "Commonsense_Causal": "9a59ee399ab66790",
+    "Contextual_Recall": "3b5ab92611d1cc02",
+    "Deductive_Reasoning": "dfe56fe3f04662fe",
+    "Inductive_Reasoning": "d784dd6666b83bb7",
+    "Long_Term_Knowledge": "cf4216717eeebaee",
+    "Quantitative_Reasoning": "6da230cc288e8bec",
+    "Semantic_Relationship": "0801b1f05d9aebe9",
+    "Spatial_Reasoning": "5495c156a939a0ee",
+    "Temporal_Reasoning": "b8893962089f4f99",
+}
+MADE_UP = {  # abilities whose items are made up from drawn values: cluster = template and the problem itself
+    "Contextual_Recall",
+    "Deductive_Reasoning",
+    "Inductive_Reasoning",
+    "Quantitative_Reasoning",
+    "Spatial_Reasoning",
+    "Temporal_Reasoning",
+}
+
+
+@pytest.mark.parametrize("ability", sorted(BEFORE_CLUSTERS))
+def test_items_keep_their_bytes_apart_from_the_cluster(ability):
+    import hashlib
+
+    train, test = generate(ability, 300, 200, seed=0)
+    text = "".join(
+        json.dumps({k: v for k, v in r.items() if k != "cluster"}, ensure_ascii=False) + "\n" for r in train + test
+    )
+    assert hashlib.sha256(text.encode()).hexdigest()[:16] == BEFORE_CLUSTERS[ability]
+
+
+@pytest.mark.parametrize("ability", sorted(DESIGN_TYPES))
+def test_cluster_names_question_type_template_and_fact(data, ability):
+    by_cluster: dict[str, list[dict]] = {}
+    for r in records(data, ability):
+        question_type, template, fact = r["cluster"].split(":", 2)
+        assert question_type == r["question_type"] and template and fact, r
+        by_cluster.setdefault(r["cluster"], []).append(r)
+    if ability in MADE_UP:  # one problem (context and answer), one cluster; worded differently, still one
+        problems = {(r["context"], r["answer"]): r["cluster"] for r in records(data, ability)}
+        assert len(set(problems.values())) == len(problems)
+        assert all(problems[(r["context"], r["answer"])] == r["cluster"] for r in records(data, ability))
+    # a bootstrap over clusters must still have many of them: the causal table has 100 pairs
+    test_clusters = {r["cluster"] for r in data[ability][1]}
+    assert len(test_clusters) >= (95 if ability == "Commonsense_Causal" else 0.6 * TEST), len(test_clusters)
+
+
+def test_analogy_and_knowledge_clusters_are_the_fact_asked(data):
+    relations = abilities.analogical.relations()
+    checked = 0
+    for r in records(data, "Analogical_Reasoning"):
+        m = re.fullmatch(r"(.+) : (.+) :: (.+) : \?", r["question"])
+        if m:
+            _, relation, key = r["cluster"].split(":", 2)
+            assert key == m.group(3) and relations[relation][key] == {r["answer"]}, r
+            checked += 1
+    capital = {row["country"]: row["capital"] for row in table("countries") if row["capital"]}
+    for r in records(data, "Long_Term_Knowledge"):
+        forward = re.fullmatch(r"What is the capital of (.+)\?", r["question"])
+        backward = re.fullmatch(r"(.+) is the capital of which country\?", r["question"])
+        if forward:  # asked either way, the fact capital(country) is one cluster
+            assert r["cluster"] == f"world_fact:capital:{forward.group(1)}" and capital[forward.group(1)] == r["answer"]
+            checked += 1
+        if backward:
+            assert r["cluster"] == f"world_fact:capital:{r['answer']}" and capital[r["answer"]] == backward.group(1)
+            checked += 1
+    assert checked > 80
+
+
+def test_causal_cluster_is_the_cause_effect_pair(data):
+    rows = table("causes")
+    for r in records(data, "Commonsense_Causal"):
+        _, topic, index = r["cluster"].split(":")
+        row = rows[int(index)]
+        assert row["topic"] == topic
+        text = (r["context"] + " " + r["answer"]).lower()
+        for side in ("cause", "effect"):  # both halves of that row's pair are in the item, whoever is named
+            words = [w for w in re.findall(r"[a-z']+", row[side].lower()) if w != "name"]
+            assert all(w in text for w in words), (r, row)
+
+
+def test_record_check_accepts_a_cluster_and_refuses_a_bad_one():
+    from benchprof.data import check_record
+
+    record = generate("Spatial_Reasoning", 0, 1, seed=0)[1][0]
+    assert check_record(record, "x") == record
+    assert check_record({k: v for k, v in record.items() if k != "cluster"}, "x")
+    assert check_record({**record, "cluster": 7}, "x")
+    with pytest.raises(BenchprofError, match="x: optional field 'cluster' has type list"):
+        check_record({**record, "cluster": ["a"]}, "x")

@@ -2,8 +2,9 @@
 curated fact tables under abilities/tables/.
 
 Each ability module defines QUESTION_TYPES, `draw(rng) -> Item` (one random question with its
-computed answer and three wrong options), `facts() -> list[str]` and, when its question space is
-finite, `capacity() -> int`. This file turns draws into balanced, de-duplicated splits.
+computed answer, three wrong options and its cluster: template and fact), `facts() -> list[str]`
+and, when its question space is finite, `capacity() -> int`. This file turns draws into balanced,
+de-duplicated splits; a record's `cluster` is "<question_type>:<template>:<fact>".
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ def _layout(ability: str, split: str, items: list[Item], rng: random.Random) -> 
         options.insert(label, item.answer)
         if len(options) != N_OPTIONS or len(set(options)) != N_OPTIONS:
             raise RuntimeError(f"{ability} generator bug: bad options {options} for {item.question!r}")
+        if not item.cluster:
+            raise RuntimeError(f"{ability} generator bug: no cluster for {item.question!r}")
         records.append(
             {
                 "id": f"{ability}-{split}-{n}",
@@ -109,6 +112,8 @@ def _layout(ability: str, split: str, items: list[Item], rng: random.Random) -> 
                 "options": options,
                 "answer": item.answer,
                 "label": label,
+                # template and fact: items sharing them are resampled together (aggregate's bootstrap)
+                "cluster": f"{item.question_type}:{item.cluster}",
             }
         )
     return records

@@ -67,7 +67,7 @@ def draw(rng: random.Random) -> Item:
     if rng.random() < 0.75:
         question = fill(rng.choice(COMPLETE), a=a, b=b, c=c)
         wrong = pick(rng, d, wrong_values, hard=[*_links(c, name), b])
-        return Item(QT, "", question, d, wrong)
+        return Item(QT, "", question, d, wrong, f"{name}:{c}")
     # Pair form: which (C, D) stands in the same relation as (A, B)?
     answer = f"{c} and {d}"
     lures = [f"{c} and {rng.choice(wrong_values)}"]
@@ -78,7 +78,7 @@ def draw(rng: random.Random) -> Item:
         x = rng.choice(sorted(rels[n]))
         lures.append(f"{x} and {sorted(rels[n][x])[0]}")
     question = fill(rng.choice(PAIR), a=a, b=b)
-    return Item(QT, "", question, answer, pick(rng, answer, lures[2:], hard=lures[:2]))
+    return Item(QT, "", question, answer, pick(rng, answer, lures[2:], hard=lures[:2]), f"{name}:{c}")
 
 
 def facts() -> list[str]:

@@ -38,7 +38,9 @@ def draw(rng: random.Random) -> Item:
     questions = EFFECT_QUESTIONS if asked == "effect" else CAUSE_QUESTIONS
     answer = _sentence(row[asked], name)
     wrong = pick(rng, answer, [_sentence(r[asked], name) for r in others])
-    return Item(QUESTION_TYPES[0], _sentence(row[given], name), rng.choice(questions), answer, wrong)
+    question = rng.choice(questions)
+    cluster = f"{row['topic']}:{rows.index(row)}"  # the cause -> effect pair (its row), whichever way asked
+    return Item(QUESTION_TYPES[0], _sentence(row[given], name), question, answer, wrong, cluster)
 
 
 def facts() -> list[str]:

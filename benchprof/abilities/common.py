@@ -3,6 +3,7 @@ and the question specs of table-driven (knowledge) abilities."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from collections.abc import Iterable, Sequence
@@ -41,13 +42,17 @@ NAMES = (
 
 
 class Item(NamedTuple):
-    """One generated question before layout: the answer and exactly three wrong options."""
+    """One generated question before layout: the answer and exactly three wrong options.
+
+    `cluster` names the template and the fact the answer rests on ("plural:key"; see `made_up` for
+    problems made up on the spot): the bootstrap resamples items sharing it together."""
 
     question_type: str
     context: str
     question: str
     answer: str
     distractors: tuple[str, ...]
+    cluster: str = ""
 
 
 class Spec(NamedTuple):
@@ -61,6 +66,7 @@ class Spec(NamedTuple):
     answers: tuple[str, ...]
     hard: tuple[str, ...]
     pool: tuple[str, ...]
+    cluster: str = ""  # "<relation>:<fact key>", as Item.cluster
 
 
 @cache
@@ -107,7 +113,16 @@ def near_numbers(rng: random.Random, answer: int, mistakes: Sequence[int], k: in
 def draw_spec(rng: random.Random, specs: Sequence[Spec]) -> Item:
     spec = rng.choice(specs)
     answer = rng.choice(spec.answers)
-    return Item(spec.question_type, spec.context, spec.question, answer, pick(rng, answer, spec.pool, hard=spec.hard))
+    wrong = pick(rng, answer, spec.pool, hard=spec.hard)
+    return Item(spec.question_type, spec.context, spec.question, answer, wrong, spec.cluster)
+
+
+def made_up(item: Item, template: str) -> Item:
+    """`item` (a problem made up from drawn values, no table fact) with its cluster: the generator's
+    `template` and the problem itself, a hash of its context and answer; so items that differ only in
+    how the question is worded share a cluster, and the others are clusters of their own."""
+    problem = hashlib.sha256(f"{item.context}\n{item.answer}".encode()).hexdigest()[:12]
+    return item._replace(cluster=f"{template.strip('_')}:{problem}")
 
 
 def relation_specs(
@@ -118,13 +133,16 @@ def relation_specs(
     hard_forward=None,
     hard_reverse=None,
     min_pool: int = 3,
+    relation: str = "",
 ) -> list[Spec]:
     """Specs for a relation key -> value given as (key, value) pairs.
 
     `forward` templates ask a key's value ("{key}" in the text), `reverse` templates ask which key
     has a value ("{value}"). A key with several values, or a value shared by several keys, makes
     all of them correct, and none of them is used as a distractor. `hard_forward(key, value)` /
-    `hard_reverse(key, value)` may name plausible distractors (e.g. same-continent capitals)."""
+    `hard_reverse(key, value)` may name plausible distractors (e.g. same-continent capitals).
+    Each spec's cluster is "<relation>:<key>" (a reverse question whose value several keys share:
+    "<relation>:<value>"), so a fact asked forward and backward is one cluster."""
     values_of: dict[str, set[str]] = {}
     keys_of: dict[str, set[str]] = {}
     for key, value in pairs:
@@ -138,15 +156,18 @@ def relation_specs(
         value = sorted(values)[0]
         hard = tuple(h for h in (hard_forward(key, value) if hard_forward else ()) if h not in values)
         for template in forward:
-            specs.append(Spec(question_type, "", fill(template, key=key), tuple(sorted(values)), hard, pool))
+            question = fill(template, key=key)
+            specs.append(Spec(question_type, "", question, tuple(sorted(values)), hard, pool, f"{relation}:{key}"))
     for value, keys in keys_of.items():
         pool = tuple(k for k in all_keys if value not in values_of[k] and k != value)
         if len(pool) < min_pool:
             continue
         key = sorted(keys)[0]
         hard = tuple(h for h in (hard_reverse(key, value) if hard_reverse else ()) if h not in keys)
+        fact = key if len(keys) == 1 else value
         for template in reverse:
-            specs.append(Spec(question_type, "", fill(template, value=value), tuple(sorted(keys)), hard, pool))
+            question = fill(template, value=value)
+            specs.append(Spec(question_type, "", question, tuple(sorted(keys)), hard, pool, f"{relation}:{fact}"))
     return specs
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, article, pick
+from .common import NAMES, Item, article, made_up, pick
 
 QUESTION_TYPES = ("single_fact_recall", "multi_hop_recall")
 CITIES = (
@@ -119,7 +119,8 @@ def _multi(rng: random.Random) -> Item:
 
 
 def draw(rng: random.Random) -> Item:
-    return _single(rng) if rng.random() < 0.5 else _multi(rng)
+    make = _single if rng.random() < 0.5 else _multi
+    return made_up(make(rng), make.__name__)
 
 
 def facts() -> list[str]:

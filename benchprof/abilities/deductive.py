@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from .common import NAMES, Item, article, pick
+from .common import NAMES, Item, article, made_up, pick
 
 QUESTION_TYPES = ("logic_puzzle",)
 QT = QUESTION_TYPES[0]
@@ -129,7 +129,8 @@ def _comparison(rng: random.Random) -> Item:
 
 
 def draw(rng: random.Random) -> Item:
-    return rng.choice((_syllogism, _if_then, _elimination, _comparison))(rng)
+    make = rng.choice((_syllogism, _if_then, _elimination, _comparison))
+    return made_up(make(rng), make.__name__)
 
 
 def facts() -> list[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import string
 
-from .common import Item, near_numbers, pick
+from .common import Item, made_up, near_numbers, pick
 
 QUESTION_TYPES = ("pattern_completion",)
 QT = QUESTION_TYPES[0]
@@ -131,7 +131,8 @@ def _function(rng: random.Random) -> Item:
 
 
 def draw(rng: random.Random) -> Item:
-    return rng.choice((_numbers, _numbers, _missing, _letters, _repeat, _function))(rng)
+    make = rng.choice((_numbers, _numbers, _missing, _letters, _repeat, _function))
+    return made_up(make(rng), make.__name__)
 
 
 def facts() -> list[str]:

@@ -69,6 +69,7 @@ def specs() -> list[Spec]:
         ],
         same_continent_capitals,
         same_continent_countries,
+        relation="capital",
     )
     out += relation_specs(
         QT,
@@ -80,6 +81,7 @@ def specs() -> list[Spec]:
             "{Key} lies in which part of the world?",
         ],
         ["Which of these countries is in {value}?", "Which country lies in {value}?"],
+        relation="continent",
     )
     out += relation_specs(
         QT,
@@ -90,6 +92,7 @@ def specs() -> list[Spec]:
             "People in {key} mostly speak which language?",
         ],
         ["In which country is {value} the main language?", "Which country mainly speaks {value}?"],
+        relation="language",
     )
     out += relation_specs(
         QT,
@@ -107,6 +110,7 @@ def specs() -> list[Spec]:
         ],
         like_symbols,
         like_names,
+        relation="symbol",
     )
     out += relation_specs(
         QT,
@@ -121,6 +125,7 @@ def specs() -> list[Spec]:
         ],
         near_numbers,
         near_elements,
+        relation="atomic_number",
     )
     out += relation_specs(
         QT,
@@ -132,6 +137,7 @@ def specs() -> list[Spec]:
             "Which writer wrote {key}?",
         ],
         ["Which book was written by {value}?", "{Value} is the author of which book?"],
+        relation="author",
     )
     out += relation_specs(
         QT,
@@ -143,6 +149,7 @@ def specs() -> list[Spec]:
             "Where would you go to see {key}?",
         ],
         ["Which landmark is in {value}?", "Which of these can you visit in {value}?"],
+        relation="landmark",
     )
     return out
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, near_numbers
+from .common import NAMES, Item, made_up, near_numbers
 
 QUESTION_TYPES = ("arithmetic_word_problem",)
 QT = QUESTION_TYPES[0]
@@ -85,7 +85,7 @@ def draw(rng: random.Random) -> Item:
             a + b,
         )
         mistakes = [abs(a - b), a * b, a + b + 10]
-    return Item(QT, context, question, str(answer), near_numbers(rng, answer, mistakes))
+    return made_up(Item(QT, context, question, str(answer), near_numbers(rng, answer, mistakes)), f"form{form}")
 
 
 def facts() -> list[str]:

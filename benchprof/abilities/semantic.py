@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from .common import Item, Spec, article, capital_first, draw_spec, pick, relation_specs, table
+from .common import Item, Spec, article, capital_first, draw_spec, made_up, pick, relation_specs, table
 
 QUESTION_TYPES = ("roles_and_relations",)
 QT = QUESTION_TYPES[0]
@@ -72,6 +72,7 @@ def specs() -> list[Spec]:
             "{A_key} belongs to which thing?",
         ],
         ["Which of these is part of {a_value}?", "{A_value} has which of these parts?"],
+        relation="part",
     )
     kinds = [(m, row["category"], row["mass"]) for row in table("kinds") for m in row["members"]]
     out += relation_specs(
@@ -82,6 +83,7 @@ def specs() -> list[Spec]:
             "What kind of thing is {key}?",
             "{Key} belongs to which group?",
         ],
+        relation="kind",
     )
     out += relation_specs(
         QT,
@@ -92,6 +94,7 @@ def specs() -> list[Spec]:
             "Which one of these is {a_value}?",
             "Pick {a_value} from this list.",
         ],
+        relation="kind",
     )
     opposites = [tuple(p) for p in table("opposites")]
     out += relation_specs(
@@ -102,6 +105,7 @@ def specs() -> list[Spec]:
             "Which word means the opposite of {key}?",
             "{Key} is the opposite of which word?",
         ],
+        relation="opposite",
     )
     synonyms = [tuple(p) for p in table("synonyms")]
     out += relation_specs(
@@ -112,6 +116,7 @@ def specs() -> list[Spec]:
             "What is another word for {key}?",
             "{Key} means almost the same as which word?",
         ],
+        relation="synonym",
     )
     out += relation_specs(
         QT,
@@ -120,6 +125,7 @@ def specs() -> list[Spec]:
             "What do you use {a_key} for?",
             "What is {a_key} used for?",
         ],
+        relation="use",
     )
     out += relation_specs(
         QT,
@@ -129,6 +135,7 @@ def specs() -> list[Spec]:
             "Which thing do you use to {value}?",
             "What would you use to {value}?",
         ],
+        relation="use",
     )
     return out
 
@@ -171,7 +178,7 @@ def _roles(rng: random.Random) -> Item:
 def draw(rng: random.Random) -> Item:
     if rng.random() < 0.5:
         return draw_spec(rng, specs())
-    return _roles(rng)
+    return made_up(_roles(rng), "roles")
 
 
 def facts() -> list[str]:

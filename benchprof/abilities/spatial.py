@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, pick
+from .common import NAMES, Item, made_up, pick
 
 QUESTION_TYPES = ("spatial_relation",)
 QT = QUESTION_TYPES[0]
@@ -114,7 +114,8 @@ def _inverse(rng: random.Random) -> Item:
 
 
 def draw(rng: random.Random) -> Item:
-    return rng.choice((_row, _stack, _turns, _map, _inverse))(rng)
+    make = rng.choice((_row, _stack, _turns, _map, _inverse))
+    return made_up(make(rng), make.__name__)
 
 
 def facts() -> list[str]:

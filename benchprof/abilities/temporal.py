@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, pick
+from .common import NAMES, Item, made_up, pick
 
 QUESTION_TYPES = ("temporal_order",)
 QT = QUESTION_TYPES[0]
@@ -147,7 +147,8 @@ def _order(rng: random.Random) -> Item:
 
 
 def draw(rng: random.Random) -> Item:
-    return rng.choice((_days, _months, _times, _order))(rng)
+    make = rng.choice((_days, _months, _times, _order))
+    return made_up(make(rng), make.__name__)
 
 
 def facts() -> list[str]:
