@@ -171,13 +171,39 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def sample_rows(samples: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+def option_lengths(arguments: Any, delimiter: str, mutual_info: bool = False) -> list[int] | None:
+    """Each option's length in characters, the divisor of lm-eval's acc_norm (len(choice)).
+
+    A multiple-choice request is (context, target_delimiter + choice) per option (lm-eval 0.4's
+    ConfigurableTask.construct_requests); with acc_mutual_info the options' unconditional requests
+    follow as a second half. None where the options are not the continuations (a multiple-input task
+    such as winogrande puts them in the contexts) or a continuation lacks the delimiter.
+    """
+    if not isinstance(arguments, (list, tuple)) or not arguments:
+        return None
+    if not all(isinstance(a, (list, tuple)) and len(a) >= 2 and isinstance(a[1], str) for a in arguments):
+        return None
+    if mutual_info:
+        arguments = arguments[: len(arguments) // 2]
+    if len({str(a[0]) for a in arguments}) > 1 or not all(a[1].startswith(delimiter) for a in arguments):
+        return None
+    return [len(a[1]) - len(delimiter) for a in arguments]
+
+
+def sample_rows(
+    samples: dict[str, list[dict[str, Any]]], configs: dict[str, dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
     """One row per scored document and filter: its task, doc_id, filter and metric values.
 
-    Multiple-choice rows also keep the per-option loglikelihoods, generation rows the response.
+    Multiple-choice rows also keep the per-option loglikelihoods and `option_lengths` (each option's
+    length in characters, as acc_norm normalises; the task's target_delimiter comes from lm-eval's
+    `configs`), generation rows the response. `cluster` is the document's cluster field (generated
+    ability items: template and fact). Keys absent when unknown.
     """
+    configs = configs or {}
     rows = []
     for task, docs in samples.items():
+        delimiter = (configs.get(task) or {}).get("target_delimiter", " ")
         for s in docs:
             row = {"task": task, "doc_id": int(s["doc_id"]), "filter": s.get("filter", "none")}
             row.update({m: plain(s[m]) for m in s.get("metrics", []) if m in s})
@@ -190,6 +216,14 @@ def sample_rows(samples: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]
                 row["target"] = s["target"]
             if "doc_hash" in s:
                 row["doc_hash"] = s["doc_hash"]
+            if "loglikelihoods" in row and isinstance(delimiter, str):
+                mutual_info = "acc_mutual_info" in s.get("metrics", [])
+                lengths = option_lengths(s.get("arguments"), delimiter, mutual_info)
+                if lengths is not None:
+                    row["option_lengths"] = lengths
+            cluster = s["doc"].get("cluster") if isinstance(s.get("doc"), dict) else None
+            if isinstance(cluster, (str, int)) and not isinstance(cluster, bool):
+                row["cluster"] = cluster
             rows.append(row)
     return sorted(rows, key=lambda r: (r["task"], r["doc_id"], r["filter"]))
 
@@ -207,7 +241,7 @@ def write_job(
     """Samples first, then the JSON (its presence marks the job done); both atomic."""
     from .storage import content_record, remove_temps, value_hash, versions, write_json, write_text
 
-    rows = sample_rows(output.get("samples") or {})
+    rows = sample_rows(output.get("samples") or {}, output.get("configs"))
     # the JSON marks the job done: remove an old one first, so a run killed between the two writes
     # never leaves an old JSON beside new samples
     layout.eval_file(job.variant, job.benchmark).unlink(missing_ok=True)

@@ -198,3 +198,64 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
         assert f"--shard={i}/2" in argv and "--limit=3" in argv and "--force" in argv
     tp = worker_commands("c.yml", ["0", "1", "2", "3"], 2, {"backend": "vllm"})
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in tp] == ["0,1", "2,3"]
+
+
+def test_option_lengths_are_the_choices_after_the_delimiter():
+    from benchprof.evaluate import option_lengths
+
+    assert option_lengths([("Q: x\nA:", " cat"), ("Q: x\nA:", " horses")], " ") == [3, 6]
+    assert option_lengths([("Q", "\nyes"), ("Q", "\nno")], "\n") == [3, 2]
+    assert option_lengths([("Q", "\nyes"), ("Q", "\nno")], " ") is None  # not this task's delimiter
+    # acc_mutual_info: the options' unconditional requests follow as a second half
+    assert option_lengths([("Q", " ab"), ("Q", " x"), ("", " ab"), ("", " x")], " ", mutual_info=True) == [2, 1]
+    # a multiple-input task (winogrande) puts the options in the contexts: their lengths are not known here
+    assert option_lengths([("The cat sat", " on it."), ("The dog sat", " on it.")], " ") is None
+    assert option_lengths(None, " ") is None and option_lengths([], " ") is None
+
+
+def test_samples_of_data_without_clusters_have_none(project):
+    _, layout, _ = project
+    for r in read_samples(layout.samples_file(TOP, ABILITY)):
+        assert "cluster" not in r
+        assert r["option_lengths"] == [len(o) for o in ("left", "right", "above", "below")]
+
+
+def test_samples_carry_option_lengths_and_clusters_of_generated_items(tmp_path, tiny_model_dir):
+    """A generated ability's rows: each option's length as acc_norm divides by it, and the item's cluster."""
+    import numpy as np
+    from test_damage import write_masks
+
+    from benchprof.abilities import generate
+    from benchprof.modeling import load_model
+
+    ability, n = "Commonsense_Causal", 12
+    folder = tmp_path / "causal"
+    folder.mkdir()
+    train, test = generate(ability, 4, n, seed=0)
+    for split, records in (("train", train), ("test", test)):
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    config = tmp_path / "config.yml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "settings": {"k_values": [0.01], "eval_batch_size": 8, "output_dir": "outputs"},
+                "models": [{"name": str(tiny_model_dir), "tag": "tiny", "dtype": "float32"}],
+                "datasets": [{"name": ability, "path": str(folder)}],
+                "extract": {"regions": ["top"]},
+                "evals": {"benchmarks": [ability], "num_fewshot": [0], "device": "cpu"},
+            }
+        )
+    )
+    layout = Layout(tmp_path / "outputs", "tiny")
+    write_masks(load_model(str(tiny_model_dir), dtype="float32")[0], layout, (0.01,), ("top",), ability)
+    run_evaluate(config)
+    for variant in (Variant(), Variant(ability, 0.01, "top")):
+        rows = read_samples(layout.samples_file(variant, ability))
+        assert [r["doc_id"] for r in rows] == list(range(n))
+        for row, record in zip(rows, test):
+            assert row["option_lengths"] == [len(o) for o in record["options"]]
+            assert row["cluster"] == record["cluster"] and row["cluster"].startswith("everyday_cause_effect:")
+            # lm-eval's acc_norm is the argmax of loglikelihood / length over these very lengths
+            normalised = np.array(row["loglikelihoods"]) / np.array(row["option_lengths"])
+            assert row["acc_norm"] == float(np.argmax(normalised) == record["label"])
+        assert len({tuple(r["option_lengths"]) for r in rows}) == n  # lengths that tell the items apart
