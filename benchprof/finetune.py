@@ -241,7 +241,7 @@ def finetune(
                     f"finetune.scope: model {spec.name!r} has no {settings.scope} weights "
                     "in layers named '...layers.<i>...'"
                 )
-            net = sharding.prepare(settings.strategy, net, eligible, device)
+            prepared = sharding.prepare(settings.strategy, net, eligible, device)  # net itself under ddp
             for ability_name in abilities:
                 records = load_split(cfg, ability_name, "train")
                 records = records[: settings.max_samples] if settings.max_samples else records
@@ -268,7 +268,7 @@ def finetune(
                     )
                 loss = functools.partial(batch_loss, n_loss_tokens=n_loss_tokens)
                 sums = sharding.gradient_sums(
-                    settings.strategy, net, batches, loss, eligible, rank, world_size, progress=rank == 0
+                    settings.strategy, prepared, batches, loss, eligible, rank, world_size, progress=rank == 0
                 )
                 # every rank walks the sums (the sharded strategies gather collectively); rank 0 keeps them
                 importance = {name: importance_score(g, theta) for name, g, theta in sums if rank == 0}
@@ -306,7 +306,7 @@ def finetune(
                 written.append(ability_name)
                 if world_size > 1:
                     torch.distributed.barrier()
-            del net
+            del net, prepared
     finally:
         if started_group:
             torch.distributed.destroy_process_group()

@@ -19,12 +19,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import BenchprofError
 
 if TYPE_CHECKING:
     import torch
+    from deepspeed import DeepSpeedEngine
+    from torch.distributed.tensor import DTensor
 
 Batch = dict[str, "torch.Tensor"]
 Loss = Callable[["torch.nn.Module", Batch], "torch.Tensor"]  # a batch's share of the split's loss
@@ -156,7 +158,7 @@ def launch(config: Path, processes: int, devices: list[str], args: list[str]) ->
         )
 
 
-def prepare(strategy: str, model: torch.nn.Module, eligible: list[str], device: str) -> Any:
+def prepare(strategy: str, model: torch.nn.Module, eligible: list[str], device: str) -> torch.nn.Module:
     """The model as the strategy runs it: itself (ddp), FSDP2-sharded, or a DeepSpeed ZeRO-3 engine."""
     if strategy == "fsdp":
         return shard_fsdp(model, eligible, device)
@@ -167,7 +169,7 @@ def prepare(strategy: str, model: torch.nn.Module, eligible: list[str], device: 
 
 def gradient_sums(
     strategy: str,
-    model: Any,
+    model: torch.nn.Module,
     batches: list[Batch],
     loss: Loss,
     eligible: list[str],
@@ -274,7 +276,7 @@ def fsdp_sums(
     import torch
     from torch.distributed.tensor import DTensor
 
-    params: dict[str, Any] = dict(model.named_parameters())  # DTensors
+    params = cast("dict[str, DTensor]", dict(model.named_parameters()))  # FSDP2 parameters are DTensors
     device = params[eligible[0]].to_local().device
     shard_sums = {name: torch.zeros_like(params[name].to_local(), dtype=torch.float32) for name in eligible}
     for batch, weight in lockstep_batches(batches, rank, world_size, device, progress):
@@ -283,14 +285,14 @@ def fsdp_sums(
         for name in eligible:
             p = params[name]
             if p.grad is not None:
-                shard_sums[name].add_(p.grad.to_local())  # this rank's shard, promoted to fp32
+                shard_sums[name].add_(cast("DTensor", p.grad).to_local())  # this rank's shard, promoted to fp32
                 p.grad = None
     for name in eligible:
         p = params[name]
         grad_sum = DTensor.from_local(
             shard_sums.pop(name), p.device_mesh, p.placements, shape=p.shape, stride=p.stride()
         ).full_tensor()
-        yield name, grad_sum, p.detach().full_tensor().float()
+        yield name, grad_sum, cast("DTensor", p.detach()).full_tensor().float()
 
 
 def deepspeed_config(dtype: torch.dtype) -> dict[str, Any]:
@@ -309,7 +311,7 @@ def deepspeed_config(dtype: torch.dtype) -> dict[str, Any]:
     }
 
 
-def shard_deepspeed(model: torch.nn.Module, eligible: list[str]) -> Any:
+def shard_deepspeed(model: torch.nn.Module, eligible: list[str]) -> DeepSpeedEngine:
     """A DeepSpeed ZeRO-3 engine over the model. Its SGD optimizer is never stepped: ZeRO-3 partitions
     and accumulates gradients only when it has an optimizer (without one, every rank would hold full
     gradients)."""
@@ -340,7 +342,7 @@ def shard_deepspeed(model: torch.nn.Module, eligible: list[str]) -> Any:
 
 
 def deepspeed_sums(
-    engine: Any,
+    engine: DeepSpeedEngine,
     batches: list[Batch],
     loss: Loss,
     eligible: list[str],

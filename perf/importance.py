@@ -154,7 +154,7 @@ def main() -> None:
         import deepspeed.comm.torch  # noqa: F401  (`deepspeed.comm.torch` the attribute is torch itself)
 
         # a JIT-compiled CPU shared-memory kernel that only inference_all_reduce uses
-        sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None
+        sys.modules["deepspeed.comm.torch"].build_shm_op = lambda: None  # type: ignore[attr-defined]
         engine = shard_deepspeed(copy.deepcopy(model), eligible)
         methods["benchprof-deepspeed"] = importance("deepspeed", engine)
 
