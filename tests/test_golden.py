@@ -104,6 +104,15 @@ def run_pipeline(folder: Path, pythonpath: str | None = None) -> dict:
     return result
 
 
+def without_doc_hash(evals: dict) -> dict:
+    """Per-item rows less doc_hash: it hashes the whole document, which gained a `cluster` field on
+    purpose (issue 18). The document itself is still compared field by field, old fields unchanged."""
+    return {
+        path: {**payload, "samples": [{k: v for k, v in row.items() if k != "doc_hash"} for row in payload["samples"]]}
+        for path, payload in evals.items()
+    }
+
+
 def assert_same(got: object, want: object, where: str = "") -> None:
     if isinstance(want, dict):  # keys added since (new per-item fields, new columns) are allowed
         assert isinstance(got, dict) and set(want) <= set(got), where
@@ -125,7 +134,7 @@ def test_reduced_demo_matches_the_code_before_the_recut(tmp_path):
     got = run_pipeline(tmp_path)
     assert got["status"] == want["status"]  # benchprof status: same answers, same words
     assert_same(got["masks"], want["masks"], "masks")  # the same weights in every region
-    assert_same(got["evals"], want["evals"], "evals")
+    assert_same(without_doc_hash(got["evals"]), without_doc_hash(want["evals"]), "evals")
     assert len(got["ais"]) == len(want["ais"])
     for row_got, row_want in zip(got["ais"], want["ais"]):
         # the columns ais.csv had before, but `significant`, whose meaning issue 18 changed on purpose
