@@ -41,6 +41,7 @@ from .plots import write_plots
 from .profile import (
     ADJUSTED,
     MEAN,
+    P_CORRECT,
     SPECIFICITY,
     SPECIFICITY_METRIC,
     AisRow,
@@ -56,6 +57,8 @@ from .results import (
     evaluation_hashes,
     option_counts,
     primary_metric,
+    read_clusters,
+    read_p_correct,
     read_results,
     read_samples,
     split_key,
@@ -146,6 +149,20 @@ def _load_score(
     task_better = better.get(payload.get("primary_task") or benchmark) if isinstance(better, dict) else None
     lower = isinstance(task_better, dict) and task_better.get(split_key(metric_key)[0]) is False
     return _Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"), lower)
+
+
+def _load_p_correct(layout: Layout, variant: Variant, benchmark: str, metric_key: str, base: _Score) -> _Score | None:
+    """One evaluation's per-document p_correct as a score (its mean over the documents), or None where the
+    samples file has no option log-likelihoods to compute it from (generation tasks) or the metric is
+    lower-is-better. Only for documents the headline score of `base` (the original's) also has."""
+    import numpy as np
+
+    if base.lower_is_better:
+        return None
+    per_doc, _ = read_p_correct(layout.samples_file(variant, benchmark), metric_key)
+    if per_doc is None or (base.per_doc is not None and set(per_doc) != set(base.per_doc)):
+        return None
+    return _Score(float(np.mean(list(per_doc.values()))), per_doc, base.limit, base.n_samples)
 
 
 def region_provenance(layout: Layout, abilities: list[str], k_values: list[float], notes: list[str]) -> tuple[str, str]:
@@ -272,6 +289,8 @@ def load_scores(
                     f"{benchmark}: the reported {metric_key} ({original.value:.4f}) is not the mean over "
                     f"documents ({doc_mean:.4f}); intervals are for the document mean"
                 )
+        clusters = read_clusters(layout.samples_file(Variant(), benchmark)) if settings.clusters else {}
+        p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, original) if options else None
 
         for ability in profile.abilities:
             for k in profile.k_values:
@@ -298,21 +317,19 @@ def load_scores(
                             f"(limit/n_samples {score.limit}/{score.n_samples} against "
                             f"{original.limit}/{original.n_samples}); rerun `benchprof evaluate` with one evals.limit",
                         )
-                profile.rows.extend(
-                    _cell_rows(
-                        profile,
-                        ability,
-                        k,
-                        benchmark,
-                        metric_key,
-                        original,
-                        ablated,
-                        resamples,
-                        settings.seed,
-                        samples,
-                        row_spread,
-                    )
-                )
+                cell = Cell(ability, k, benchmark, resamples, settings.seed, clusters)
+                profile.rows.extend(_cell_rows(profile, cell, metric_key, original, ablated, samples, row_spread))
+                if p_original is not None:  # the same cell on each item's probability of the correct option
+                    p_ablated = {
+                        region: p_score
+                        for region in ablated
+                        if (
+                            p_score := _load_p_correct(
+                                layout, Variant(ability, k, region), benchmark, metric_key, p_original
+                            )
+                        )
+                    }
+                    profile.rows.extend(_cell_rows(profile, cell, P_CORRECT, p_original, p_ablated, None, row_spread))
                 if benchmark in splits:
                     ablated_docs.update(
                         {
@@ -332,37 +349,47 @@ def load_scores(
 def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
     """q-values, stars and minimum detectable AIS over the model's profile.
 
-    The family is every row of the profile with a p-value (each ability × benchmark × k × region,
-    top-random and specificity rows included): Benjamini–Hochberg q-values over it, `significant` =
-    q < aggregate.alpha, so the expected share of false stars among the stars is at most alpha. The
-    minimum detectable AIS of a row uses alpha / (family size), a conservative stand-in for the BH
-    threshold, which depends on how many other rows are discoveries.
+    Two families, each every row with a p-value: the headline metric's rows (each ability x benchmark x k x
+    region, top-random and specificity rows included) and the p_correct rows, which ask the same questions
+    of another metric (a reader picks one metric per question; pooling them would halve the power of
+    both). Benjamini–Hochberg q-values within each, `significant` = q < aggregate.alpha, so the expected
+    share of false stars among a family's stars is at most alpha. The minimum detectable AIS of a row uses
+    alpha / (family size), a conservative stand-in for the BH threshold, which depends on how many other
+    rows are discoveries.
     """
     import numpy as np
 
-    family = [row for row in profile.rows if not math.isnan(row.p_value)]
-    profile.family_size = len(family)
-    if not family:
-        return
-    for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
-        row.q_value = float(q)
-        if profile.bootstrap and row.dropped > 0.05 * profile.bootstrap:  # a material share undefined
-            profile.notes.append(
-                f"{row.benchmark} {row.ability}/k{format_k(row.k)}/{row.region}: {row.dropped} of "
-                f"{profile.bootstrap} resamples had no AIS (original mean 0); its interval is over the rest"
-            )
-        row.significant = bool(q < profile.alpha)
-    level = profile.alpha / len(family)
     discordance: dict[str, list[float]] = {}
-    for row in family:
-        if row.n_docs and row.flips_lost is not None and row.flips_gained is not None:
-            share = (row.flips_lost + row.flips_gained) / row.n_docs
-            row.mde = float(minimum_detectable_ais(row.n_docs, share, row.score_original, level))
-            if row.region == "top" and math.isclose(row.k, profile.report_k):
-                discordance.setdefault(row.benchmark, []).append(share)
-        elif id(row) in row_spread:
-            spread = row_spread[id(row)]
-            row.mde = float(minimum_detectable_ais_continuous(row.n_docs, spread, row.score_original, level))
+    for is_p_correct in (False, True):
+        family = [
+            row for row in profile.rows if not math.isnan(row.p_value) and (row.metric == P_CORRECT) == is_p_correct
+        ]
+        if is_p_correct:
+            profile.family_size_p_correct = len(family)
+        else:
+            profile.family_size = len(family)
+        if not family:
+            continue
+        for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
+            row.q_value = float(q)
+            material = profile.bootstrap > 0 and row.dropped > 0.05 * profile.bootstrap
+            if material:  # a material share of resamples undefined: the interval is over a selected rest
+                profile.notes.append(
+                    f"{row.benchmark} {row.ability}/k{format_k(row.k)}/{row.region}: {row.dropped} of "
+                    f"{profile.bootstrap} resamples had no AIS (original mean 0); its interval is over the rest "
+                    "and it gets no star"
+                )
+            row.significant = bool(q < profile.alpha) and not material
+        level = profile.alpha / len(family)
+        for row in family:
+            if row.n_docs and row.flips_lost is not None and row.flips_gained is not None:
+                share = (row.flips_lost + row.flips_gained) / row.n_docs
+                row.mde = float(minimum_detectable_ais(row.n_docs, share, row.score_original, level))
+                if row.region == "top" and math.isclose(row.k, profile.report_k):
+                    discordance.setdefault(row.benchmark, []).append(share)
+            elif id(row) in row_spread:
+                spread = row_spread[id(row)]
+                row.mde = float(minimum_detectable_ais_continuous(row.n_docs, spread, row.score_original, level))
     profile.discordance = {b: float(np.median(shares)) for b, shares in discordance.items()}
 
 
@@ -377,30 +404,51 @@ def _set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -
         row.p_value = float(bootstrap_p_value(draws))
 
 
+@dataclass
+class Cell:
+    """One (ability, k, benchmark) cell of the profile and how its bootstrap resamples."""
+
+    ability: str
+    k: float
+    benchmark: str
+    resamples: int
+    seed: int
+    clusters: dict[tuple[Any, Any], str]  # (task, doc_id) -> cluster, where the documents carry one
+
+    def groups(self, docs: list[DocKey]) -> tuple[list[str] | None, list[str] | None]:
+        """(cluster ids, stratum ids) of `docs` for ais.resample_counts, None where there are none: a
+        document's cluster within its task (a document without one is its own), the task as stratum when
+        the benchmark is a group of several subtasks."""
+        tasks = [str(task) for task, _, _ in docs]
+        strata = tasks if len(set(tasks)) > 1 else None
+        if not any((task, doc_id) in self.clusters for task, doc_id, _ in docs):
+            return None, strata
+        clusters = [f"{task}\x00{self.clusters.get((task, doc_id), f'document {doc_id}')}" for task, doc_id, _ in docs]
+        return clusters, strata
+
+
 def _cell_rows(
     profile: Profile,
-    ability: str,
-    k: float,
-    benchmark: str,
-    metric_key: str,
+    cell: Cell,
+    metric: str,
     original: _Score,
     ablated: dict[str, _Score],
-    resamples: int,
-    seed: int,
     samples_out: dict[CellKey, NDArray[np.float64]] | None = None,
     row_spread: dict[int, float] | None = None,
 ) -> list[AisRow]:
-    """The rows of one (ability, k, benchmark) cell: one per region present, plus top-random.
+    """The rows of one (ability, k, benchmark) cell on one metric: one per region present, plus top-random.
 
     Each region row gets its paired test against the original (exact McNemar for 0/1 metrics, a
     sign-flip test for continuous ones), top-random a bootstrap p-value. `samples_out[(ability, k,
     benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
     a continuous row's paired differences (for its minimum detectable AIS)."""
-    row_spread = {} if row_spread is None else row_spread
     import numpy as np
 
+    row_spread = {} if row_spread is None else row_spread
+    ability, k, benchmark, resamples = cell.ability, cell.k, cell.benchmark, cell.resamples
+
     def new_row(region: str, score_ablated: float | None, ais: float) -> AisRow:
-        return AisRow(profile.model, ability, benchmark, k, region, metric_key, original.value, score_ablated, ais)
+        return AisRow(profile.model, ability, benchmark, k, region, metric, original.value, score_ablated, ais)
 
     # AIS > 0 means the ablation hurt: for a lower-is-better metric (a loss, an error rate) that is s' > s
     sign = -1.0 if original.lower_is_better else 1.0
@@ -426,7 +474,9 @@ def _cell_rows(
         if docs:
             base = np.array([original.per_doc[d] for d in docs])
             matrix = np.array([[per_doc[d] for d in docs] for per_doc in paired.values()])
-            draws = sign * bootstrap_ais(base, matrix, resamples, cell_rng(seed, ability, k, benchmark))
+            clusters, strata = cell.groups(docs)
+            rng = cell_rng(cell.seed, ability, k, benchmark)
+            draws = sign * bootstrap_ais(base, matrix, resamples, rng, clusters=clusters, strata=strata)
             samples = dict(zip(paired, draws))
             if ADJUSTED in rows and "top" in samples and "random" in samples:
                 samples[ADJUSTED] = samples["top"] - samples["random"]
@@ -437,7 +487,7 @@ def _cell_rows(
                 _set_interval(row, values, test=region == ADJUSTED)
                 row.n_docs = len(docs)
             binary = bool(np.isin(base, (0.0, 1.0)).all() and np.isin(matrix, (0.0, 1.0)).all())
-            rng = cell_rng(seed + 1, ability, k, benchmark)  # the sign-flip test's own draws
+            rng = cell_rng(cell.seed + 1, ability, k, benchmark)  # the sign-flip test's own draws
             for region, values_ablated in zip(paired, matrix):
                 row = rows[region]
                 if math.isnan(row.ais):
@@ -449,7 +499,9 @@ def _cell_rows(
                     row.flips_lost, row.flips_gained = int(lost), int(gained)
                     row.p_value = float(mcnemar_p(lost, gained))
                 else:
-                    row.p_value = float(paired_permutation_test(base, values_ablated, resamples, rng))
+                    row.p_value = float(
+                        paired_permutation_test(base, values_ablated, resamples, rng, clusters=clusters)
+                    )
                     row_spread[id(row)] = float(np.std(base - values_ablated, ddof=1)) if len(docs) > 1 else math.nan
     chance = profile.chance.get(benchmark, math.nan)
     for row in rows.values():

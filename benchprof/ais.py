@@ -42,7 +42,13 @@ def impact_score(s_original: ArrayLike, s_ablated: ArrayLike) -> float | NDArray
 
 
 def bootstrap_ais(
-    original: ArrayLike, ablated: ArrayLike, resamples: int, rng: np.random.Generator, max_elements: int = 2_000_000
+    original: ArrayLike,
+    ablated: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    max_elements: int = 2_000_000,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
 ) -> NDArray[np.float64]:
     """AIS on `resamples` paired bootstrap resamples of one benchmark's documents (the population).
 
@@ -50,8 +56,9 @@ def bootstrap_ais(
     per region, the same documents in the same order. Each resample draws n document indices with
     replacement (`rng.integers(0, n, size=(chunk, n))`, chunks of at most `max_elements` indices)
     and applies `impact_score` to the resampled means; every row shares the resample's indices, so the
-    rows stay paired with the original and with each other. Returns shape (R, resamples); NaN where a
-    resample's original mean is 0.
+    rows stay paired with the original and with each other. With `clusters` or `strata` (one id per
+    document) the resamples are those of `resample_counts` instead: whole clusters, within strata. Returns
+    shape (R, resamples); NaN where a resample's original mean is 0.
     """
     import numpy as np
 
@@ -61,6 +68,9 @@ def bootstrap_ais(
     if ablated.shape[1] != n:
         raise ValueError(f"bootstrap_ais: {ablated.shape[1]} ablated documents for {n} original ones")
     values = np.vstack([original[None, :], ablated])  # (1 + R, n)
+    if clusters is not None or strata is not None:
+        means = resampled_means(values, resamples, rng, clusters, strata, 2 * max_elements)  # (resamples, 1 + R)
+        return np.asarray(impact_score(means[:, 0], means[:, 1:].T))
     out = np.empty((ablated.shape[0], resamples))
     chunk = max(1, max_elements // max(1, n * values.shape[0]))
     for start in range(0, resamples, chunk):
@@ -318,7 +328,12 @@ def mcnemar_exact(original: ArrayLike, ablated: ArrayLike) -> tuple[int, int, fl
 
 
 def paired_permutation_test(
-    original: ArrayLike, ablated: ArrayLike, resamples: int, rng: np.random.Generator, max_elements: int = 4_000_000
+    original: ArrayLike,
+    ablated: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    max_elements: int = 4_000_000,
+    clusters: ArrayLike | None = None,
 ) -> float | NDArray[np.float64]:
     """Two-sided sign-flip permutation test that paired continuous per-item scores have the same mean.
 
@@ -327,7 +342,9 @@ def paired_permutation_test(
     signs at random (Fisher 1935; Good 2005, "Permutation, Parametric and Bootstrap Tests of Hypotheses", §3);
     p = (count + 1) / (resamples + 1), counting resamples at least as extreme, which keeps the Monte Carlo p-value
     valid (Phipson and Smyth 2010). Items along the last axis; `ablated` may carry leading axes (one p per row,
-    all rows sharing the sign draws). Returns a float for one vector.
+    all rows sharing the sign draws). With `clusters` (one id per item) the signs flip per cluster, on the
+    clusters' summed differences: items sharing a cluster are exchangeable only together. Returns a float for
+    one vector.
     """
     import numpy as np
 
@@ -336,6 +353,11 @@ def paired_permutation_test(
         raise ValueError("paired_permutation_test: per-item scores must not be NaN")
     shape = diff.shape[:-1]
     diff = diff.reshape(-1, diff.shape[-1])  # (rows, n)
+    if clusters is not None:
+        _, unit = np.unique(np.asarray(clusters).ravel(), return_inverse=True)
+        if unit.shape != (diff.shape[1],):
+            raise ValueError(f"paired_permutation_test: {unit.size} cluster ids for {diff.shape[1]} items")
+        diff = np.array([np.bincount(unit, weights=row) for row in diff]).reshape(diff.shape[0], -1)
     n = diff.shape[1]
     observed = np.abs(diff.mean(axis=1))
     # sums of ±d carry rounding errors; a resample within them of the observed value counts as a tie

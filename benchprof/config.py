@@ -173,6 +173,7 @@ class AggregateSettings:
     metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
     alpha: float = 0.05  # false discovery rate of the stars: Benjamini-Hochberg over a model's profile
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level (default: 1/#options)
+    clusters: bool = True  # resample items by their `cluster` and a group's subtasks as strata, where present
 
 
 @dataclass

@@ -16,6 +16,7 @@ ADJUSTED = "top-random"  # region name of the control-adjusted rows in ais.csv /
 SPECIFICITY = "specificity"  # the benchmark name of specificity rows in ais.csv
 SPECIFICITY_METRIC = "AIS(own) - mean AIS(other abilities)"
 MEAN = "mean"  # the ability name of the rows holding the mean specificity over the abilities
+P_CORRECT = "p_correct"  # the metric of rows computed on each item's probability of the correct option
 
 
 @dataclass
@@ -87,7 +88,9 @@ class Profile:
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level
     chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"
     discordance: dict[str, float] = field(default_factory=dict)  # benchmark -> median share of flipped items
-    family_size: int = 0  # rows in the multiplicity family (rows with a p-value)
+    family_size: int = 0  # rows in the multiplicity family (headline-metric rows with a p-value)
+    family_size_p_correct: int = 0  # rows in the p_correct family
+    null_calibration: list[dict[str, object]] = field(default_factory=list)  # per (k, benchmark): random vs pool
 
     @property
     def at_chance(self) -> list[str]:
@@ -99,21 +102,32 @@ class Profile:
     def headline_benchmarks(self) -> list[str]:
         return [b for b in self.benchmarks if b not in self.at_chance]
 
-    def row(self, ability: str, benchmark: str, k: float | None = None, region: str = "top") -> AisRow | None:
-        """The row for one cell, or None when it could not be computed."""
+    def row(
+        self, ability: str, benchmark: str, k: float | None = None, region: str = "top", p_correct: bool = False
+    ) -> AisRow | None:
+        """The row for one cell on the benchmark's headline metric (with `p_correct`: on p_correct), or None
+        when it could not be computed."""
         k = self.report_k if k is None else k
         index = getattr(self, "_index", None)
         if index is None or len(index) != len(self.rows):
-            index = {(r.ability, r.benchmark, format_k(r.k), r.region): r for r in self.rows}
+            index = {(r.ability, r.benchmark, format_k(r.k), r.region, r.metric == P_CORRECT): r for r in self.rows}
             self._index = index  # not a dataclass field: asdict() leaves it out
-        return index.get((ability, benchmark, format_k(k), region))
+        return index.get((ability, benchmark, format_k(k), region, p_correct))
 
-    def matrix(self, k: float | None = None, region: str = "top") -> dict[str, dict[str, float]]:
-        """ability -> benchmark -> AIS at k (default the report k); cells without a result are absent."""
+    def matrix(
+        self, k: float | None = None, region: str = "top", p_correct: bool = False
+    ) -> dict[str, dict[str, float]]:
+        """ability -> benchmark -> AIS at k (default the report k) on the headline metric (or p_correct);
+        cells without a result are absent."""
         k = self.report_k if k is None else k
         out: dict[str, dict[str, float]] = {a: {} for a in self.abilities}
         for row in self.rows:
-            if row.region == region and math.isclose(row.k, k) and row.benchmark in self.benchmarks:
+            if (
+                row.region == region
+                and math.isclose(row.k, k)
+                and row.benchmark in self.benchmarks
+                and (row.metric == P_CORRECT) == p_correct
+            ):
                 out.setdefault(row.ability, {})[row.benchmark] = row.ais
         return out
 

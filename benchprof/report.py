@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .layout import Layout, format_k
-from .profile import ADJUSTED, MEAN, SPECIFICITY, AisRow, Profile, ability_benchmarks
+from .profile import ADJUSTED, MEAN, P_CORRECT, SPECIFICITY, AisRow, Profile, ability_benchmarks
 from .storage import write_json, write_text
 
 CSV_COLUMNS = tuple(f.name for f in fields(AisRow))  # ais.csv: one column per AisRow field, in order
@@ -89,13 +89,14 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def ais_table(profile: Profile, k: float | None = None, region: str = "top") -> str:
-    """Markdown table abilities x headline benchmarks (not those at chance) of AIS at k ('*': q < alpha)."""
+def ais_table(profile: Profile, k: float | None = None, region: str = "top", p_correct: bool = False) -> str:
+    """Markdown table abilities x headline benchmarks (not those at chance) of AIS at k ('*': q < alpha),
+    on each benchmark's primary metric or, with `p_correct`, on p_correct."""
     k = profile.report_k if k is None else k
     benchmarks = profile.headline_benchmarks
     return md_table(
         ["ability"] + benchmarks,
-        [[a] + [fmt_ais(profile.row(a, b, k, region)) for b in benchmarks] for a in profile.abilities],
+        [[a] + [fmt_ais(profile.row(a, b, k, region, p_correct)) for b in benchmarks] for a in profile.abilities],
     )
 
 
@@ -136,7 +137,8 @@ def statistics_markdown(profile: Profile) -> list[str]:
         "",
         f"`*` marks a row whose q-value is below aggregate.alpha = {profile.alpha:g}: Benjamini-Hochberg over "
         f"the family of every row of this profile with a p-value ({profile.family_size} rows: each ability x "
-        "benchmark x k x region, top-random and specificity rows included), so among the starred rows the "
+        "benchmark x k x region on the primary metric, top-random and specificity rows included; the "
+        f"{profile.family_size_p_correct} p_correct rows are a family of their own), so among the starred rows the "
         f"expected share of false discoveries is at most {profile.alpha:g}. p-values: exact McNemar on the "
         "documents that flipped (0/1 metrics), a paired sign-flip test (continuous metrics), a bootstrap test "
         "(top-random and specificity rows). ais.csv keeps the raw 95% interval (ci_low, ci_high), the p- and "
@@ -232,6 +234,17 @@ def render_markdown(profile: Profile) -> str:
     for region in ("bottom", "random"):
         if region in profile.regions:
             parts += ["", f"## Control: AIS at k = {k} ({region} region)", "", ais_table(profile, region=region)]
+    if any(row.metric == P_CORRECT for row in profile.rows):
+        parts += [
+            "",
+            f"## AIS on p_correct at k = {k}",
+            "",
+            "The same cells on each item's probability of the correct option (softmax over the options' "
+            "log-likelihoods, length-normalised where the metric is acc_norm): a continuous per-item score "
+            "with narrower intervals than 0/1 accuracy, its own family of q-values (docs/statistics.md).",
+        ]
+        for region in ("top", ADJUSTED) if ADJUSTED in regions else ("top",):
+            parts += ["", f"{region}:", "", ais_table(profile, region=region, p_correct=True)]
     parts += statistics_markdown(profile)
     parts += ["", "## k sweep per benchmark"]
     for benchmark in profile.benchmarks:

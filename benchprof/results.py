@@ -133,3 +133,66 @@ def read_samples(path: Path, metric_key: str) -> tuple[dict[DocKey, float] | Non
     if lacking:  # never an interval over some of the documents only
         return None, f"per-sample file: {lacking} of {lacking + len(per_doc)} rows lack {metric_key!r}"
     return per_doc, None
+
+
+def read_p_correct(path: Path, metric_key: str) -> tuple[dict[DocKey, float] | None, str | None]:
+    """Per-document p_correct from a samples JSONL: the softmax of the options' log-likelihoods at the
+    target (ais.p_correct), length-normalised when the metric is acc_norm (each option's `option_lengths`,
+    lm-eval's len(choice)). (values, None) or (None, why not): a generation task, a file without
+    log-likelihoods, a target that is not an option index, or acc_norm without option lengths."""
+    from .ais import p_correct
+
+    if not path.is_file():
+        return None, "no per-sample file"
+    metric, filter_name = split_key(metric_key)
+    normalise = metric == "acc_norm"
+    keys: list[DocKey] = []
+    loglikelihoods: list[list[float]] = []
+    labels: list[int] = []
+    lengths: list[list[int]] = []
+    try:
+        with open(path) as lines:
+            for line in lines:
+                if not line.strip():
+                    continue
+                sample = json.loads(line)
+                if sample.get("filter", "none") != filter_name:
+                    continue
+                ll, target = sample.get("loglikelihoods"), sample.get("target")
+                if not isinstance(ll, list) or not ll:
+                    return None, "no option log-likelihoods (not multiple choice)"
+                if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target < len(ll):
+                    return None, f"target {target!r} of document {sample.get('doc_id')} is not an option index"
+                if normalise:
+                    option_lengths = sample.get("option_lengths")
+                    if not isinstance(option_lengths, list) or len(option_lengths) != len(ll):
+                        return None, "acc_norm without the options' lengths (evaluated before benchprof 0.2)"
+                    lengths.append(option_lengths)
+                keys.append((sample.get("task"), sample.get("doc_id"), filter_name))
+                loglikelihoods.append(ll)
+                labels.append(target)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, TypeError, ValueError) as err:
+        return None, f"per-sample file unreadable ({type(err).__name__})"
+    if not keys:
+        return None, f"no {filter_name!r} rows"
+    try:
+        values = p_correct(loglikelihoods, labels, lengths if normalise else None)
+    except ValueError as err:
+        return None, str(err)
+    return dict(zip(keys, (float(v) for v in values))), None
+
+
+def read_clusters(path: Path) -> dict[tuple[Any, Any], str]:
+    """(task, doc_id) -> the document's `cluster` (generated ability items: template and fact), for the
+    documents of a samples JSONL that carry one; empty when none does or the file cannot be read."""
+    clusters: dict[tuple[Any, Any], str] = {}
+    try:
+        with open(path) as lines:
+            for line in lines:
+                if line.strip():
+                    sample = json.loads(line)
+                    if isinstance(sample.get("cluster"), (str, int)):
+                        clusters[(sample.get("task"), sample.get("doc_id"))] = str(sample["cluster"])
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return clusters

@@ -404,3 +404,88 @@ def test_resamples_without_an_ais_are_counted_and_reported(tmp_path):
     expected = sum(int(0 not in rng.integers(0, 5, size=5)) for _ in range(B))
     assert row.dropped == expected and 0.2 * B < expected < 0.5 * B  # about (4/5)^5 of them
     assert any("resamples had no AIS" in note and "arc_easy Quantitative_Reasoning" in note for note in profile.notes)
+
+
+def mc(cfg, variant, ll, target, lengths, clusters):
+    """arc_easy as a multiple-choice evaluation whose primary metric is acc_norm: per document its options'
+    log-likelihoods, the gold index, the options' lengths and its cluster; acc_norm from them as lm-eval does."""
+    norm = [int(np.argmax(np.array(x) / np.array(n))) == t for x, n, t in zip(ll, lengths, target)]
+    write_eval(
+        cfg,
+        variant,
+        "arc_easy",
+        {"acc_norm,none": float(np.mean(norm)), "acc_norm_stderr,none": 0.1},
+        {
+            "acc_norm": [float(c) for c in norm],
+            "loglikelihoods": ll,
+            "target": target,
+            "option_lengths": lengths,
+            "cluster": clusters,
+        },
+    )
+
+
+def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
+    """Beside each acc_norm row a p_correct row: AIS on the mean probability of the gold option, the
+    softmax of the length-normalised log-likelihoods, computed here by hand; a sign-flip p-value; a
+    Benjamini-Hochberg family of its own. The bootstrap resamples the documents' clusters."""
+    cfg = load_config(write_config(tmp_path))
+    rng = np.random.default_rng(3)
+    n = 12
+    lengths = rng.integers(1, 9, size=(n, 4)).tolist()
+    target = rng.integers(0, 4, size=n).tolist()
+    clusters = [f"fact{i // 3}" for i in range(n)]  # four facts, three questions each
+    ll_original = (-rng.uniform(0, 8, size=(n, 4))).tolist()
+    ll_top = (np.array(ll_original) - 6.0 * np.eye(4)[target]).tolist()  # the gold option got less likely
+    mc(cfg, Variant(), ll_original, target, lengths, clusters)
+    mc(cfg, Variant("Quantitative_Reasoning", K, "top"), ll_top, target, lengths, clusters)
+
+    def hand(ll):
+        out = []
+        for x, lens, t in zip(ll, lengths, target):
+            z = [math.exp(v / m) for v, m in zip(x, lens)]
+            out.append(z[t] / sum(z))
+        return np.array(out)
+
+    profile = load_scores(cfg, progress=False)
+    p_row = profile.row("Quantitative_Reasoning", "arc_easy", K, "top", p_correct=True)
+    acc_row = profile.row("Quantitative_Reasoning", "arc_easy", K, "top")
+    assert p_row is not None and acc_row is not None and acc_row.metric == "acc_norm,none"
+    assert p_row.metric == "p_correct" and p_row.n_docs == n
+    assert p_row.score_original == pytest.approx(hand(ll_original).mean(), rel=1e-12)
+    assert p_row.score_ablated == pytest.approx(hand(ll_top).mean(), rel=1e-12)
+    assert p_row.ais == pytest.approx(1 - hand(ll_top).mean() / hand(ll_original).mean(), rel=1e-12)
+    # every document lost probability, but the sign-flip test flips the four facts together: of its
+    # 2^4 sign patterns 2 are as extreme, so p is about 2/16 (Monte Carlo), never the ~1/4096 of 12 documents
+    assert p_row.flips_lost is None and 0.08 < p_row.p_value < 0.2
+    # the interval resamples the four facts, not the twelve documents
+    docs = bootstrap_ais(
+        hand(ll_original),
+        hand(ll_top)[None, :],
+        B,
+        cell_rng(7, "Quantitative_Reasoning", K, "arc_easy"),
+        clusters=[f"arc_easy\x00{c}" for c in clusters],
+    )[0]
+    assert (p_row.ci_low, p_row.ci_high) == pytest.approx(percentile_ci(docs))
+    p_rows = [r for r in profile.rows if r.metric == "p_correct" and not math.isnan(r.p_value)]
+    assert profile.family_size_p_correct == len(p_rows) == 1
+    assert profile.family_size == len(
+        [r for r in profile.rows if r.metric != "p_correct" and not math.isnan(r.p_value)]
+    )
+    assert p_row.q_value == pytest.approx(p_row.p_value)  # a family of one
+
+
+def test_no_p_correct_without_option_lengths_for_acc_norm(tmp_path):
+    """acc_norm normalises by the options' lengths: a file without them gets no p_correct row rather than
+    an unnormalised one; generation tasks get none either."""
+    from benchprof.results import read_p_correct
+
+    path = tmp_path / "b.samples.jsonl"
+    rows = [{"task": "b", "doc_id": 0, "filter": "none", "acc_norm": 1, "loglikelihoods": [-1, -2], "target": 0}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert read_p_correct(path, "acc_norm,none")[0] is None
+    values, why = read_p_correct(path, "acc,none")
+    assert why is None and values == {("b", 0, "none"): pytest.approx(1 / (1 + math.exp(-1)))}
+    rows = [{"task": "b", "doc_id": 0, "filter": "none", "exact_match": 1, "response": "x", "target": "x"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert read_p_correct(path, "exact_match,none")[0] is None
