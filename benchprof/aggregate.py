@@ -30,11 +30,13 @@ from .ais import (
     mean_specificity_bootstrap,
     minimum_detectable_ais,
     minimum_detectable_ais_continuous,
+    null_calibration,
     paired_permutation_test,
     percentile_ci,
     specificity_score,
+    two_level_bootstrap,
 )
-from .config import Config
+from .config import AggregateSettings, Config, random_draw
 from .layout import Layout, Variant, format_k
 from .overlap import mask_score, model_overlap, overlap_summary
 from .plots import write_plots
@@ -46,6 +48,7 @@ from .profile import (
     SPECIFICITY_METRIC,
     AisRow,
     MissingEval,
+    NullCalibration,
     Profile,
     ability_benchmarks,
 )
@@ -102,7 +105,7 @@ def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str
         "abilities": cfg.abilities(),
         "benchmarks": list(cfg.evals.benchmarks),
         "k_values": list(cfg.settings.k_values),
-        "regions": list(cfg.extract.regions),
+        "regions": cfg.extract.region_names(),
     }
 
 
@@ -224,7 +227,7 @@ def load_scores(
         abilities=cfg.abilities(),
         benchmarks=list(cfg.evals.benchmarks),
         k_values=list(cfg.settings.k_values),
-        regions=list(cfg.extract.regions),
+        regions=cfg.extract.region_names(),
         report_k=default_report_k(cfg, report_k),
         threshold=settings.threshold,
         bootstrap=resamples,
@@ -292,6 +295,8 @@ def load_scores(
         clusters = read_clusters(layout.samples_file(Variant(), benchmark)) if settings.clusters else {}
         p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, original) if options else None
 
+        loaded: dict[tuple[str, float], dict[str, _Score]] = {}  # (ability, k) -> region -> score
+        p_loaded: dict[tuple[str, float], dict[str, _Score]] = {}  # the same on p_correct
         for ability in profile.abilities:
             for k in profile.k_values:
                 ablated: dict[str, _Score] = {}
@@ -317,10 +322,9 @@ def load_scores(
                             f"(limit/n_samples {score.limit}/{score.n_samples} against "
                             f"{original.limit}/{original.n_samples}); rerun `benchprof evaluate` with one evals.limit",
                         )
-                cell = Cell(ability, k, benchmark, resamples, settings.seed, clusters)
-                profile.rows.extend(_cell_rows(profile, cell, metric_key, original, ablated, samples, row_spread))
+                loaded[(ability, k)] = ablated
                 if p_original is not None:  # the same cell on each item's probability of the correct option
-                    p_ablated = {
+                    p_loaded[(ability, k)] = {
                         region: p_score
                         for region in ablated
                         if (
@@ -329,7 +333,6 @@ def load_scores(
                             )
                         )
                     }
-                    profile.rows.extend(_cell_rows(profile, cell, P_CORRECT, p_original, p_ablated, None, row_spread))
                 if benchmark in splits:
                     ablated_docs.update(
                         {
@@ -339,6 +342,23 @@ def load_scores(
                         }
                     )
                 bar.update(1)
+        # the control of every top region at k: the random draws of every ability at k on this benchmark
+        pools = {k: random_pool(loaded, k) for k in profile.k_values}
+        p_pools = {k: random_pool(p_loaded, k) for k in profile.k_values}
+        for (ability, k), ablated in loaded.items():
+            cell = Cell(ability, k, benchmark, resamples, settings.seed, clusters)
+            rows = _cell_rows(profile, cell, metric_key, original, ablated, samples, row_spread, pools[k])
+            profile.rows.extend(rows)
+            if (ability, k) in p_loaded and p_original is not None:
+                rows = _cell_rows(
+                    profile, cell, P_CORRECT, p_original, p_loaded[(ability, k)], None, row_spread, p_pools[k]
+                )
+                profile.rows.extend(rows)
+        if resamples > 0:
+            for k in profile.k_values:
+                calibration = _null_calibration(benchmark, k, original, pools[k], resamples, settings, clusters)
+                if calibration is not None:
+                    profile.null_calibration.append(calibration)
     bar.close()
     profile.rows.extend(specificity_rows(profile, samples))
     profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))
@@ -404,6 +424,54 @@ def _set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -
         row.p_value = float(bootstrap_p_value(draws))
 
 
+def random_pool(loaded: dict[tuple[str, float], dict[str, _Score]], k: float) -> list[_Score]:
+    """Every random draw at k on one benchmark, of every ability (random, random2, ...): the control
+    distribution of random regions of that size. Where the original has per-document values, only draws
+    that have them too (the pool the interval resamples is the pool of the point estimate)."""
+    draws = [
+        score
+        for (ability, k_), ablated in loaded.items()
+        if math.isclose(k_, k)
+        for region, score in ablated.items()
+        if random_draw(region)
+    ]
+    with_docs = [score for score in draws if score.per_doc is not None]
+    return with_docs or draws
+
+
+def _null_calibration(
+    benchmark: str,
+    k: float,
+    original: _Score,
+    pool: list[_Score],
+    resamples: int,
+    settings: AggregateSettings,
+    clusters: dict[tuple[Any, Any], str],
+) -> NullCalibration | None:
+    """ais.null_calibration on one benchmark at k: each random draw of the pool tested, as a top region
+    would be, against the others; None with fewer than two draws with per-document values."""
+    import numpy as np
+
+    if original.per_doc is None or len(pool) < 2 or any(score.per_doc is None for score in pool):
+        return None
+    docs = list(original.per_doc)
+    base = np.array([original.per_doc[d] for d in docs])
+    draws = np.array([[score.per_doc[d] for d in docs] for score in pool if score.per_doc is not None])
+    cell = Cell(MEAN, k, benchmark, resamples, settings.seed, clusters)
+    cluster_ids, strata = cell.groups(docs)
+    p_values, share = null_calibration(
+        base,
+        draws,
+        resamples,
+        cell_rng(settings.seed + 3, "null", k, benchmark),
+        settings.alpha,
+        cluster_ids,
+        strata,
+    )
+    flagged = int(np.sum(p_values < settings.alpha))
+    return NullCalibration(benchmark, k, len(pool), flagged, share, [float(p) for p in p_values])
+
+
 @dataclass
 class Cell:
     """One (ability, k, benchmark) cell of the profile and how its bootstrap resamples."""
@@ -435,12 +503,15 @@ def _cell_rows(
     ablated: dict[str, _Score],
     samples_out: dict[CellKey, NDArray[np.float64]] | None = None,
     row_spread: dict[int, float] | None = None,
+    pool: list[_Score] | None = None,
 ) -> list[AisRow]:
     """The rows of one (ability, k, benchmark) cell on one metric: one per region present, plus top-random.
 
-    Each region row gets its paired test against the original (exact McNemar for 0/1 metrics, a
-    sign-flip test for continuous ones), top-random a bootstrap p-value. `samples_out[(ability, k,
-    benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
+    top-random = AIS(top) − the mean AIS of the `pool` of random draws at k (every ability's; default
+    this cell's own draws), its interval the two-level bootstrap over items and draws
+    (ais.two_level_bootstrap) and a bootstrap p-value. Each region row gets its paired test against the
+    original (exact McNemar for 0/1 metrics, a sign-flip test for continuous ones). `samples_out[(ability,
+    k, benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
     a continuous row's paired differences (for its minimum detectable AIS)."""
     import numpy as np
 
@@ -456,8 +527,11 @@ def _cell_rows(
         region: new_row(region, score.value, sign * impact_score(original.value, score.value))
         for region, score in ablated.items()
     }
-    if "top" in rows and "random" in rows:
-        rows[ADJUSTED] = new_row(ADJUSTED, None, rows["top"].ais - rows["random"].ais)
+    control = pool if pool is not None else [score for region, score in ablated.items() if random_draw(region)]
+    if "top" in rows and control:
+        control_ais = [sign * impact_score(original.value, score.value) for score in control]
+        rows[ADJUSTED] = new_row(ADJUSTED, None, rows["top"].ais - float(np.mean(control_ais)))
+        rows[ADJUSTED].control_draws = len(control)
 
     # paired bootstrap over the documents every available per-sample file shares
     paired = {region: score.per_doc for region, score in ablated.items() if score.per_doc is not None}
@@ -478,8 +552,12 @@ def _cell_rows(
             rng = cell_rng(cell.seed, ability, k, benchmark)
             draws = sign * bootstrap_ais(base, matrix, resamples, rng, clusters=clusters, strata=strata)
             samples = dict(zip(paired, draws))
-            if ADJUSTED in rows and "top" in samples and "random" in samples:
-                samples[ADJUSTED] = samples["top"] - samples["random"]
+            if ADJUSTED in rows and "top" in paired and all(score.per_doc is not None for score in control):
+                pool_values = np.array([[score.per_doc[d] for d in docs] for score in control if score.per_doc])
+                top_values = np.array([paired["top"][d] for d in docs])
+                rng = cell_rng(cell.seed + 2, ability, k, benchmark)  # the two-level bootstrap's own draws
+                two_level = two_level_bootstrap(base, top_values, pool_values, resamples, rng, clusters, strata)
+                samples[ADJUSTED] = sign * two_level
             for region, values in samples.items():
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values
@@ -589,13 +667,37 @@ def mean_specificity_rows(
             row = AisRow(
                 profile.model, MEAN, SPECIFICITY, k, region, SPECIFICITY_METRIC, math.nan, None, float(np.mean(spec))
             )
-            parts = ("top", "random") if region == ADJUSTED else (region,)
+            parts = ("top", POOL) if region == ADJUSTED else (region,)
             if resamples > 0:
-                draws = _mean_specificity_draws(members, splits, k, parts, original_docs, ablated_docs, resamples, seed)
+                docs = _with_pool(ablated_docs, splits, k, members) if region == ADJUSTED else ablated_docs
+                draws = _mean_specificity_draws(members, splits, k, parts, original_docs, docs, resamples, seed)
                 if draws is not None:
                     _set_interval(row, draws, test=True)
             rows.append(row)
     return rows
+
+
+POOL = "random pool"  # the per-document mean over the random draws at k, in _with_pool
+
+
+def _with_pool(
+    ablated_docs: dict[tuple[str, str, float, str], PerDoc], splits: list[str], k: float, members: list[str]
+) -> dict[tuple[str, str, float, str], PerDoc]:
+    """`ablated_docs` plus, per split, the per-document mean over every random draw at k (all abilities'),
+    under (split, member, k, POOL) for each member: the pooled control of the top-random rows. AIS is
+    linear in the ablated mean, so the mean AIS over the draws is the AIS of this per-document mean; the
+    mean specificity's interval resamples the items, not the draws."""
+    out = dict(ablated_docs)
+    for split in splits:
+        draws = [
+            v for (s, _, k_, r), v in ablated_docs.items() if s == split and math.isclose(k_, k) and random_draw(r)
+        ]
+        if not draws:
+            continue
+        shared = set.intersection(*(set(v) for v in draws))
+        pooled = {d: sum(v[d] for v in draws) / len(draws) for d in shared}
+        out.update({(split, a, k, POOL): pooled for a in members})
+    return out
 
 
 def _mean_specificity_draws(

@@ -139,6 +139,28 @@ class ExtractSettings:
     regions: list[str] = field(default_factory=lambda: list(REGIONS))
     random_seed: int = 0
     score: ScoreName = "importance"  # which per-weight score ranks the weights (benchprof/scores.py)
+    random_draws: int = 1  # independently seeded random regions per (ability, k): random, random2, ...
+
+    def region_names(self) -> list[str]:
+        """The regions extract writes, in REGIONS order, "random" standing for all its draws."""
+        names: list[str] = []
+        for region in REGIONS:
+            if region in self.regions:
+                names += random_draw_names(self.random_draws) if region == "random" else [region]
+        return names
+
+
+def random_draw_names(draws: int) -> list[str]:
+    """The region names of `draws` random draws: random (the paper's one), random2, random3, ..."""
+    return ["random"] + [f"random{d}" for d in range(2, draws + 1)]
+
+
+def random_draw(region: str) -> int | None:
+    """Which random draw a region name is (random: 1, random2: 2, ...); None for top and bottom."""
+    if region == "random":
+        return 1
+    rest = region.removeprefix("random")
+    return int(rest) if rest != region and rest.isdigit() and int(rest) >= 2 else None
 
 
 @dataclass
@@ -403,6 +425,8 @@ def _validate(cfg: Config) -> None:
         unknown = set(spec) - {"abilities", "size"}
         if unknown:
             raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
+    if cfg.extract.random_draws < 1:
+        raise ConfigError(f"extract.random_draws: {cfg.extract.random_draws} must be at least 1")
     for r in cfg.extract.regions:
         if r not in REGIONS:
             raise ConfigError(f"extract.regions: unknown region {r!r} (known: {', '.join(REGIONS)})")

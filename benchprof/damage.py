@@ -152,7 +152,7 @@ def variants(cfg: Config, ability: Selection = None, k: Selection = None, region
     """Every (ability, k, region) of the config, narrowed by command-line values, in config order."""
     abilities = select(ability, cfg.abilities(), "--ability")
     ks = select(k, cfg.settings.k_values, "--k", float)
-    regions = select(region, cfg.extract.regions, "--region")
+    regions = select(region, cfg.extract.region_names(), "--region")
     return [Variant(a, kv, r) for a in abilities for kv in ks for r in regions]
 
 

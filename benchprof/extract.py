@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import BenchprofError
-from .config import REGIONS, Config, select
+from .config import Config, random_draw, select
 from .layout import Layout, format_k
 from .modeling import layer_index
 from .regions import write_region
@@ -176,9 +176,11 @@ def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, 
     return split_positions(scores, torch.cat(top)), split_positions(scores, torch.cat(bottom))
 
 
-def derived_seed(random_seed: int, ability: str, k: float) -> int:
-    """A 63-bit seed from (random_seed, ability, k): stable across runs, k orders and machines."""
-    digest = hashlib.sha256(f"{random_seed}:{ability}:{format_k(k)}".encode()).digest()
+def derived_seed(random_seed: int, ability: str, k: float, draw: int = 1) -> int:
+    """A 63-bit seed from (random_seed, ability, k, draw): stable across runs, k orders and machines.
+    Draw 1 (the paper's single random region) hashes without the draw, as before draws existed."""
+    suffix = "" if draw == 1 else f":{draw}"
+    digest = hashlib.sha256(f"{random_seed}:{ability}:{format_k(k)}{suffix}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
@@ -243,7 +245,7 @@ def region_inputs(
         "selection": selection,
         "chunk_size": cfg.extract.chunk_size if selection == "chunked" else None,
         **({"random_size": "top's"} if selection == "chunked" else {}),  # chunked random: top's count, not n
-        "regions": [r for r in REGIONS if r in cfg.extract.regions],
+        "regions": cfg.extract.region_names(),
         "random_seed": cfg.extract.random_seed,
         "front_removal": cfg.settings.front_removal,
         "back_removal": cfg.settings.back_removal,
@@ -315,7 +317,7 @@ def extract(
     ks = select(k, cfg.settings.k_values, "--k", float)
     abilities = select(ability, cfg.abilities(), "--ability")
     selection, score = cfg.extract.selection, cfg.extract.score
-    regions = [r for r in REGIONS if r in cfg.extract.regions]
+    regions = cfg.extract.region_names()
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
     device = pick_device()
 
@@ -360,7 +362,7 @@ def extract(
                     (k_value, region): (n, region == "top")
                     for k_value, (n, _) in todo.items()
                     for region in regions
-                    if region != "random"
+                    if region in ("top", "bottom")
                 }
                 for (k_value, region), indices in exact_regions(scores, requests).items():
                     chosen[k_value][region] = indices
@@ -369,10 +371,13 @@ def extract(
                     top, bottom = chunked_regions(scores, n, cfg.extract.chunk_size)
                     chosen[k_value].update({r: v for r, v in (("top", top), ("bottom", bottom)) if r in regions})
             for k_value, (n, inputs) in todo.items():
-                seed = derived_seed(cfg.extract.random_seed, ability_name, k_value)
-                if "random" in regions:  # as many weights as top: chunked top holds a little more than n
-                    size = n if selection == "exact" else chunked_count(scores.total, n, cfg.extract.chunk_size)
-                    chosen[k_value]["random"] = split_positions(scores, random_positions(scores.total, size, seed))
+                seeds = {}
+                for region in regions:  # each random draw its own seed; as many weights as top (chunked: a few more)
+                    if draw := random_draw(region):
+                        seeds[region] = derived_seed(cfg.extract.random_seed, ability_name, k_value, draw)
+                        size = n if selection == "exact" else chunked_count(scores.total, n, cfg.extract.chunk_size)
+                        positions = random_positions(scores.total, size, seeds[region])
+                        chosen[k_value][region] = split_positions(scores, positions)
                 write_regions(
                     layout,
                     ability_name,
@@ -381,7 +386,7 @@ def extract(
                     scores,
                     chosen[k_value],
                     selection,
-                    seed,
+                    seeds,
                     cfg.extract,
                     front,
                     back,
@@ -409,7 +414,7 @@ def write_regions(
     scores: Scores,
     regions: dict[str, dict[str, Any]],
     selection: str,
-    seed: int,
+    seeds: dict[str, int],
     settings: Any,
     front: int,
     back: int,
@@ -429,7 +434,7 @@ def write_regions(
             "region": region,
             "ability": ability,
             "model": model_name,
-            "selection": "exact" if region == "random" else selection,
+            "selection": "exact" if region in seeds else selection,
             "selected": str(sum(int(v.numel()) for v in indices.values())),
             "eligible": str(scores.total),
             "scope": scores.metadata["scope"],
@@ -438,11 +443,13 @@ def write_regions(
             "back_removal": str(back),
             "order": ORDER,
         }
-        if region == "random":  # no score: a random region's file (and its evaluations) outlive a score switch
-            metadata.update(seed=str(seed), random_seed=str(settings.random_seed))
+        if region in seeds:  # no score: a random region's file (and its evaluations) outlive a score switch
+            metadata.update(seed=str(seeds[region]), random_seed=str(settings.random_seed))
+            if region != "random":  # the paper's single draw keeps its bytes
+                metadata["draw"] = str(random_draw(region))
         elif score != "importance":  # absent means importance: masks of the default keep their bytes
             metadata["score"] = score
-        if region != "random" and selection == "chunked":
+        if region not in seeds and selection == "chunked":
             metadata["chunk_size"] = str(chunk_length(scores.total, n, settings.chunk_size)) if n else ""
         write_region(layout.mask_file(ability, k, region), indices, metadata)
     write_text(layout.mask_stats(ability, k), stats_csv(scores, regions))

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import Layout, format_k
-from .profile import Profile
+from .profile import ADJUSTED, Profile
 from .report import MISSING_CELL, UNDEFINED_CELL, fmt_ais
 from .results import split_key
 from .storage import atomic_path
@@ -221,8 +221,9 @@ def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
     axes = np.atleast_1d(fig.subplots(panels, columns, sharex=True, sharey=True, squeeze=False)).ravel()
     colours = {"top": "#c0392b", "bottom": "#2e6fb7", "random": "#8a8a8a"}
     ks = np.array(profile.k_values)
+    shown = [r for r in profile.regions_with_adjusted if r != ADJUSTED]  # the first random draw stands for all
     for ax, ability in zip(axes, abilities):
-        for region in profile.regions:
+        for region in shown:
             rows = [profile.row(ability, benchmark, k, region) for k in profile.k_values]
             ais = np.array([r.ais if r else np.nan for r in rows])
             low = np.array([r.ci_low if r else np.nan for r in rows])
@@ -232,7 +233,7 @@ def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
                 ax.plot(ks, ais, marker="o", markersize=3, linewidth=1.2, color=colour, label=region)
                 ax.fill_between(ks, low, high, color=colour, alpha=0.15, linewidth=0)
             else:  # one k: a band has no width; error bars, dodged so the regions do not hide each other
-                dodge = 1.12 ** (profile.regions.index(region) - (len(profile.regions) - 1) / 2)
+                dodge = 1.12 ** (shown.index(region) - (len(shown) - 1) / 2)
                 ax.errorbar(
                     ks * dodge,
                     ais,

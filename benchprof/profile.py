@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 
 from . import ais
-from .config import ABILITIES
+from .config import ABILITIES, random_draw
 from .layout import format_k
 
 ADJUSTED = "top-random"  # region name of the control-adjusted rows in ais.csv / ais.json
@@ -46,6 +46,19 @@ class AisRow:
     ais_above_chance: float = math.nan  # (s - s') / (s - chance)
     mde: float = math.nan  # smallest AIS detectable at 80% power at alpha / (rows in the family)
     dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
+    control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
+
+
+@dataclass
+class NullCalibration:
+    """One benchmark at one k: each random draw tested against the pool of the others (ais.null_calibration)."""
+
+    benchmark: str
+    k: float
+    draws: int
+    flagged: int  # draws with a raw p-value below alpha
+    share: float
+    p_values: list[float]
 
 
 @dataclass
@@ -90,7 +103,7 @@ class Profile:
     discordance: dict[str, float] = field(default_factory=dict)  # benchmark -> median share of flipped items
     family_size: int = 0  # rows in the multiplicity family (headline-metric rows with a p-value)
     family_size_p_correct: int = 0  # rows in the p_correct family
-    null_calibration: list[dict[str, object]] = field(default_factory=list)  # per (k, benchmark): random vs pool
+    null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool
 
     @property
     def at_chance(self) -> list[str]:
@@ -133,8 +146,10 @@ class Profile:
 
     @property
     def regions_with_adjusted(self) -> list[str]:
-        """The regions, and "top-random" (the control-adjusted rows) when top and random are among them."""
-        return list(self.regions) + ([ADJUSTED] if {"top", "random"} <= set(self.regions) else [])
+        """The regions (random draws after the first left out: they are the pool behind top-random, in
+        ais.csv), and "top-random" (the control-adjusted rows) when top and random are among them."""
+        shown = [r for r in self.regions if random_draw(r) in (None, 1)]
+        return shown + ([ADJUSTED] if {"top", "random"} <= set(self.regions) else [])
 
     def diagonal_dominance(self, k: float, region: str = "top") -> dict[str, bool | None]:
         """ability -> whether its own split has the largest AIS in its row (over the ability splits with

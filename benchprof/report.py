@@ -127,6 +127,29 @@ def known_answer_markdown(profile: Profile) -> list[str]:
     ]
 
 
+def null_calibration_markdown(profile: Profile) -> list[str]:
+    """The null calibration of the top-random test: each random draw tested, as a top region is, against
+    the pool of the other draws at its k (the draws are exchangeable, so the share flagged estimates the
+    test's false-positive rate; it should be near alpha or below)."""
+    entries = profile.null_calibration
+    if not entries:
+        return []
+    tested = sum(e.draws for e in entries)
+    flagged = sum(e.flagged for e in entries)
+    return [
+        "",
+        "Null calibration of the top-random test: each random draw at k tested, as if it were a top region, "
+        f"against the pool of the other draws (two-level bootstrap, raw p < {profile.alpha:g}). Random draws do "
+        f"not differ in kind, so the share flagged is the test's false-positive rate: {flagged} of {tested} "
+        f"({flagged / tested:.1%}).",
+        "",
+        md_table(
+            ["benchmark", "k", "random draws", "flagged", "share"],
+            [[e.benchmark, format_k(e.k), str(e.draws), str(e.flagged), f"{e.share:.1%}"] for e in entries],
+        ),
+    ]
+
+
 def statistics_markdown(profile: Profile) -> list[str]:
     """ais.md's statistics section: what a star means, the benchmarks at chance, and the items needed."""
     from .ais import items_needed
@@ -174,6 +197,7 @@ def statistics_markdown(profile: Profile) -> list[str]:
             f"their AIS measures noise): {', '.join(at_chance)}. Their rows stay in ais.csv.",
         ]
     parts += known_answer_markdown(profile)
+    parts += null_calibration_markdown(profile)
     level = profile.alpha / max(1, profile.family_size)
     rows = []
     for b, share in profile.discordance.items():

@@ -306,7 +306,7 @@ def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dic
             except BenchprofError as err:
                 upstream = str(err)
         for k in cfg.settings.k_values:
-            output = layout.masks_output(ability, k, cfg.extract.regions)
+            output = layout.masks_output(ability, k, cfg.extract.region_names())
             expected = None
             if metadata is not None and identity is not None:
                 n = math.floor(k * int(metadata.get("total_params", 0)))

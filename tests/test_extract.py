@@ -279,3 +279,38 @@ def test_cli_extract_single_stage_on_existing_importance(tmp_path):
         timeout=120,
     )
     assert bad.returncode == 2 and "--k" in bad.stderr
+
+
+def test_random_draws_are_independent_regions_and_draw_one_keeps_its_bytes(tmp_path):
+    """extract.random_draws = 3: random, random2, random3, each n distinct positions from its own seed
+    (the documented hash of random_seed, ability, k and draw); random keeps the bytes of a one-draw run,
+    so a config that adds draws re-evaluates only the new ones; the manifest lists them."""
+    import hashlib
+
+    from benchprof.config import ConfigError
+
+    tensors = synthetic_importance()
+    one = setup(tmp_path / "one", tensors, k_values=[0.01])
+    extract(load_config(one))
+    three = setup(tmp_path / "three", tensors, k_values=[0.01], extract={"random_draws": 3})
+    extract(load_config(three))
+    layout_one = Layout(tmp_path / "one" / "outputs", "tiny")
+    layout = Layout(tmp_path / "three" / "outputs", "tiny")
+    names = ("random", "random2", "random3")
+    drawn = {r: as_positions(read_region(layout.mask_file(ABILITY, 0.01, r))[0], tensors) for r in names}
+    assert all(len(positions) == 200 for positions in drawn.values())
+    assert len({frozenset(p) for p in drawn.values()}) == 3  # three different draws
+    assert (
+        layout.mask_file(ABILITY, 0.01, "random").read_bytes()
+        == layout_one.mask_file(ABILITY, 0.01, "random").read_bytes()
+    )
+    for d, region in enumerate(names, start=1):
+        metadata = region_metadata(layout.mask_file(ABILITY, 0.01, region))
+        suffix = "" if d == 1 else f":{d}"
+        digest = hashlib.sha256(f"0:{ABILITY}:0.01{suffix}".encode()).digest()
+        assert metadata["seed"] == str(int.from_bytes(digest[:8], "little") & (2**63 - 1))
+        assert metadata.get("draw") == (None if d == 1 else str(d))
+    manifest = json.loads((layout.masks_dir(ABILITY, 0.01) / "manifest.json").read_text())
+    assert manifest["inputs"]["regions"] == ["top", "bottom", "random", "random2", "random3"]
+    with pytest.raises(ConfigError, match="extract.random_draws"):
+        load_config(setup(tmp_path / "bad", tensors, extract={"random_draws": 0}))
