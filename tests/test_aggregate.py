@@ -501,3 +501,39 @@ def test_no_p_correct_without_option_lengths_for_acc_norm(tmp_path):
     rows = [{"task": "b", "doc_id": 0, "filter": "none", "exact_match": 1, "response": "x", "target": "x"}]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert read_p_correct(path, "exact_match,none")[0] is None
+
+
+def test_random_draws_pool_across_abilities_and_null_calibration(tmp_path):
+    """extract.random_draws = 3 and two abilities: top-random subtracts the mean AIS of all six random
+    draws at k (by hand), ais.md prints the null calibration of the six (each against the other five),
+    and the extra draws stay out of the k-sweep tables (they are in ais.csv)."""
+    raw = yaml.safe_load(write_config(tmp_path).read_text())
+    raw["evals"]["benchmarks"] = ["arc_easy"]
+    raw["extract"] = {"regions": ["top", "random"], "random_draws": 3}
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "config.yml")
+    rng = np.random.default_rng(5)
+    n = 60
+    original = (rng.random(n) < 0.8).astype(float)
+    arc(cfg, Variant(), original)
+    random_scores = []
+    for ability in ABILITIES:
+        arc(cfg, Variant(ability, K, "top"), np.where(rng.random(n) < 0.3, 0.0, original))
+        for region in ("random", "random2", "random3"):
+            scores = np.where(rng.random(n) < 0.1, 1.0 - original, original)
+            random_scores.append(scores)
+            arc(cfg, Variant(ability, K, region), scores)
+    profile = load_scores(cfg, progress=False)
+    pool = np.mean([impact_score(original.mean(), s.mean()) for s in random_scores])
+    for ability in ABILITIES:
+        adjusted = profile.row(ability, "arc_easy", K, "top-random")
+        top = profile.row(ability, "arc_easy", K, "top")
+        assert adjusted.control_draws == 6 and adjusted.ais == pytest.approx(top.ais - pool)
+        assert profile.row(ability, "arc_easy", K, "random3") is not None
+    [calibration] = profile.null_calibration
+    assert (calibration.benchmark, calibration.draws, len(calibration.p_values)) == ("arc_easy", 6, 6)
+    assert calibration.share == pytest.approx(np.mean(np.array(calibration.p_values) < 0.05))
+    aggregate(cfg, plots=False)
+    markdown = Layout(cfg.output_root, "t").ais_md.read_text()
+    assert "Null calibration of the top-random test" in markdown and "| arc_easy | 0.01 | 6 |" in markdown
+    assert "random2" not in markdown.split("## k sweep per benchmark")[1]
