@@ -31,8 +31,8 @@ from .ais import (
     minimum_detectable_ais,
     minimum_detectable_ais_continuous,
     null_calibration,
-    paired_permutation_test,
     percentile_ci,
+    signed_rank_p,
     specificity_score,
     two_level_bootstrap,
 )
@@ -510,7 +510,7 @@ def _cell_rows(
     top-random = AIS(top) − the mean AIS of the `pool` of random draws at k (every ability's; default
     this cell's own draws), its interval the two-level bootstrap over items and draws
     (ais.two_level_bootstrap) and a bootstrap p-value. Each region row gets its paired test against the
-    original (exact McNemar for 0/1 metrics, a sign-flip test for continuous ones). `samples_out[(ability,
+    original (exact McNemar for 0/1 metrics, Wilcoxon signed-rank for continuous ones). `samples_out[(ability,
     k, benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
     a continuous row's paired differences (for its minimum detectable AIS)."""
     import numpy as np
@@ -565,7 +565,6 @@ def _cell_rows(
                 _set_interval(row, values, test=region == ADJUSTED)
                 row.n_docs = len(docs)
             binary = bool(np.isin(base, (0.0, 1.0)).all() and np.isin(matrix, (0.0, 1.0)).all())
-            rng = cell_rng(cell.seed + 1, ability, k, benchmark)  # the sign-flip test's own draws
             for region, values_ablated in zip(paired, matrix):
                 row = rows[region]
                 if math.isnan(row.ais):
@@ -577,9 +576,7 @@ def _cell_rows(
                     row.flips_lost, row.flips_gained = int(lost), int(gained)
                     row.p_value = float(mcnemar_p(lost, gained))
                 else:
-                    row.p_value = float(
-                        paired_permutation_test(base, values_ablated, resamples, rng, clusters=clusters)
-                    )
+                    row.p_value = float(signed_rank_p(base, values_ablated, clusters))
                     row_spread[id(row)] = float(np.std(base - values_ablated, ddof=1)) if len(docs) > 1 else math.nan
     chance = profile.chance.get(benchmark, math.nan)
     for row in rows.values():

@@ -467,9 +467,9 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     assert p_row.score_original == pytest.approx(hand(ll_original).mean(), rel=1e-12)
     assert p_row.score_ablated == pytest.approx(hand(ll_top).mean(), rel=1e-12)
     assert p_row.ais == pytest.approx(1 - hand(ll_top).mean() / hand(ll_original).mean(), rel=1e-12)
-    # every document lost probability, but the sign-flip test flips the four facts together: of its
-    # 2^4 sign patterns 2 are as extreme, so p is about 2/16 (Monte Carlo), never the ~1/4096 of 12 documents
-    assert p_row.flips_lost is None and 0.08 < p_row.p_value < 0.2
+    # every document lost probability, but the signed-rank test runs on the four facts' summed differences:
+    # of the 2^4 sign patterns 2 are as extreme, so p = 2/16 exactly, never the 2/4096 of 12 documents
+    assert p_row.flips_lost is None and p_row.p_value == pytest.approx(2 / 16)
     # the interval resamples the four facts, not the twelve documents
     docs = bootstrap_ais(
         hand(ll_original),

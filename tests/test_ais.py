@@ -21,9 +21,9 @@ from benchprof.ais import (
     minimum_detectable_ais_continuous,
     null_calibration,
     p_correct,
-    paired_permutation_test,
     resample_counts,
     resampled_means,
+    signed_rank_p,
     two_level_bootstrap,
 )
 
@@ -62,17 +62,22 @@ def test_flip_counts_run_over_regions_and_reject_non_binary_scores():
         mcnemar_exact([1, 0], [1, 0, 1])
 
 
-def test_paired_permutation_test_matches_full_enumeration():
-    diff = np.array([0.3, -0.1, 0.25, 0.4, -0.05])
-    observed = abs(diff.mean())
-    patterns = itertools.product([-1, 1], repeat=diff.size)
-    exact = np.mean([abs((diff * np.array(signs)).mean()) >= observed - 1e-12 for signs in patterns])
-    assert exact == pytest.approx(8 / 32)
-    p = paired_permutation_test(diff, np.zeros(diff.size), 20_000, np.random.default_rng(0))
-    assert p == pytest.approx(exact, abs=0.01)
-    # no difference at all: every resample ties, p = 1; rows are separate tests
-    rows = paired_permutation_test(np.ones(6), np.stack([np.ones(6), np.zeros(6)]), 99, np.random.default_rng(1))
-    assert rows[0] == 1.0 and rows[1] == pytest.approx(2 * 0.5**6, abs=0.03)
+def test_signed_rank_p_matches_full_enumeration_of_sign_flips():
+    """The exact null of the signed-rank statistic W+ (sum of the ranks of |d| with d > 0): all 2^n sign
+    patterns equally likely; p = min(1, 2·min(P(W+ ≤ w), P(W+ ≥ w)))."""
+    diff = np.array([0.3, -0.1, 0.25, 0.4, -0.05, 0.6, 0.35, -0.2])
+    ranks = np.argsort(np.argsort(np.abs(diff))) + 1
+    observed = ranks[diff > 0].sum()
+    null = [sum(r for r, s in zip(ranks, signs) if s > 0) for signs in itertools.product([-1, 1], repeat=diff.size)]
+    exact = min(1.0, 2 * min(np.mean(np.array(null) <= observed), np.mean(np.array(null) >= observed)))
+    assert signed_rank_p(diff, np.zeros(diff.size)) == pytest.approx(exact, rel=1e-12)
+    # zero differences are dropped, nothing differing gives 1; rows are separate tests
+    rows = signed_rank_p(np.ones((2, 6)), np.stack([np.ones(6), np.zeros(6)]))
+    assert rows[0] == 1.0 and rows[1] == pytest.approx(2 * 0.5**6)
+    # clusters: the test of the clusters' summed differences
+    clusters = ["a", "a", "b", "b", "c", "c", "d", "d"]
+    summed = diff.reshape(4, 2).sum(axis=1)
+    assert signed_rank_p(diff, np.zeros(8), clusters) == pytest.approx(signed_rank_p(summed, np.zeros(4)))
 
 
 def test_bh_qvalues_equal_a_hand_computation():
@@ -269,11 +274,13 @@ def test_bh_on_null_cells_flags_at_most_alpha():
     assert np.mean(any_flagged) <= alpha  # all nulls true: the false discovery rate is the family-wise rate
     assert np.mean(any_raw) > 0.9  # uncorrected, 200 cells almost always give a star
 
-    # continuous per-item values, the sign-flip test: calibrated raw, and BH keeps cells unflagged
+    # continuous per-item values, the signed-rank test: calibrated raw, and BH keeps cells unflagged
     values = rng.beta(2, 2, (cells, 300))
     noise = rng.normal(0, 0.05, (cells, 300))
-    pvals = paired_permutation_test(values + noise, values - noise, 999, rng)
-    print(f"sign-flip null: raw share {np.mean(pvals < alpha):.3f}, after BH {np.mean(bh_qvalues(pvals) < alpha):.3f}")
+    pvals = signed_rank_p(values + noise, values - noise)
+    print(
+        f"signed-rank null: raw share {np.mean(pvals < alpha):.3f}, after BH {np.mean(bh_qvalues(pvals) < alpha):.3f}"
+    )
     assert 0.01 <= np.mean(pvals < alpha) <= 0.09
     assert np.mean(bh_qvalues(pvals) < alpha) <= alpha
 
@@ -310,7 +317,7 @@ def test_minimum_detectable_ais_continuous_has_the_stated_power():
     mde = minimum_detectable_ais_continuous(n, sd, s_original, alpha)
     rng = np.random.default_rng(4)
     diffs = mde * s_original + rng.normal(0, sd, (400, n))
-    pvals = paired_permutation_test(diffs, np.zeros(n), 499, rng)
+    pvals = signed_rank_p(diffs, np.zeros(n))
     power = np.mean(pvals < alpha)
     print(f"continuous MDE {mde:.4f}: empirical power {power:.3f}")
     assert 0.7 <= power <= 0.9

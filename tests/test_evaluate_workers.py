@@ -1,0 +1,68 @@
+"""evaluate's worker processes, really spawned: two CPU workers give the results of one process.
+
+evaluate starts one worker per device when it sees several GPUs. Here the parent is told CUDA is
+there (the only thing replaced) and `cuda_visible_devices: "0,1"`, so it spawns two real
+`python -m benchprof evaluate --shard=i/2` processes; on this CPU machine they evaluate on the CPU.
+Each worker loads the model, writes the task files, applies its own variants in place and writes its
+jobs. Every job's scores and per-document rows must equal a one-process run of the same project: a
+worker that applied another job's mask, skipped a job or wrote into another's file would differ.
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import yaml
+from test_damage import write_project
+from test_evaluate import LIMIT, read_samples
+
+from benchprof import evaluate as evaluate_module
+from benchprof.config import load_config
+from benchprof.evaluate import evaluate, job_list, shard_jobs
+from benchprof.layout import Layout
+
+KS = (0.01, 0.2)
+COMPARED = ("benchmark", "primary_task", "results", "n_samples", "variant", "model_fingerprint", "inputs_hash")
+
+
+def results_of(config: Path) -> dict[str, dict]:
+    """Every job's JSON (the fields that do not depend on when or where it ran) and its samples."""
+    cfg = load_config(config)
+    layout = Layout(cfg.output_root, "tiny")
+    out = {}
+    for job in job_list(cfg):
+        payload = json.loads(layout.eval_file(job.variant, job.benchmark).read_text())
+        payload = {key: payload[key] for key in COMPARED}
+        payload["samples"] = read_samples(layout.samples_file(job.variant, job.benchmark))
+        out[job.variant.label()] = payload
+    return out
+
+
+def test_two_spawned_cpu_workers_give_the_results_of_one_process(tiny_model_dir, tmp_path, monkeypatch, capfd):
+    one = write_project(tmp_path / "one", tiny_model_dir, ks=KS, limit=LIMIT)
+    shutil.copytree(tmp_path / "one", tmp_path / "two")  # the same mask files, byte for byte
+    two = tmp_path / "two" / one.name
+    evaluate(load_config(one))
+    assert "1 model load(s)" in capfd.readouterr().out
+
+    raw = yaml.safe_load(two.read_text())
+    raw["settings"]["cuda_visible_devices"] = "0,1"
+    two.write_text(yaml.safe_dump(raw))
+    monkeypatch.setattr(evaluate_module, "cuda_available", lambda: True)
+    evaluate(load_config(two))
+    printed = capfd.readouterr().out  # the workers inherit the test's stdout
+
+    jobs = job_list(load_config(two))
+    assert len(jobs) == 7  # the original and 2 k x 3 regions, one benchmark
+    for i in range(2):  # each worker ran exactly its shard's jobs, with its own single model load
+        mine = len(shard_jobs(jobs, i, 2))
+        assert f"evaluate: {mine} jobs run, 0 skipped" in printed and f"1 model load(s), shard {i}/2" in printed
+    assert "evaluate: 2 workers (GPUs 0 | 1) finished 7 jobs" in printed
+
+    single, workers = results_of(one), results_of(two)
+    assert workers.keys() == single.keys() and len(single) == 7
+    for label, payload in single.items():
+        assert workers[label] == payload, label
+        assert len(payload["samples"]) == LIMIT
+    # the variants differ from each other, so a worker scoring the wrong one would show
+    assert len({json.dumps(p["samples"], sort_keys=True) for p in single.values()}) == 7
