@@ -743,12 +743,14 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
     else the first of acc_norm, acc, exact_match, pass@1 in the results). Works on whatever
     evaluations exist; missing or unreadable ones are listed in ais.md and ais.json.
 
-    Writes, per model: ais.csv (columns model, ability, benchmark, k, region, metric, score_original,
-    score_ablated, ais, ci_low, ci_high, significant, n_docs; region "top-random" rows hold the
-    control-adjusted AIS(top) - AIS(random); benchmark "specificity" rows hold AIS on the ability's
-    own split minus the mean AIS on the other abilities' splits; empty cells are undefined or
-    unavailable), ais.json, ais.md (with the specificity table and diagonal dominance), heatmap.png,
-    ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png, and from the masks overlap.csv,
+    Writes, per model: ais.csv (one column per AisRow field of profile.py: the cell, scores, AIS, 95%
+    interval, paired test, Benjamini-Hochberg q-value and star, chance level, minimum detectable AIS;
+    docs/statistics.md; region "top-random" rows hold AIS(top) minus the mean AIS of every ability's
+    random draws at k; metric "p_correct" rows the same cells on each item's probability of the correct
+    option; benchmark "specificity" rows hold AIS on the ability's own split minus the mean AIS on the
+    other abilities' splits; empty cells are undefined or unavailable), ais.json, ais.md (with the
+    statistics, the null calibration of the random control, specificity and diagonal dominance),
+    heatmap.png, ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png, and from the masks overlap.csv,
     overlap_k<k>.png, layers.csv and layers_k<k>.png (as `benchprof overlap`). An evaluation made on
     a mask that extract has since replaced (e.g. after switching extract.score) is listed as missing.
 
