@@ -22,9 +22,8 @@ from .config import Config
 from .layout import Layout, format_k
 from .modeling import layer_index
 from .plots import plot_layers, plot_overlap
-from .regions import region_metadata
+from .regions import read_region_tensor, region_metadata, region_names
 from .report import write_csv
-from .storage import open_tensors
 
 
 def expected_shared(n_a: int, n_b: int, eligible: int) -> float:
@@ -107,16 +106,15 @@ def region_overlap(mask_files: dict[str, Path], k: float, region: str = "top") -
         )
     names: set[str] = set()
     for path in mask_files.values():
-        with open_tensors(path) as handle:
-            names.update(handle.keys())
+        names.update(region_names(path))
     shared = {(a, b): 0 for a in abilities for b in abilities}
     per_tensor: dict[str, dict[str, int]] = {a: {} for a in abilities}
     for name in sorted(names):
         indices = {}
         for a, path in mask_files.items():
-            with open_tensors(path) as handle:  # a handle per tensor, like extract: bounded resident memory
-                if name in handle.keys():
-                    indices[a] = handle.get_tensor(name).numpy()
+            found = read_region_tensor(path, name)  # one tensor at a time, like extract: bounded memory
+            if found is not None:
+                indices[a] = found.numpy()
         for a, values in indices.items():
             per_tensor[a][name] = int(values.size)
         present = list(indices)
