@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Create .venv and install benchprof with its test extra. Safe to rerun.
-# torch is installed first, pinned to 2.13.0 (a CPU build here); on a GPU node install the CUDA
-# build of torch you want into the venv first and this script keeps it.
+# torch is installed first, pinned to 2.13.0, unless the venv already has a torch (a CUDA build you
+# installed on a GPU node is kept). Which build: a 2.13.0 wheel pip finds without an index (e.g. in a
+# find-links folder) first; else, with no NVIDIA driver on the machine, the CPU build from PyTorch's
+# CPU wheel index (TORCH_INDEX_URL overrides it); else PyPI's default (CUDA) build.
 # Other packages stay within constraints.txt (the versions the tests last passed with), so a new
 # release upstream cannot change CI or the demo; UNPINNED=1 installs the newest allowed instead.
 set -euo pipefail
@@ -18,8 +20,23 @@ pip_install() {
     [ "$status" = 0 ] || { echo "setup.sh: installing $what failed (exit $status)" >&2; exit 1; }
 }
 
+# has_nvidia_driver: an NVIDIA kernel driver is loaded or its tool is on PATH
+has_nvidia_driver() { [ -e /proc/driver/nvidia/version ] || command -v nvidia-smi >/dev/null 2>&1; }
+
+install_torch() {
+    local pin="torch==2.13.0"
+    if .venv/bin/pip install --dry-run --no-index --no-deps --quiet "$pin" >/dev/null 2>&1; then
+        pip_install "$pin (a local wheel)" "$pin"  # its dependencies from the usual indexes
+    elif has_nvidia_driver; then
+        pip_install "$pin (PyPI's CUDA build)" "$pin"
+    else
+        local index=${TORCH_INDEX_URL:-https://download.pytorch.org/whl/cpu}
+        pip_install "$pin (CPU build from $index)" --index-url "$index" "$pin"
+    fi
+}
+
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
-.venv/bin/python -c "import torch" 2>/dev/null || pip_install "torch==2.13.0" "torch==2.13.0"
+.venv/bin/python -c "import torch" 2>/dev/null || install_torch
 if [ "${UNPINNED:-0}" = 1 ]; then
     pip_install benchprof -e ".[dev]"
 else
