@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -36,8 +37,9 @@ from .ais import (
     specificity_score,
     two_level_bootstrap,
 )
+from .analyses import JointCell, JointDraws, compare_models, profile_analyses, write_analyses, write_comparison
 from .config import AggregateSettings, Config, random_draw
-from .layout import Layout, Variant, format_k
+from .layout import CompareLayout, Layout, Variant, format_k
 from .overlap import mask_score, model_overlap, overlap_summary
 from .plots import write_plots
 from .profile import (
@@ -53,7 +55,7 @@ from .profile import (
     ability_benchmarks,
 )
 from .regions import region_metadata
-from .report import ais_table, counted, specificity_summary, write_tables
+from .report import ais_table, breadth_summary, counted, specificity_summary, write_tables
 from .results import (
     DocKey,
     Unusable,
@@ -202,8 +204,10 @@ def load_scores(
     report_k: float | str | None = None,
     bootstrap: int | None = None,
     progress: bool = True,
+    joint_out: JointDraws | None = None,
 ) -> Profile:
-    """Read one model's evaluations and compute every AIS with its interval (no files written).
+    """Read one model's evaluations and compute every AIS with its interval, each benchmark's breadth and the
+    similarity of the benchmarks (analyses.py); no files written.
 
     Arguments:
         cfg: the config.
@@ -211,6 +215,7 @@ def load_scores(
         report_k: k of the headline tables; default aggregate.report_k or the largest k.
         bootstrap: resamples; default aggregate.bootstrap (0: no intervals).
         progress: show a progress bar on a terminal.
+        joint_out: receives the joint resamples of each benchmark's profile (for the comparison across models).
     """
     import numpy as np
     from tqdm import tqdm
@@ -241,6 +246,7 @@ def load_scores(
     ablated_docs: dict[tuple[str, str, float, str], PerDoc] = {}  # (split, ability, k, region) -> values
     splits = ability_benchmarks(profile.benchmarks)
     row_spread: dict[int, float] = {}  # id(row) -> sd of a continuous row's paired differences
+    joint_cells: list[JointCell] = []  # per (benchmark, k): every ability's top region on the same items
 
     def mask_hash(variant: Variant) -> str | None:
         if variant not in mask_hashes:
@@ -342,6 +348,10 @@ def load_scores(
                         }
                     )
                 bar.update(1)
+        for k in profile.k_values:
+            joint = joint_cell(profile.abilities, benchmark, k, original, loaded, clusters)
+            if joint is not None:
+                joint_cells.append(joint)
         # the control of every top region at k: the random draws of every ability at k on this benchmark
         pools = {k: random_pool(loaded, k) for k in profile.k_values}
         p_pools = {k: random_pool(p_loaded, k) for k in profile.k_values}
@@ -363,7 +373,52 @@ def load_scores(
     profile.rows.extend(specificity_rows(profile, samples))
     profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))
     correct_for_multiplicity(profile, row_spread)
+    draws = profile_analyses(profile, joint_cells, resamples, settings.seed)  # after the q-values: breadth counts stars
+    if joint_out is not None:
+        joint_out.update(draws)
     return profile
+
+
+def joint_cell(
+    abilities: list[str],
+    benchmark: str,
+    k: float,
+    original: _Score,
+    loaded: dict[tuple[str, float], dict[str, _Score]],
+    clusters: dict[tuple[Any, Any], str],
+) -> JointCell | None:
+    """One benchmark at k for the joint resample of its profile (analyses.JointCell): the original's and every
+    ability's top-region per-item scores on the items all of them hold, sorted by key (the same order in every
+    model); None without per-item scores."""
+    import numpy as np
+
+    if original.per_doc is None:
+        return None
+    tops = {a: loaded.get((a, k), {}).get("top") for a in abilities}
+    per_doc = {a: score.per_doc for a, score in tops.items() if score is not None and score.per_doc is not None}
+    if not per_doc:
+        return None
+    shared = set(original.per_doc)
+    for values in per_doc.values():
+        shared &= set(values)
+    docs = sorted(shared, key=lambda doc: tuple(str(part) for part in doc))
+    if not docs:
+        return None
+    ablated = np.full((len(abilities), len(docs)), np.nan)
+    for i, ability in enumerate(abilities):
+        if ability in per_doc:
+            ablated[i] = [per_doc[ability][d] for d in docs]
+    cluster_ids, strata = Cell(MEAN, k, benchmark, 0, 0, clusters).groups(docs)
+    return JointCell(
+        benchmark,
+        k,
+        np.array([original.per_doc[d] for d in docs]),
+        ablated,
+        cluster_ids,
+        strata,
+        -1.0 if original.lower_is_better else 1.0,
+        zlib.crc32(repr(docs).encode()),
+    )
 
 
 def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
@@ -732,8 +787,13 @@ def _mean_specificity_draws(
 
 
 def write_profile(profile: Profile, layout: Layout, plots: bool = True) -> list[Path]:
-    """ais.csv, ais.json, ais.md and the plots of one model into its profile folder (atomic writes)."""
-    return write_tables(profile, layout) + (write_plots(profile, layout) if plots else [])
+    """ais.csv, ais.json, ais.md, benchmarks.csv, similarity.csv and the plots of one model into its profile
+    folder (atomic writes)."""
+    return (
+        write_tables(profile, layout)
+        + write_analyses(profile, layout, plots=plots)
+        + (write_plots(profile, layout) if plots else [])
+    )
 
 
 def aggregate(cfg: Config, model: str | None = None, report_k: float | None = None, plots: bool = True) -> None:
@@ -762,11 +822,16 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
     """
     started = time.time()
     specs = cfg.selected_models(model)
+    compare_dir = CompareLayout(cfg.output_root).compare_dir
+    if len(specs) > 1 and any(Path(cfg.output_root) / spec.tag == compare_dir for spec in specs):
+        raise BenchprofError(f"models: the tag {compare_dir.name!r} is the folder of the comparison; rename the model")
     k = default_report_k(cfg, report_k)
     done: list[tuple[Profile, Path, int]] = []
+    draws: dict[str, JointDraws] = {}  # model -> its benchmarks' joint resamples
     for spec in specs:
         model_started = time.time()
-        profile = load_scores(cfg, spec.tag, report_k=k)
+        draws[spec.tag] = {}
+        profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws[spec.tag])
         layout = Layout(cfg.output_root, spec.tag)
         folder = layout.profile_dir
         if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
@@ -801,12 +866,19 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
             if done
             else f"aggregate: no evaluation results for {tags} under {cfg.output_root} (run `benchprof evaluate` first)"
         )
+    compared = [profile for profile, _, _ in done if profile.rows]
+    compare_files: list[Path] = []
+    if len(compared) > 1:
+        comparison = compare_models(compared, [draws[p.model] for p in compared])
+        compare_files = write_comparison(comparison, cfg.output_root, plots=plots)
     for profile, _, _ in done:
         star = f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the profile"
         print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
         print(ais_table(profile))
-        for line in profile.overlap + specificity_summary(profile, k):
+        for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
             print(line)
+    if compare_files:
+        print(f"\ncompare: {len(compared)} models -> {compare_dir} ({len(compare_files)} files)")
     print(
         f"\naggregate: {sum(len(p.rows) for p, _, _ in done)} rows, "
         f"{counted(sum(len(p.missing) for p, _, _ in done), 'missing evaluation')}, "

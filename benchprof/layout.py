@@ -6,7 +6,8 @@ outputs/<model-tag>/
   <ability>/masks/k<k>/{top,bottom,random}.safetensors + stats.csv + manifest.json   extract
   <ability>/damaged/k<k>/<region>/                       damage --save: a full HF checkpoint
   <ability>/eval/k<k>/<region>/<benchmark>.json (+ .samples.jsonl)   evaluate
-  profile/ais.csv, ais.md, ais.json, *.png               aggregate
+  profile/ais.csv, ais.md, ais.json, benchmarks.csv, similarity.csv, *.png   aggregate
+outputs/compare/profiles.csv, correlation.csv, compare.md, profiles.png   aggregate, with several models
 """
 
 from __future__ import annotations
@@ -170,6 +171,20 @@ class Layout:
         return self.profile_dir / f"ksweep_{self.file_name(benchmark)}.png"
 
     @property
+    def benchmarks_csv(self) -> Path:
+        """Each benchmark's breadth: how many abilities it draws on (analyses.py)."""
+        return self.profile_dir / "benchmarks.csv"
+
+    @property
+    def similarity_csv(self) -> Path:
+        """Every pair of benchmarks: how alike their ability profiles are (analyses.py)."""
+        return self.profile_dir / "similarity.csv"
+
+    @property
+    def similarity_png(self) -> Path:
+        return self.profile_dir / "similarity.png"
+
+    @property
     def overlap_csv(self) -> Path:
         return self.profile_dir / "overlap.csv"
 
@@ -206,3 +221,33 @@ class Layout:
         """An evaluation's result JSON records its own inputs; the samples file sits beside it."""
         path = self.eval_file(variant, benchmark)
         return Output("eval", f"{variant.label()} {benchmark}", path, (path, self.samples_file(variant, benchmark)))
+
+
+@dataclass(frozen=True)
+class CompareLayout:
+    """Paths under `<root>/compare/`: the comparison of several models' profiles (aggregate, when the config
+    lists more than one model). A model tagged "compare" would share the folder: aggregate refuses that."""
+
+    root: Path
+
+    @property
+    def compare_dir(self) -> Path:
+        return Path(self.root) / "compare"
+
+    @property
+    def profiles_csv(self) -> Path:
+        """Every model's top-region AIS per benchmark, ability and k, one line per model."""
+        return self.compare_dir / "profiles.csv"
+
+    @property
+    def correlation_csv(self) -> Path:
+        """Per benchmark, k and pair of models: the similarity of the benchmark's profiles."""
+        return self.compare_dir / "correlation.csv"
+
+    @property
+    def compare_md(self) -> Path:
+        return self.compare_dir / "compare.md"
+
+    @property
+    def profiles_png(self) -> Path:
+        return self.compare_dir / "profiles.png"

@@ -1,5 +1,6 @@
 """Every figure of a profile: AIS heatmap, ability -> benchmark ribbons, per-benchmark profile, k sweep,
-and the overlap heatmap and layer plot of the abilities' regions.
+the overlap heatmap and layer plot of the abilities' regions, the benchmark similarity heatmap, and the
+profiles of several models side by side (outputs/compare/).
 
 matplotlib's object API (Figure, no pyplot state, no display needed); each figure is written atomically
 to the path given (layout.py names them) and the path returned.
@@ -13,13 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .layout import Layout, format_k
-from .profile import ADJUSTED, Profile
+from .profile import ADJUSTED, SAME_MIXTURE, Comparison, Profile
 from .report import MISSING_CELL, UNDEFINED_CELL, fmt_ais
 from .results import split_key
 from .storage import atomic_path
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike
 
 
 def _figure(width: float, height: float) -> Figure:
@@ -349,4 +351,116 @@ def plot_layers(rows: Sequence[Mapping[str, Any]], model: str, k: float, path: P
     ax.set_ylabel("fraction of the region")
     ax.legend(fontsize=7)
     ax.set_title(f"{model}: where the top regions lie, k = {format_k(k)}", fontsize=9)
+    return _save(fig, path)
+
+
+def similarity_order(distance: ArrayLike) -> list[int]:
+    """Leaf order of an average-linkage clustering (scipy.cluster.hierarchy) of a symmetric distance matrix, so
+    that similar benchmarks sit next to each other; NaN distances count as the largest (2)."""
+    import numpy as np
+    from scipy.cluster.hierarchy import leaves_list, linkage
+    from scipy.spatial.distance import squareform
+
+    matrix = np.nan_to_num(np.asarray(distance, dtype=float), nan=2.0)
+    if matrix.shape[0] < 3:
+        return list(range(matrix.shape[0]))
+    np.fill_diagonal(matrix, 0.0)
+    condensed = squareform(np.clip((matrix + matrix.T) / 2, 0.0, None), checks=False)
+    return [int(i) for i in leaves_list(linkage(condensed, method="average"))]
+
+
+def plot_similarity(profile: Profile, path: Path) -> Path:
+    """Benchmark x benchmark cosine and Spearman correlation of the top-region AIS profiles at the report k, in a
+    clustered order (average linkage on 1 − cosine); `=` marks pairs whose cosine interval lies above SAME_MIXTURE,
+    `≠` those below it."""
+    import numpy as np
+
+    pairs = [s for s in profile.similarity if math.isclose(s.k, profile.report_k)]
+    benchmarks = list(dict.fromkeys([b for s in pairs for b in (s.benchmark_a, s.benchmark_b)]))
+    if len(benchmarks) < 2:
+        fig = _figure(6.5, 2.0)
+        fig.text(0.5, 0.5, f"{profile.model}: fewer than two benchmarks above chance, no similarity", ha="center")
+        return _save(fig, path)
+    size = len(benchmarks)
+    index = {b: i for i, b in enumerate(benchmarks)}
+    cosine, rho = np.eye(size), np.eye(size)
+    marks = np.full((size, size), "", dtype=object)
+    for s in pairs:
+        i, j = index[s.benchmark_a], index[s.benchmark_b]
+        cosine[i, j] = cosine[j, i] = s.cosine
+        rho[i, j] = rho[j, i] = s.spearman
+        marks[i, j] = marks[j, i] = {"same mixture": "=", "differ": "≠"}.get(s.verdict, "")
+    order = similarity_order(1.0 - cosine)
+    labels = [benchmarks[i] for i in order]
+    side = 2.0 + 0.75 * size
+    fig = _figure(2 * side + 1.0, side)
+    for ax, values, name in zip(fig.subplots(1, 2), (cosine, rho), ("cosine", "Spearman ρ")):
+        shown = values[np.ix_(order, order)]
+        image = ax.imshow(np.ma.masked_invalid(shown), cmap="RdBu_r", vmin=-1, vmax=1)
+        ax.set_facecolor("#e6e6e6")
+        for i in range(size):
+            for j in range(size):
+                if i != j and not math.isnan(shown[i, j]):
+                    text = f"{shown[i, j]:.2f}" + (marks[order[i], order[j]] if name == "cosine" else "")
+                    colour = "white" if abs(shown[i, j]) > 0.6 else "black"
+                    ax.text(j, i, text, ha="center", va="center", fontsize=7, color=colour)
+        ax.set_xticks(range(size), labels, rotation=35, ha="right", rotation_mode="anchor", fontsize=7)
+        ax.set_yticks(range(size), labels, fontsize=7)
+        ax.set_title(name, fontsize=9)
+        fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.suptitle(
+        f"{profile.model}: similarity of the benchmarks' ability profiles (top region, k = "
+        f"{format_k(profile.report_k)})\n= cosine 95% CI above {SAME_MIXTURE:g}, ≠ below; order: average-linkage "
+        "clustering on 1 − cosine",
+        fontsize=9,
+    )
+    return _save(fig, path)
+
+
+def plot_comparison(comparison: Comparison, path: Path) -> Path:
+    """One panel per benchmark (above chance in every model): the top-region AIS over the abilities at the report
+    k, one bar per model with its 95% interval, so a benchmark's profile in each model sits side by side."""
+    import matplotlib
+    import numpy as np
+
+    benchmarks, profiles = comparison.benchmarks, comparison.profiles
+    if not benchmarks:
+        fig = _figure(6.5, 2.0)
+        fig.text(0.5, 0.5, "no benchmark above chance in every model", ha="center")
+        return _save(fig, path)
+    abilities = profiles[0].abilities
+    columns = min(4, len(benchmarks))
+    panels = math.ceil(len(benchmarks) / columns)
+    fig = _figure(3.2 * columns + 1.6, (0.9 + 0.32 * len(abilities) * max(1, len(profiles) / 2)) * panels + 0.6)
+    axes = np.atleast_1d(fig.subplots(panels, columns, sharey=True, squeeze=False)).ravel()
+    colours = matplotlib.colormaps["tab10"]
+    y = np.arange(len(abilities))
+    height = 0.8 / len(profiles)
+    k = comparison.report_k
+    for ax, benchmark in zip(axes, benchmarks):
+        for n, profile in enumerate(profiles):
+            rows = [profile.row(a, benchmark, k, "top") for a in abilities]
+            ais = np.array([r.ais if r else np.nan for r in rows])
+            low = np.array([r.ci_low if r else np.nan for r in rows])
+            high = np.array([r.ci_high if r else np.nan for r in rows])
+            err = np.vstack([np.nan_to_num(ais - low), np.nan_to_num(high - ais)])
+            ax.barh(
+                y + (n - (len(profiles) - 1) / 2) * height,
+                np.nan_to_num(ais),
+                height=height * 0.9,
+                color=colours(n % 10),
+                xerr=err,
+                error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "#333333"},
+                label=profile.model,
+            )
+        ax.axvline(0, color="black", linewidth=0.6)
+        ax.set_title(benchmark, fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[0].set_yticks(y, [a.replace("_", " ") for a in abilities], fontsize=7)
+    axes[0].invert_yaxis()
+    for ax in axes[len(benchmarks) :]:
+        ax.set_visible(False)
+    axes[0].legend(fontsize=7)
+    fig.supxlabel("AIS (bars: point estimate, whiskers: 95% paired bootstrap CI)", fontsize=8)
+    fig.suptitle(f"Profiles per model: top region, k = {format_k(k)}", fontsize=9)
     return _save(fig, path)

@@ -17,6 +17,7 @@ SPECIFICITY = "specificity"  # the benchmark name of specificity rows in ais.csv
 SPECIFICITY_METRIC = "AIS(own) - mean AIS(other abilities)"
 MEAN = "mean"  # the ability name of the rows holding the mean specificity over the abilities
 P_CORRECT = "p_correct"  # the metric of rows computed on each item's probability of the correct option
+SAME_MIXTURE = 0.9  # two ability profiles "measure the same mixture" when their cosine's 95% interval lies above
 
 
 @dataclass
@@ -71,6 +72,80 @@ class MissingEval:
     reason: str
 
 
+@dataclass
+class Breadth:
+    """One line of benchmarks.csv: how many abilities a benchmark draws on, at one k (top region, headline metric).
+
+    positive / negative: the abilities whose top-region AIS is significantly above / below 0 (q < alpha in the
+    profile's Benjamini-Hochberg family). normalised_entropy and effective_abilities: ais.positive_mass_entropy of
+    the AIS vector over the abilities, their 95% intervals from ais.breadth_bootstrap (one joint resample of the
+    items for every ability); dropped: resamples without a value (no positive AIS, or original mean 0).
+    headline False: the original is not above chance there, and no breadth is computed."""
+
+    model: str
+    benchmark: str
+    k: float
+    headline: bool
+    abilities: int = 0  # abilities with an AIS on this benchmark
+    n_positive: int = 0
+    positive: list[str] = field(default_factory=list)
+    n_negative: int = 0
+    negative: list[str] = field(default_factory=list)
+    normalised_entropy: float = math.nan  # 0: one ability holds all the positive AIS mass; 1: spread evenly
+    entropy_ci_low: float = math.nan
+    entropy_ci_high: float = math.nan
+    effective_abilities: float = math.nan  # exp(entropy): 1 to the number of abilities
+    effective_ci_low: float = math.nan
+    effective_ci_high: float = math.nan
+    n_docs: int = 0  # items in the joint resample
+    dropped: int = 0
+
+
+@dataclass
+class Similarity:
+    """One line of similarity.csv (or, with model_b, of the cross-model correlation): how alike two ability
+    profiles are (ais.profile_similarity over the abilities both have an AIS for), with 95% bootstrap intervals.
+
+    Within a model: two benchmarks' profiles, their resamples independent (one generator per benchmark).
+    Across models: one benchmark's profile in two models, resample r of each drawn from the same generator, so
+    on the same documents (paired) when both models scored the same ones. verdict: "same mixture" when the
+    cosine interval lies above SAME_MIXTURE, "differ" when below it, "undecided" when it holds it (across
+    models: whether the benchmark's profile is the same mixture in both)."""
+
+    model: str
+    k: float
+    benchmark_a: str
+    benchmark_b: str
+    abilities: int
+    cosine: float
+    cosine_ci_low: float = math.nan
+    cosine_ci_high: float = math.nan
+    spearman: float = math.nan
+    spearman_ci_low: float = math.nan
+    spearman_ci_high: float = math.nan
+    verdict: str = ""
+    model_b: str = ""  # across models: the second model (benchmark_b == benchmark_a)
+    paired: bool = False  # across models: both models' resamples drew the same items
+
+
+@dataclass
+class Consensus:
+    """A finding checked in every model of a comparison at one k: kind "breadth" (a benchmark's significantly
+    positive abilities), "negative" (its significantly negative ones), "same mixture" / "differ" (benchmark
+    pairs, benchmark ""). per_model: model -> its list; common: the entries every model has."""
+
+    kind: str
+    benchmark: str
+    k: float
+    per_model: dict[str, list[str]]
+    common: list[str]
+
+    @property
+    def identical(self) -> bool:
+        """Every model has exactly the same list."""
+        return all(sorted(v) == sorted(self.common) for v in self.per_model.values())
+
+
 def ability_benchmarks(benchmarks: list[str]) -> list[str]:
     """The benchmarks that are an ability's own test split."""
     return [b for b in benchmarks if b in ABILITIES]
@@ -104,6 +179,8 @@ class Profile:
     family_size: int = 0  # rows in the multiplicity family (headline-metric rows with a p-value)
     family_size_p_correct: int = 0  # rows in the p_correct family
     null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool
+    breadth: list[Breadth] = field(default_factory=list)  # per (benchmark, k): benchmarks.csv
+    similarity: list[Similarity] = field(default_factory=list)  # per (k, benchmark pair): similarity.csv
 
     @property
     def at_chance(self) -> list[str]:
@@ -162,3 +239,20 @@ class Profile:
                 if ability in splits
             }
         )
+
+
+@dataclass
+class Comparison:
+    """Several models' profiles side by side (outputs/compare/): what analyses.compare_models computes,
+    report writes and plots draw."""
+
+    profiles: list[Profile]
+    benchmarks: list[str]  # above chance in every model
+    at_chance: list[str]  # at chance in at least one model: left out of the comparison
+    report_k: float
+    correlations: list[Similarity] = field(default_factory=list)  # per (benchmark, k, model pair)
+    consensus: list[Consensus] = field(default_factory=list)  # per (kind, benchmark, k)
+
+    @property
+    def models(self) -> list[str]:
+        return [p.model for p in self.profiles]

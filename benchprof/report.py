@@ -1,4 +1,5 @@
-"""Tables out: the CSV writer (ais.csv, overlap.csv, layers.csv), ais.json, ais.md and the terminal table.
+"""Tables out: the CSV writer (ais.csv, overlap.csv, layers.csv, benchmarks.csv, similarity.csv), ais.json, ais.md,
+the terminal table, and the comparison of several models (outputs/compare/).
 
 Cells: NaN and None are written empty in CSV and null in JSON; in Markdown `–` is a cell with no
 evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a row whose Benjamini-Hochberg
@@ -15,11 +16,41 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from .layout import Layout, format_k
-from .profile import ADJUSTED, MEAN, P_CORRECT, SPECIFICITY, AisRow, Profile, ability_benchmarks
+from .layout import CompareLayout, Layout, format_k
+from .profile import (
+    ADJUSTED,
+    MEAN,
+    P_CORRECT,
+    SAME_MIXTURE,
+    SPECIFICITY,
+    AisRow,
+    Breadth,
+    Comparison,
+    Profile,
+    Similarity,
+    ability_benchmarks,
+)
 from .storage import write_json, write_text
 
 CSV_COLUMNS = tuple(f.name for f in fields(AisRow))  # ais.csv: one column per AisRow field, in order
+BREADTH_COLUMNS = tuple(f.name for f in fields(Breadth))  # benchmarks.csv; lists of abilities joined by ";"
+SIMILARITY_COLUMNS = tuple(f.name for f in fields(Similarity) if f.name not in ("model_b", "paired"))
+CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in two models
+    "benchmark",
+    "k",
+    "model_a",
+    "model_b",
+    "abilities",
+    "cosine",
+    "cosine_ci_low",
+    "cosine_ci_high",
+    "spearman",
+    "spearman_ci_low",
+    "spearman_ci_high",
+    "verdict",
+    "paired",
+)
+COMPARE_PROFILE_COLUMNS = ("benchmark", "k", "ability", "model", "ais", "ci_low", "ci_high", "q_value", "significant")
 MISSING_CELL = "–"  # no evaluation to compute from
 UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
 
@@ -49,15 +80,29 @@ def write_csv(
     write_text(path, buffer.getvalue())
 
 
+def _no_nan(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in record.items()}
+
+
 def profile_json(profile: Profile) -> dict[str, Any]:
     """ais.json: the Profile with NaN written as null."""
     out = asdict(profile)
-    out["rows"] = [
-        {key: None if isinstance(value, float) and math.isnan(value) else value for key, value in row.items()}
-        for row in out["rows"]
-    ]
+    for key in ("rows", "breadth", "similarity"):
+        out[key] = [_no_nan(record) for record in out[key]]
     out["report_k"] = profile.report_k
     return out
+
+
+def _joined(record: dict[str, Any]) -> dict[str, Any]:
+    """Lists of names as one CSV cell, joined by ";"."""
+    return {key: ";".join(value) if isinstance(value, list) else value for key, value in record.items()}
+
+
+def write_analysis_tables(profile: Profile, layout: Layout) -> list[Path]:
+    """benchmarks.csv (each benchmark's breadth) and similarity.csv (every benchmark pair) of one model."""
+    write_csv(layout.benchmarks_csv, BREADTH_COLUMNS, (_joined(asdict(line)) for line in profile.breadth))
+    write_csv(layout.similarity_csv, SIMILARITY_COLUMNS, (asdict(line) for line in profile.similarity))
+    return [layout.benchmarks_csv, layout.similarity_csv]
 
 
 def write_tables(profile: Profile, layout: Layout) -> list[Path]:
@@ -270,6 +315,7 @@ def render_markdown(profile: Profile) -> str:
         for region in ("top", ADJUSTED) if ADJUSTED in regions else ("top",):
             parts += ["", f"{region}:", "", ais_table(profile, region=region, p_correct=True)]
     parts += statistics_markdown(profile)
+    parts += analyses_markdown(profile)
     parts += ["", "## k sweep per benchmark"]
     for benchmark in profile.benchmarks:
         header = ["ability", "region"] + [f"k = {format_k(k_)}" for k_ in profile.k_values]
@@ -380,4 +426,203 @@ def specificity_summary(profile: Profile, k: float) -> list[str]:
     return [
         f"{profile.model} k={format_k(k)} top (score {profile.score}): mean specificity {row.ais:+.3f}{interval}, "
         f"diagonal dominance {sum(known.values())} of {len(known)}"
+    ]
+
+
+def _interval(value: float, low: float, high: float, digits: int = 2) -> str:
+    """'0.81 [0.62, 0.93]', the point alone without an interval, '–' without a value."""
+    if math.isnan(value):
+        return MISSING_CELL
+    text = f"{value:.{digits}f}"
+    return text if math.isnan(low) else f"{text} [{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(names) if names else "none"
+
+
+def _pair_line(line: Similarity) -> str:
+    first = f"{line.benchmark_a} ~ {line.benchmark_b}" if not line.model_b else f"{line.model} ~ {line.model_b}"
+    return (
+        f"- {first}: cosine {_interval(line.cosine, line.cosine_ci_low, line.cosine_ci_high)}, "
+        f"Spearman {_interval(line.spearman, line.spearman_ci_low, line.spearman_ci_high)} "
+        f"({line.abilities} abilities)"
+    )
+
+
+def analyses_markdown(profile: Profile) -> list[str]:
+    """ais.md's section on the paper's findings: each benchmark's breadth (significantly positive and negative
+    abilities, the spread of the positive AIS mass) and which benchmark pairs measure the same mixture."""
+    if not profile.breadth:
+        return []
+    parts = [
+        "",
+        "## Breadth and similarity of the benchmarks",
+        "",
+        f"Top region, primary metric. Positive / negative: abilities whose AIS is significantly above / below 0 "
+        f"(q < {profile.alpha:g}, the profile's Benjamini-Hochberg family). Normalised entropy of the positive AIS "
+        "mass over the abilities (0: one ability holds it all, 1: spread evenly) and the effective number of "
+        "abilities (its exponential), with 95% intervals from one joint resample of the items for every ability "
+        "(docs/analyses.md). Every k in benchmarks.csv.",
+        "",
+    ]
+    headline = [line for line in profile.breadth if line.headline]
+    parts.append(
+        md_table(
+            ["benchmark", "k", "positive", "negative", "normalised entropy", "effective abilities"],
+            [
+                [
+                    line.benchmark,
+                    format_k(line.k),
+                    f"{line.n_positive}: {_names(line.positive)}",
+                    f"{line.n_negative}: {_names(line.negative)}",
+                    _interval(line.normalised_entropy, line.entropy_ci_low, line.entropy_ci_high),
+                    _interval(line.effective_abilities, line.effective_ci_low, line.effective_ci_high),
+                ]
+                for line in headline
+                if math.isclose(line.k, profile.report_k)
+            ],
+        )
+    )
+    at_chance = sorted({line.benchmark for line in profile.breadth if not line.headline})
+    if at_chance:
+        parts += ["", f"At chance (no breadth, left out of the similarity): {', '.join(at_chance)}."]
+    pairs = [s for s in profile.similarity if math.isclose(s.k, profile.report_k)]
+    if pairs:
+        same = [s for s in pairs if s.verdict == "same mixture"]
+        differ = [s for s in pairs if s.verdict == "differ"]
+        parts += [
+            "",
+            f"Benchmark similarity at k = {format_k(profile.report_k)}: cosine and Spearman correlation of two "
+            f"benchmarks' AIS vectors over the abilities, 95% intervals (similarity.csv, similarity.png). Same "
+            f"mixture: the cosine's interval lies above {SAME_MIXTURE:g}; differ: below it.",
+            "",
+            f"Same mixture ({len(same)} of {len(pairs)} pairs):",
+            "",
+        ]
+        parts += [_pair_line(s) for s in same] or ["- none"]
+        parts += ["", f"Differ ({len(differ)} of {len(pairs)} pairs):", ""]
+        parts += [_pair_line(s) for s in differ] or ["- none"]
+        undecided = len(pairs) - len(same) - len(differ)
+        if undecided:
+            parts += ["", f"Undecided (the interval holds {SAME_MIXTURE:g}, or no interval): {undecided} pairs."]
+    return parts
+
+
+def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> list[Path]:
+    """outputs/compare/: profiles.csv (every model's top-region AIS per benchmark, ability and k), correlation.csv
+    (each benchmark's profile in two models) and compare.md."""
+    rows = []
+    for benchmark in comparison.benchmarks:
+        for profile in comparison.profiles:
+            for k in profile.k_values:
+                for ability in profile.abilities:
+                    row = profile.row(ability, benchmark, k, "top")
+                    if row is None:
+                        continue
+                    rows.append(
+                        {
+                            "benchmark": benchmark,
+                            "k": k,
+                            "ability": ability,
+                            "model": profile.model,
+                            "ais": row.ais,
+                            "ci_low": row.ci_low,
+                            "ci_high": row.ci_high,
+                            "q_value": row.q_value,
+                            "significant": row.significant,
+                        }
+                    )
+    write_csv(layout.profiles_csv, COMPARE_PROFILE_COLUMNS, rows)
+    write_csv(
+        layout.correlation_csv,
+        CORRELATION_COLUMNS,
+        (
+            {**asdict(line), "benchmark": line.benchmark_a, "model_a": line.model, "model_b": line.model_b}
+            for line in comparison.correlations
+        ),
+    )
+    write_text(layout.compare_md, render_comparison(comparison))
+    return [layout.profiles_csv, layout.correlation_csv, layout.compare_md]
+
+
+def render_comparison(comparison: Comparison) -> str:
+    """compare.md: each benchmark's profile side by side per model at the report k, the similarity of the profiles
+    between models, and which findings hold in every model."""
+    k = comparison.report_k
+    models = comparison.models
+    parts = [
+        f"# Profiles across models: {', '.join(f'`{m}`' for m in models)}",
+        "",
+        f"Top region, primary metric, k = {format_k(k)} (every k in profiles.csv and correlation.csv; profiles.png "
+        f"draws this k). `*`: q < alpha in that model's own profile. Benchmarks at chance in any model are left "
+        f"out: {_names(comparison.at_chance)}.",
+        "",
+        "## Each benchmark's profile per model",
+    ]
+    abilities = comparison.profiles[0].abilities
+    for benchmark in comparison.benchmarks:
+        parts += [
+            "",
+            f"### {benchmark}",
+            "",
+            md_table(
+                ["ability"] + models,
+                [[a] + [fmt_ais(p.row(a, benchmark, k, "top")) for p in comparison.profiles] for a in abilities],
+            ),
+        ]
+    parts += [
+        "",
+        "## Does a benchmark's profile hold across models?",
+        "",
+        "Cosine and Spearman correlation of the benchmark's AIS vector over the abilities in two models, with 95% "
+        "bootstrap intervals (both models' resamples drawn by one generator per benchmark and k: on the same items, "
+        f"paired, where both scored the same items). Same mixture: the cosine's interval lies above {SAME_MIXTURE:g}.",
+        "",
+    ]
+    lines = [c for c in comparison.correlations if math.isclose(c.k, k)]
+    parts.append(
+        md_table(
+            ["benchmark", "models", "cosine", "Spearman", "abilities", "verdict", "paired"],
+            [
+                [
+                    c.benchmark_a,
+                    f"{c.model} ~ {c.model_b}",
+                    _interval(c.cosine, c.cosine_ci_low, c.cosine_ci_high),
+                    _interval(c.spearman, c.spearman_ci_low, c.spearman_ci_high),
+                    str(c.abilities),
+                    c.verdict or MISSING_CELL,
+                    "yes" if c.paired else "no",
+                ]
+                for c in lines
+            ],
+        )
+    )
+    parts += ["", "## Findings in every model", ""]
+    for entry in comparison.consensus:
+        if not math.isclose(entry.k, k):
+            continue
+        each = "; ".join(f"{m}: {_names(v)}" for m, v in entry.per_model.items())
+        if entry.kind in ("breadth", "negative"):
+            what = "significantly positive" if entry.kind == "breadth" else "significantly negative"
+            same = " (the same set in every model)" if entry.identical else ""
+            parts.append(f"- {entry.benchmark}, {what} in every model: {_names(entry.common)}{same} ({each})")
+        else:
+            parts.append(f"- benchmark pairs judged {entry.kind} in every model: {_names(entry.common)} ({each})")
+    return "\n".join(parts) + "\n"
+
+
+def breadth_summary(profile: Profile, k: float) -> list[str]:
+    """The line `aggregate` prints: per benchmark above chance at k, its significantly positive abilities and the
+    effective number of abilities."""
+    lines = [b for b in profile.breadth if b.headline and math.isclose(b.k, k)]
+    if not lines:
+        return []
+    return [
+        f"{profile.model} k={format_k(k)} breadth (significantly positive abilities; effective number): "
+        + "; ".join(
+            f"{b.benchmark} {b.n_positive}, "
+            + _interval(b.effective_abilities, b.effective_ci_low, b.effective_ci_high, 1)
+            for b in lines
+        )
     ]
