@@ -605,7 +605,7 @@ def render_comparison(comparison: Comparison) -> str:
         each = "; ".join(f"{m}: {_names(v)}" for m, v in entry.per_model.items())
         if entry.kind in ("breadth", "negative"):
             what = "significantly positive" if entry.kind == "breadth" else "significantly negative"
-            same = " (the same set in every model)" if entry.identical else ""
+            same = " (the same set in every model)" if entry.identical and entry.common else ""
             parts.append(f"- {entry.benchmark}, {what} in every model: {_names(entry.common)}{same} ({each})")
         else:
             parts.append(f"- benchmark pairs judged {entry.kind} in every model: {_names(entry.common)} ({each})")

@@ -1,0 +1,246 @@
+"""benchprof/analyses.py and its statistics in ais.py: breadth, similarity and the comparison across models, against
+hand computations on small AIS tables and on synthetic evaluations whose answer is known."""
+
+import csv
+import json
+import math
+
+import numpy as np
+import pytest
+import yaml
+
+from benchprof import BenchprofError
+from benchprof.aggregate import aggregate, load_scores
+from benchprof.ais import breadth_bootstrap, percentile_ci, positive_mass_entropy, profile_similarity
+from benchprof.analyses import verdict
+from benchprof.config import load_config
+from benchprof.layout import CompareLayout, Layout, Variant
+
+K = 0.01
+ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
+N = 100  # items per synthetic benchmark
+
+
+def test_positive_mass_entropy_by_hand():
+    # mass 0.3 and 0.1 over 4 abilities with an AIS: shares 3/4 and 1/4
+    h = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
+    normalised, effective = positive_mass_entropy([0.3, 0.1, -0.2, 0.0])
+    assert float(normalised) == pytest.approx(h / math.log(4))
+    assert float(effective) == pytest.approx(math.exp(h))
+    # a NaN ability is left out of A; rows are resamples
+    normalised, effective = positive_mass_entropy([[0.3, 0.1, np.nan], [0.2, 0.2, 0.2], [0.5, -0.1, 0.0]])
+    assert normalised == pytest.approx([h / math.log(2), 1.0, 0.0])
+    assert effective == pytest.approx([math.exp(h), 3.0, 1.0])
+    # no positive mass, or a resample without any AIS: undefined
+    normalised, effective = positive_mass_entropy([[-0.1, 0.0, -0.3], [np.nan] * 3])
+    assert np.isnan(normalised).all() and np.isnan(effective).all()
+
+
+def test_profile_similarity_by_hand():
+    x, y = [0.1, 0.2, 0.2, 0.5], [0.4, 0.3, 0.1, 0.2]
+    cosine, rho = profile_similarity(x, y)
+    assert float(cosine) == pytest.approx(0.22 / math.sqrt(0.34 * 0.30))
+    # average ranks x: 1, 2.5, 2.5, 4; y: 4, 3, 1, 2; centred products sum to -3, squares 4.5 and 5
+    assert float(rho) == pytest.approx(-3 / math.sqrt(4.5 * 5))
+    cosine, rho = profile_similarity([[1, 2, 3], [1, 0, 0], [0, 0, 0]], [[2, 4, 6], [0, 1, 0], [1, 2, 3]])
+    assert cosine[:2] == pytest.approx([1.0, 0.0]) and np.isnan(cosine[2])  # a zero vector has no direction
+    assert rho[:2] == pytest.approx([1.0, -0.5]) and np.isnan(rho[2])  # [1, 0, 0] vs [0, 1, 0]: ties; constant
+
+
+def test_identical_profiles_have_similarity_one_with_a_degenerate_interval():
+    rng = np.random.default_rng(0)
+    original = rng.integers(0, 2, size=80).astype(float)
+    ablated = np.array([np.where(rng.random(80) < 0.3, 0.0, original) for _ in range(4)])
+    draws, _, _ = breadth_bootstrap(original, ablated, 300, np.random.default_rng(1))
+    cosine, rho = profile_similarity(draws.T, draws.T)
+    assert percentile_ci(cosine) == pytest.approx((1.0, 1.0), abs=1e-12)
+    assert percentile_ci(rho) == pytest.approx((1.0, 1.0), abs=1e-12)
+    assert verdict(*percentile_ci(cosine)) == "same mixture"
+
+
+def test_breadth_bootstrap_is_the_per_cell_bootstrap_on_shared_draws():
+    """One generator for every ability: each row is bootstrap_ais of that ability alone on the same draws."""
+    from benchprof.ais import bootstrap_ais
+
+    rng = np.random.default_rng(3)
+    original = rng.integers(0, 2, size=50).astype(float)
+    ablated = np.array([np.where(rng.random(50) < p, 0.0, original) for p in (0.5, 0.1, 0.0)])
+    ais, normalised, effective = breadth_bootstrap(original, ablated, 200, np.random.default_rng(9))
+    for i in range(3):
+        alone = bootstrap_ais(original, ablated[i], 200, np.random.default_rng(9))
+        np.testing.assert_allclose(ais[i], alone[0])
+    assert np.all(ais[2] == 0)  # an ablation that changes nothing has AIS 0 in every resample
+    expected = positive_mass_entropy(ais.T)
+    np.testing.assert_allclose(normalised, expected[0])
+    np.testing.assert_allclose(effective, expected[1])
+
+
+def write_config(tmp_path, models=("t",), **aggregate_settings):
+    raw = {
+        "settings": {"k_values": [K], "output_dir": "out"},
+        "models": [{"name": m, "tag": m} for m in models],
+        "datasets": [{"name": a} for a in ABILITIES],
+        "evals": {"benchmarks": ["one_ability", "mixed", "coin"]},
+        "extract": {"regions": ["top"]},
+        "aggregate": {"bootstrap": 300, "seed": 3, "chance": {"coin": 0.5}, **aggregate_settings},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def write_eval(cfg, tag, variant, benchmark, correct):
+    """A result JSON (acc) and its per-sample file for one model variant."""
+    layout = Layout(cfg.output_root, tag)
+    path = layout.eval_file(variant, benchmark)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {
+        "benchmark": benchmark,
+        "primary_task": benchmark,
+        "results": {benchmark: {"acc,none": float(np.mean(correct))}},
+        "n_samples": len(correct),
+        "limit": None,
+    }
+    path.write_text(json.dumps(payload))
+    lines = [{"task": benchmark, "doc_id": i, "filter": "none", "acc": float(c)} for i, c in enumerate(correct)]
+    layout.samples_file(variant, benchmark).write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+def lose(correct, first, count):
+    """`correct` with items first .. first+count-1 answered wrong."""
+    out = list(correct)
+    for i in range(first, first + count):
+        out[i] = 0
+    return out
+
+
+def gain(correct, first, count):
+    out = list(correct)
+    for i in range(first, first + count):
+        out[i] = 1
+    return out
+
+
+def write_model(cfg, tag, hurts_one_ability=ABILITIES[0]):
+    """Three benchmarks on one model:
+    one_ability: every item answered; only `hurts_one_ability`'s region hurts it (40 items lost), the others
+      change nothing: breadth 1, entropy exactly 0 in every resample.
+    mixed: 60 of 100 right; Quantitative loses 30 items, Temporal 15, Spatial's removal gains 30 (negative AIS).
+    coin: 50 of 100 right against aggregate.chance 0.5: at chance, no breadth."""
+    full = [1] * N
+    write_eval(cfg, tag, Variant(), "one_ability", full)
+    for a in ABILITIES:
+        write_eval(cfg, tag, Variant(a, K, "top"), "one_ability", lose(full, 0, 40) if a == hurts_one_ability else full)
+    mixed = [1] * 60 + [0] * 40
+    write_eval(cfg, tag, Variant(), "mixed", mixed)
+    write_eval(cfg, tag, Variant(ABILITIES[0], K, "top"), "mixed", lose(mixed, 0, 30))
+    write_eval(cfg, tag, Variant(ABILITIES[1], K, "top"), "mixed", lose(mixed, 30, 15))
+    write_eval(cfg, tag, Variant(ABILITIES[2], K, "top"), "mixed", gain(mixed, 60, 30))
+    coin = [1, 0] * (N // 2)
+    write_eval(cfg, tag, Variant(), "coin", coin)
+    for a in ABILITIES:
+        write_eval(cfg, tag, Variant(a, K, "top"), "coin", lose(coin, 0, 10))
+
+
+def read_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_breadth_and_similarity_on_synthetic_evaluations(tmp_path):
+    cfg = load_config(write_config(tmp_path))
+    write_model(cfg, "t")
+    profile = load_scores(cfg, progress=False)
+    lines = {b.benchmark: b for b in profile.breadth}
+
+    one = lines["one_ability"]  # a benchmark of one ability's items where only its region hurts
+    assert (one.n_positive, one.positive, one.n_negative) == (1, [ABILITIES[0]], 0)
+    assert (one.normalised_entropy, one.effective_abilities) == (0.0, 1.0)
+    assert (one.entropy_ci_low, one.entropy_ci_high, one.effective_ci_low, one.effective_ci_high) == (0, 0, 1, 1)
+    assert (one.abilities, one.n_docs, one.dropped) == (3, N, 0)
+
+    mixed = lines["mixed"]  # AIS: 30/60, 15/60, -30/60
+    assert profile.row(ABILITIES[2], "mixed", K).ais == pytest.approx(-0.5)
+    assert (mixed.positive, mixed.negative) == (ABILITIES[:2], [ABILITIES[2]])
+    h = -(2 / 3 * math.log(2 / 3) + 1 / 3 * math.log(1 / 3))  # positive mass 0.5 and 0.25
+    assert mixed.normalised_entropy == pytest.approx(h / math.log(3))
+    assert mixed.effective_abilities == pytest.approx(math.exp(h))
+    assert mixed.entropy_ci_low <= mixed.normalised_entropy <= mixed.entropy_ci_high
+    assert mixed.entropy_ci_low < mixed.entropy_ci_high
+
+    coin = lines["coin"]  # the original is at chance: listed, nothing computed
+    assert not coin.headline and coin.n_positive == 0 and math.isnan(coin.normalised_entropy)
+    assert "coin" in profile.at_chance
+
+    (pair,) = profile.similarity  # headline benchmarks only: one pair
+    assert (pair.benchmark_a, pair.benchmark_b, pair.abilities) == ("one_ability", "mixed", 3)
+    x, y = np.array([0.4, 0.0, 0.0]), np.array([0.5, 0.25, -0.5])
+    assert pair.cosine == pytest.approx(x @ y / np.linalg.norm(x) / np.linalg.norm(y))
+    # centred ranks x: 1, -0.5, -0.5; y: 1, 0, -1 -> (1 + 0 + 0.5) / sqrt(1.5 * 2)
+    assert pair.spearman == pytest.approx(1.5 / math.sqrt(3))
+    assert pair.cosine_ci_low <= pair.cosine <= pair.cosine_ci_high
+    assert pair.verdict == "differ" and pair.cosine_ci_high < 0.9
+
+
+def test_aggregate_writes_the_analyses_and_ais_md_summarises_them(tmp_path):
+    cfg = load_config(write_config(tmp_path))
+    write_model(cfg, "t")
+    aggregate(cfg, plots=True)
+    layout = Layout(cfg.output_root, "t")
+    rows = {r["benchmark"]: r for r in read_csv(layout.benchmarks_csv) if r["k"] == "0.01"}
+    assert rows["mixed"]["positive"] == ";".join(ABILITIES[:2]) and rows["mixed"]["n_negative"] == "1"
+    assert rows["coin"]["headline"] == "false" and rows["coin"]["normalised_entropy"] == ""
+    (pair,) = read_csv(layout.similarity_csv)
+    assert pair["verdict"] == "differ"
+    assert layout.similarity_png.stat().st_size > 0
+    markdown = layout.ais_md.read_text()
+    assert "## Breadth and similarity of the benchmarks" in markdown
+    assert f"| mixed | 0.01 | 2: {ABILITIES[0]}, {ABILITIES[1]} | 1: {ABILITIES[2]} |" in markdown
+    assert "At chance (no breadth, left out of the similarity): coin." in markdown
+    assert "- one_ability ~ mixed: cosine" in markdown.split("Differ (1 of 1 pairs)")[1]
+    assert json.loads(layout.ais_json.read_text())["breadth"][0]["benchmark"] == "one_ability"
+    assert not CompareLayout(cfg.output_root).compare_dir.exists()  # one model: no comparison
+
+
+def test_comparison_across_two_models(tmp_path, capsys):
+    """Model u is model t with Temporal's region, not Quantitative's, hurting one_ability; model v is t again."""
+    cfg = load_config(write_config(tmp_path, models=("t", "u", "v")))
+    write_model(cfg, "t")
+    write_model(cfg, "u", hurts_one_ability=ABILITIES[1])
+    write_model(cfg, "v")
+    aggregate(cfg, plots=True)
+    assert "compare: 3 models ->" in capsys.readouterr().out
+    compare = CompareLayout(cfg.output_root)
+    correlation = {(r["benchmark"], r["model_a"], r["model_b"]): r for r in read_csv(compare.correlation_csv)}
+    assert len(correlation) == 2 * 3  # headline benchmarks x model pairs; coin is at chance
+    same = correlation[("one_ability", "t", "v")]  # identical evaluations: one generator, the same draws
+    assert (float(same["cosine"]), float(same["cosine_ci_low"]), float(same["cosine_ci_high"])) == pytest.approx(
+        (1, 1, 1)
+    )
+    assert (float(same["spearman_ci_low"]), float(same["spearman_ci_high"])) == pytest.approx((1, 1))
+    assert same["paired"] == "true" and same["verdict"] == "same mixture"
+    moved = correlation[("one_ability", "t", "u")]  # [a, 0, 0] against [0, b, 0] in every resample
+    assert (float(moved["cosine"]), float(moved["cosine_ci_low"]), float(moved["cosine_ci_high"])) == (0, 0, 0)
+    assert float(moved["spearman"]) == pytest.approx(-0.5) and moved["verdict"] == "differ"
+    assert correlation[("mixed", "t", "u")]["cosine"] == "1.0"  # mixed is the same in both
+
+    profiles = read_csv(compare.profiles_csv)
+    assert len(profiles) == 2 * 3 * 3  # benchmarks x models x abilities at one k
+    assert {r["model"] for r in profiles} == {"t", "u", "v"}
+    assert compare.profiles_png.stat().st_size > 0
+    markdown = compare.compare_md.read_text()
+    findings = markdown.split("## Findings in every model")[1]
+    assert "- one_ability, significantly positive in every model: none (t: Quantitative_Reasoning; " in findings
+    assert (
+        f"- mixed, significantly positive in every model: {ABILITIES[0]}, {ABILITIES[1]} (the same set in every model)"
+        in findings
+    )
+    assert f"- mixed, significantly negative in every model: {ABILITIES[2]} (the same set in every model)" in findings
+    assert "- benchmark pairs judged differ in every model: one_ability ~ mixed" in findings
+    assert "Benchmarks at chance in any model are left out: coin." in markdown
+
+
+def test_a_model_tagged_compare_is_refused_with_several_models(tmp_path):
+    cfg = load_config(write_config(tmp_path, models=("t", "compare")))
+    with pytest.raises(BenchprofError, match="'compare' is the folder of the comparison"):
+        aggregate(cfg, plots=False)
