@@ -127,6 +127,14 @@ def breadth(profile: Profile, draws: JointDraws) -> list[Breadth]:
     return out
 
 
+NO_PROFILE = "no profile"  # the verdict where a benchmark has no significantly positive ability: its AIS is noise
+
+
+def _has_profile(profile: Profile, benchmark: str, k: float) -> bool:
+    """Whether the benchmark has at least one significantly positive ability at k (its breadth line)."""
+    return any(b.benchmark == benchmark and math.isclose(b.k, k) and b.n_positive > 0 for b in profile.breadth)
+
+
 def verdict(low: float, high: float, threshold: float = SAME_MIXTURE) -> str:
     """ "same mixture" when the cosine's interval [low, high] lies above `threshold`, "differ" when below it,
     "undecided" when it holds the threshold, "" without an interval."""
@@ -166,7 +174,9 @@ def _similarity(
 
 def similarity(profile: Profile, draws: JointDraws) -> list[Similarity]:
     """similarity.csv: every pair of headline benchmarks at every k, the cosine and Spearman correlation of their
-    top-region AIS vectors over the abilities, with intervals from their (independent) joint resamples."""
+    top-region AIS vectors over the abilities, with intervals from their (independent) joint resamples. A pair where
+    either benchmark has no significantly positive ability gets the verdict "no profile" (after `breadth`): the
+    similarity of noise to anything is low, and "differ" would report the noise."""
     out = []
     benchmarks = [b for b in profile.headline_benchmarks if b in profile.original_scores]
     for k in profile.k_values:
@@ -182,6 +192,8 @@ def similarity(profile: Profile, draws: JointDraws) -> list[Similarity]:
                     line,
                 )
             )
+            if not (_has_profile(profile, a, k) and _has_profile(profile, b, k)):
+                line.verdict = NO_PROFILE
     return out
 
 
@@ -235,6 +247,8 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> 
                     )
                 )
                 line.paired = a is not None and b is not None and a[1] == b[1]
+                if not (_has_profile(first, benchmark, k) and _has_profile(second, benchmark, k)):
+                    line.verdict = NO_PROFILE
             for kind in ("breadth", "negative"):
                 per_model = {}
                 for p in profiles:

@@ -110,7 +110,8 @@ class Similarity:
     Across models: one benchmark's profile in two models, resample r of each drawn from the same generator, so
     on the same documents (paired) when both models scored the same ones. verdict: "same mixture" when the
     cosine interval lies above SAME_MIXTURE, "differ" when below it, "undecided" when it holds it (across
-    models: whether the benchmark's profile is the same mixture in both)."""
+    models: whether the benchmark's profile is the same mixture in both), "no profile" when a benchmark (a model)
+    has no significantly positive ability, so its AIS vector is noise."""
 
     model: str
     k: float

@@ -495,7 +495,8 @@ def analyses_markdown(profile: Profile) -> list[str]:
             "",
             f"Benchmark similarity at k = {format_k(profile.report_k)}: cosine and Spearman correlation of two "
             f"benchmarks' AIS vectors over the abilities, 95% intervals (similarity.csv, similarity.png). Same "
-            f"mixture: the cosine's interval lies above {SAME_MIXTURE:g}; differ: below it.",
+            f"mixture: the cosine's interval lies above {SAME_MIXTURE:g}; differ: below it; judged only where both "
+            "benchmarks have a significantly positive ability.",
             "",
             f"Same mixture ({len(same)} of {len(pairs)} pairs):",
             "",
@@ -503,9 +504,16 @@ def analyses_markdown(profile: Profile) -> list[str]:
         parts += [_pair_line(s) for s in same] or ["- none"]
         parts += ["", f"Differ ({len(differ)} of {len(pairs)} pairs):", ""]
         parts += [_pair_line(s) for s in differ] or ["- none"]
-        undecided = len(pairs) - len(same) - len(differ)
+        undecided = sum(s.verdict in ("undecided", "") for s in pairs)
+        no_profile = len(pairs) - len(same) - len(differ) - undecided
         if undecided:
             parts += ["", f"Undecided (the interval holds {SAME_MIXTURE:g}, or no interval): {undecided} pairs."]
+        if no_profile:
+            parts += [
+                "",
+                f"Not judged (a benchmark with no significantly positive ability, whose profile is noise): "
+                f"{no_profile} pairs.",
+            ]
     return parts
 
 
@@ -577,7 +585,8 @@ def render_comparison(comparison: Comparison) -> str:
         "",
         "Cosine and Spearman correlation of the benchmark's AIS vector over the abilities in two models, with 95% "
         "bootstrap intervals (both models' resamples drawn by one generator per benchmark and k: on the same items, "
-        f"paired, where both scored the same items). Same mixture: the cosine's interval lies above {SAME_MIXTURE:g}.",
+        f"paired, where both scored the same items). Same mixture: the cosine's interval lies above {SAME_MIXTURE:g}; "
+        "differ: below it; no profile: no significantly positive ability in one of the models.",
         "",
     ]
     lines = [c for c in comparison.correlations if math.isclose(c.k, k)]

@@ -80,7 +80,7 @@ def write_config(tmp_path, models=("t",), **aggregate_settings):
         "settings": {"k_values": [K], "output_dir": "out"},
         "models": [{"name": m, "tag": m} for m in models],
         "datasets": [{"name": a} for a in ABILITIES],
-        "evals": {"benchmarks": ["one_ability", "mixed", "coin"]},
+        "evals": {"benchmarks": ["one_ability", "mixed", "coin", "flat"]},
         "extract": {"regions": ["top"]},
         "aggregate": {"bootstrap": 300, "seed": 3, "chance": {"coin": 0.5}, **aggregate_settings},
     }
@@ -126,7 +126,8 @@ def write_model(cfg, tag, hurts_one_ability=ABILITIES[0]):
     one_ability: every item answered; only `hurts_one_ability`'s region hurts it (40 items lost), the others
       change nothing: breadth 1, entropy exactly 0 in every resample.
     mixed: 60 of 100 right; Quantitative loses 30 items, Temporal 15, Spatial's removal gains 30 (negative AIS).
-    coin: 50 of 100 right against aggregate.chance 0.5: at chance, no breadth."""
+    coin: 50 of 100 right against aggregate.chance 0.5: at chance, no breadth.
+    flat: 80 of 100 right; each region loses 3 items and gains 2 (no ability significant): no profile."""
     full = [1] * N
     write_eval(cfg, tag, Variant(), "one_ability", full)
     for a in ABILITIES:
@@ -140,6 +141,10 @@ def write_model(cfg, tag, hurts_one_ability=ABILITIES[0]):
     write_eval(cfg, tag, Variant(), "coin", coin)
     for a in ABILITIES:
         write_eval(cfg, tag, Variant(a, K, "top"), "coin", lose(coin, 0, 10))
+    flat = [1] * 80 + [0] * 20
+    write_eval(cfg, tag, Variant(), "flat", flat)
+    for i, a in enumerate(ABILITIES):
+        write_eval(cfg, tag, Variant(a, K, "top"), "flat", gain(lose(flat, 3 * i, 3), 80 + 2 * i, 2))
 
 
 def read_csv(path):
@@ -172,8 +177,12 @@ def test_breadth_and_similarity_on_synthetic_evaluations(tmp_path):
     assert not coin.headline and coin.n_positive == 0 and math.isnan(coin.normalised_entropy)
     assert "coin" in profile.at_chance
 
-    (pair,) = profile.similarity  # headline benchmarks only: one pair
-    assert (pair.benchmark_a, pair.benchmark_b, pair.abilities) == ("one_ability", "mixed", 3)
+    assert lines["flat"].headline and lines["flat"].n_positive == 0
+    pairs = {(s.benchmark_a, s.benchmark_b): s for s in profile.similarity}  # headline benchmarks only
+    assert set(pairs) == {("one_ability", "mixed"), ("one_ability", "flat"), ("mixed", "flat")}
+    assert pairs[("one_ability", "flat")].verdict == pairs[("mixed", "flat")].verdict == "no profile"
+    pair = pairs[("one_ability", "mixed")]
+    assert pair.abilities == 3
     x, y = np.array([0.4, 0.0, 0.0]), np.array([0.5, 0.25, -0.5])
     assert pair.cosine == pytest.approx(x @ y / np.linalg.norm(x) / np.linalg.norm(y))
     # centred ranks x: 1, -0.5, -0.5; y: 1, 0, -1 -> (1 + 0 + 0.5) / sqrt(1.5 * 2)
@@ -190,14 +199,21 @@ def test_aggregate_writes_the_analyses_and_ais_md_summarises_them(tmp_path):
     rows = {r["benchmark"]: r for r in read_csv(layout.benchmarks_csv) if r["k"] == "0.01"}
     assert rows["mixed"]["positive"] == ";".join(ABILITIES[:2]) and rows["mixed"]["n_negative"] == "1"
     assert rows["coin"]["headline"] == "false" and rows["coin"]["normalised_entropy"] == ""
-    (pair,) = read_csv(layout.similarity_csv)
-    assert pair["verdict"] == "differ"
+    verdicts = {(r["benchmark_a"], r["benchmark_b"]): r["verdict"] for r in read_csv(layout.similarity_csv)}
+    assert verdicts == {
+        ("one_ability", "mixed"): "differ",
+        ("one_ability", "flat"): "no profile",
+        ("mixed", "flat"): "no profile",
+    }
     assert layout.similarity_png.stat().st_size > 0
     markdown = layout.ais_md.read_text()
     assert "## Breadth and similarity of the benchmarks" in markdown
     assert f"| mixed | 0.01 | 2: {ABILITIES[0]}, {ABILITIES[1]} | 1: {ABILITIES[2]} |" in markdown
     assert "At chance (no breadth, left out of the similarity): coin." in markdown
-    assert "- one_ability ~ mixed: cosine" in markdown.split("Differ (1 of 1 pairs)")[1]
+    assert "- one_ability ~ mixed: cosine" in markdown.split("Differ (1 of 3 pairs)")[1]
+    assert (
+        "Not judged (a benchmark with no significantly positive ability, whose profile is noise): 2 pairs." in markdown
+    )
     assert json.loads(layout.ais_json.read_text())["breadth"][0]["benchmark"] == "one_ability"
     assert not CompareLayout(cfg.output_root).compare_dir.exists()  # one model: no comparison
 
@@ -212,7 +228,8 @@ def test_comparison_across_two_models(tmp_path, capsys):
     assert "compare: 3 models ->" in capsys.readouterr().out
     compare = CompareLayout(cfg.output_root)
     correlation = {(r["benchmark"], r["model_a"], r["model_b"]): r for r in read_csv(compare.correlation_csv)}
-    assert len(correlation) == 2 * 3  # headline benchmarks x model pairs; coin is at chance
+    assert len(correlation) == 3 * 3  # headline benchmarks x model pairs; coin is at chance
+    assert correlation[("flat", "t", "v")]["verdict"] == "no profile"
     same = correlation[("one_ability", "t", "v")]  # identical evaluations: one generator, the same draws
     assert (float(same["cosine"]), float(same["cosine_ci_low"]), float(same["cosine_ci_high"])) == pytest.approx(
         (1, 1, 1)
@@ -225,7 +242,7 @@ def test_comparison_across_two_models(tmp_path, capsys):
     assert correlation[("mixed", "t", "u")]["cosine"] == "1.0"  # mixed is the same in both
 
     profiles = read_csv(compare.profiles_csv)
-    assert len(profiles) == 2 * 3 * 3  # benchmarks x models x abilities at one k
+    assert len(profiles) == 3 * 3 * 3  # benchmarks x models x abilities at one k
     assert {r["model"] for r in profiles} == {"t", "u", "v"}
     assert compare.profiles_png.stat().st_size > 0
     markdown = compare.compare_md.read_text()
