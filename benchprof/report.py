@@ -504,15 +504,16 @@ def analyses_markdown(profile: Profile) -> list[str]:
         parts += [_pair_line(s) for s in same] or ["- none"]
         parts += ["", f"Differ ({len(differ)} of {len(pairs)} pairs):", ""]
         parts += [_pair_line(s) for s in differ] or ["- none"]
-        undecided = sum(s.verdict in ("undecided", "") for s in pairs)
-        no_profile = len(pairs) - len(same) - len(differ) - undecided
+        undecided = [s for s in pairs if s.verdict in ("undecided", "")]
+        no_profile = len(pairs) - len(same) - len(differ) - len(undecided)
         if undecided:
-            parts += ["", f"Undecided (the interval holds {SAME_MIXTURE:g}, or no interval): {undecided} pairs."]
+            parts += ["", f"Undecided (the interval holds {SAME_MIXTURE:g}, or no interval; {len(undecided)}):", ""]
+            parts += [_pair_line(s) for s in undecided]
         if no_profile:
             parts += [
                 "",
                 f"Not judged (a benchmark with no significantly positive ability, whose profile is noise): "
-                f"{no_profile} pairs.",
+                f"{counted(no_profile, 'pair')}.",
             ]
     return parts
 
