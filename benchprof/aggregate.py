@@ -810,9 +810,13 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
     option; benchmark "specificity" rows hold AIS on the ability's own split minus the mean AIS on the
     other abilities' splits; empty cells are undefined or unavailable), ais.json, ais.md (with the
     statistics, the null calibration of the random control, specificity and diagonal dominance),
+    benchmarks.csv (each benchmark's significantly positive and negative abilities and the spread of its positive
+    AIS mass, docs/analyses.md), similarity.csv and similarity.png (every pair of benchmarks' profiles),
     heatmap.png, ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png, and from the masks overlap.csv,
     overlap_k<k>.png, layers.csv and layers_k<k>.png (as `benchprof overlap`). An evaluation made on
-    a mask that extract has since replaced (e.g. after switching extract.score) is listed as missing.
+    a mask that extract has since replaced (e.g. after switching extract.score) is listed as missing. With several
+    models, also outputs/compare/: profiles.csv, correlation.csv, compare.md and profiles.png (each benchmark's
+    profile per model, its similarity between models, the findings that hold in every model).
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
