@@ -167,14 +167,19 @@ def random_draw(region: str) -> int | None:
 class EvalSettings:
     """`evals:` which benchmarks to score and how.
 
-    A benchmark is a standard lm-eval task name, an ability name (its generated test split), or a
-    name under `composites`.
+    A benchmark is a standard lm-eval task name, a task of a YAML under `include_path` (your own), an
+    ability name (its generated test split), or a name under `composites`. Each entry of `benchmarks`
+    is a name or a mapping {name, num_fewshot, limit, metric} (parse_config spreads the mapping into
+    num_fewshot, limits and aggregate.metrics).
     """
 
     benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
     num_fewshot: list[int] = field(default_factory=list)
     backend: Literal["hf", "vllm"] = "hf"
     limit: int | None = None
+    limits: dict[str, int] = field(default_factory=dict)  # benchmark -> its own limit (else `limit`)
+    include_path: list[str] = field(default_factory=list)  # folders (or YAML files) of your lm-eval tasks
+    dataset_paths: dict[str, str] = field(default_factory=dict)  # benchmark -> a local copy of its dataset
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     tensor_parallel_size: int = 1
@@ -182,6 +187,10 @@ class EvalSettings:
 
     def fewshot(self, benchmark: str) -> int:
         return self.num_fewshot[self.benchmarks.index(benchmark)] if self.num_fewshot else 0
+
+    def limit_for(self, benchmark: str) -> int | None:
+        """At most this many documents of `benchmark`: its own limit, else `limit` (None: all)."""
+        return self.limits.get(benchmark, self.limit)
 
 
 @dataclass
@@ -415,6 +424,18 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("evals.benchmarks: a benchmark is listed twice")
     if ev.limit is not None and ev.limit < 1:
         raise ConfigError("evals.limit: must be >= 1")
+    for key, mapping in (("limits", ev.limits), ("dataset_paths", ev.dataset_paths)):
+        for name, value in mapping.items():
+            if name not in ev.benchmarks:
+                raise ConfigError(f"evals.{key}.{name}: not one of evals.benchmarks")
+            if key == "limits" and int(value) < 1:
+                raise ConfigError(f"evals.limits.{name}: must be >= 1")
+    for folder in ev.include_path:
+        if not cfg.resolve(folder).exists():
+            raise ConfigError(f"evals.include_path: {cfg.resolve(folder)}: no such folder or file")
+    for name, local in ev.dataset_paths.items():
+        if not cfg.resolve(local).exists():
+            raise ConfigError(f"evals.dataset_paths.{name}: {cfg.resolve(local)}: no such folder or file")
     for name, spec in ev.composites.items():
         parts = spec.get("abilities") if isinstance(spec, dict) else None
         if not isinstance(parts, list) or not parts:
@@ -457,11 +478,56 @@ def _validate(cfg: Config) -> None:
             raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
 
 
+BENCHMARK_ENTRY_KEYS = ("name", "num_fewshot", "limit", "metric")
+
+
+def _spread_benchmark_entries(raw: dict[str, Any]) -> None:
+    """The per-benchmark form of `evals.benchmarks` ({name, num_fewshot, limit, metric} entries) spread
+    into the parallel list evals.num_fewshot, evals.limits and aggregate.metrics; a lone include_path
+    string made a list. In place; the checks of the values' types are the dataclasses' as usual."""
+    evals = raw.get("evals")
+    if not isinstance(evals, dict):
+        return
+    evals = raw["evals"] = dict(evals)
+    if isinstance(evals.get("include_path"), str):
+        evals["include_path"] = [evals["include_path"]]
+    entries = evals.get("benchmarks")
+    if not isinstance(entries, list) or not any(isinstance(e, dict) for e in entries):
+        return
+    if evals.get("num_fewshot"):
+        raise ConfigError("evals.num_fewshot: give num_fewshot in the benchmarks' entries or as a list, not both")
+    names, fewshot = [], []
+    limits = dict(evals.get("limits") or {})
+    aggregate = raw["aggregate"] = dict(raw.get("aggregate") or {})
+    metrics = aggregate["metrics"] = dict(aggregate.get("metrics") or {})
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            names.append(entry)
+            fewshot.append(0)
+            continue
+        unknown = sorted(set(entry) - set(BENCHMARK_ENTRY_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"evals.benchmarks[{i}].{unknown[0]}: unknown key (known: {', '.join(BENCHMARK_ENTRY_KEYS)})"
+            )
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"evals.benchmarks[{i}].name: required, the benchmark's name")
+        names.append(name)
+        fewshot.append(entry.get("num_fewshot", 0))
+        if "limit" in entry:
+            limits[name] = entry["limit"]
+        if "metric" in entry:
+            metrics[name] = entry["metric"]
+    evals.update(benchmarks=names, num_fewshot=fewshot, limits=limits)
+
+
 def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:
     """Build and validate a Config from an already-parsed YAML mapping."""
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping of sections")
     raw = dict(raw)
+    _spread_benchmark_entries(raw)
     if "datasets" in raw:
         ds = raw["datasets"]
         if not isinstance(ds, list):

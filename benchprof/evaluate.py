@@ -71,14 +71,22 @@ def model_signature(cfg: Config, spec: ModelSpec) -> dict[str, Any]:
     return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir)
 
 
-def task_hash(include_path: Path, task: str, planned: dict[Path, str] | None = None) -> str:
-    """A local task's YAML and data file, hashed; a standard lm-eval task is named by its name only.
+def task_hash(
+    include_path: Path, task: str, planned: dict[Path, str] | None = None, user_yaml: Path | None = None
+) -> str:
+    """A generated task's YAML and data files, or a user task's files (tasks.task_files), hashed; a standard
+    lm-eval task is named by its name only. Names, not locations, enter the hash: a moved project stays current.
 
-    `planned` (tasks.plan_tasks' files) stands in for files not written yet (`benchprof status`).
+    `planned` (tasks.plan_tasks' files) stands in for files not written yet (`benchprof status`); `user_yaml`:
+    the YAML of a task under evals.include_path.
     """
     import hashlib
 
     from .storage import file_hash, value_hash
+    from .tasks import task_files
+
+    if user_yaml is not None:
+        return value_hash({name: file_hash(path) for name, path in sorted(task_files(user_yaml).items())})
 
     planned = planned or {}
 
@@ -95,10 +103,20 @@ def task_hash(include_path: Path, task: str, planned: dict[Path, str] | None = N
     else:
         return task
     spec = json.loads(text)  # benchprof writes its task YAMLs as JSON
-    data = Path(spec["dataset_kwargs"]["data_files"]["test"])
-    # the YAML holds the data file's absolute path: hash it without, so a moved project stays current
-    spec["dataset_kwargs"]["data_files"]["test"] = data.name
-    return value_hash([value_hash(spec), content_hash(data)])
+    data_files = spec["dataset_kwargs"]["data_files"]
+    if "include" not in spec:  # an ability split or composite: one test file
+        data = Path(data_files["test"])
+        # the YAML holds the data file's absolute path: hash it without, so a moved project stays current
+        spec["dataset_kwargs"]["data_files"]["test"] = data.name
+        return value_hash([value_hash(spec), content_hash(data)])
+    # a task re-pointed at a local copy of its data: the task's own files and the copy's
+    original = Path(spec["include"])
+    files: dict[str, str | None] = {name: file_hash(path) for name, path in sorted(task_files(original).items())}
+    for split, paths in data_files.items():
+        files.update({f"{split}/{Path(p).name}": content_hash(Path(p)) for p in paths})
+    spec["include"] = original.name
+    spec["dataset_kwargs"]["data_files"] = {split: [Path(p).name for p in paths] for split, paths in data_files.items()}
+    return value_hash([value_hash(spec), files])
 
 
 class JobInputs:
@@ -112,7 +130,7 @@ class JobInputs:
         include_path: Path,
         mapping: dict[str, str],
         backend: str,
-        limit: int | None,
+        limit: int | None,  # --limit for every benchmark; None: each its own (evals.limit_for)
         planned: dict[Path, str] | None = None,
     ):
         self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
@@ -133,16 +151,19 @@ class JobInputs:
         return self._masks[variant]
 
     def __call__(self, job: Job) -> dict[str, Any]:
+        from .tasks import user_tasks
+
         task = self.mapping[job.benchmark]
         if task not in self._tasks:
-            self._tasks[task] = task_hash(self.include_path, task, self.planned)
+            user_yaml = user_tasks(self.cfg).get(task) if task == job.benchmark else None
+            self._tasks[task] = task_hash(self.include_path, task, self.planned, user_yaml)
         mask, mask_fingerprint = self.mask(job.variant)
         return {
             "benchmark": job.benchmark,
             "task": task,
             "task_hash": self._tasks[task],
             "num_fewshot": self.cfg.evals.fewshot(job.benchmark),
-            "limit": self.limit,
+            "limit": self.limit if self.limit is not None else self.cfg.evals.limit_for(job.benchmark),
             "seed": self.cfg.settings.seed,
             "backend": self.backend,
             "model": self.model,
@@ -487,7 +508,8 @@ def evaluate(
         region: only this region (top, bottom, random).
         model: only this model (name or tag).
         benchmark: only this benchmark (or a comma-separated list).
-        limit: score at most this many documents per benchmark (quick runs); default evals.limit.
+        limit: score at most this many documents of every benchmark (quick runs); default each
+            benchmark's own limit (evals.limits, the benchmark's entry), else evals.limit.
         backend: hf (in-memory ablation, default) or vllm (damage --save checkpoints, GPU only).
         shard: i/n runs the jobs j with j % n == i (several nodes or GPUs).
         force: rerun finished jobs.
@@ -500,7 +522,8 @@ def evaluate(
 
     started = time.time()
     cfg = cfg.with_overrides(evals={"limit": limit, "backend": backend})
-    backend, limit = cfg.evals.backend, cfg.evals.limit
+    backend = cfg.evals.backend
+    limit = None if limit is None else cfg.evals.limit  # --limit, checked; it wins over evals.limits
     if backend == "vllm":
         import importlib.util
 

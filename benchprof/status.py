@@ -141,12 +141,12 @@ def check_k_values(
 
 
 def check_benchmarks(cfg: Config, problems: list[str]) -> None:
-    """Every benchmark is an ability, a composite, or a task lm-eval knows."""
+    """Every benchmark is an ability, a composite, a task under evals.include_path, or a task lm-eval knows."""
     import difflib
 
-    from .tasks import is_local
+    from .tasks import is_standard
 
-    standard = [b for b in cfg.evals.benchmarks if not is_local(cfg, b)]
+    standard = [b for b in cfg.evals.benchmarks if is_standard(cfg, b)]
     if not standard:
         return
     from lm_eval.tasks import TaskManager
@@ -158,7 +158,7 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
             hint = f"; did you mean {close[0]!r}?" if close else ""
             problems.append(
                 f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "
-                f"an ability or an evals.composites entry{hint})"
+                f"an ability, an evals.composites entry or a task under evals.include_path{hint})"
             )
 
 
@@ -328,7 +328,7 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
     except BenchprofError as err:  # a benchmark's data is not generated yet
         include_path, mapping, planned = tasks.tasks_dir(cfg), {}, {}
         planned_error = f"benchmark data pending ({err})"
-    job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, cfg.evals.limit, planned)
+    job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, None, planned)
     items = []
     for job in job_list(cfg):
         v = job.variant

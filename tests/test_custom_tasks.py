@@ -1,0 +1,208 @@
+"""Profiling your own benchmark: lm-eval task YAMLs under evals.include_path (a multiple-choice and a generation
+task written here) evaluated and profiled on the demo model through the real CLI; the per-benchmark form of
+evals.benchmarks; an edited YAML makes exactly its own evaluations stale; a built-in task read from a local copy of
+its dataset (evals.dataset_paths), offline."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchprof.config import ConfigError, parse_config
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+
+MC_YAML = """task: my_mc
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: multiple_choice
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_choice: "{{{{options}}}}"
+doc_to_target: label
+metric_list:
+  - metric: acc
+    aggregation: mean
+    higher_is_better: true
+"""
+
+GEN_YAML = """task: my_gen
+dataset_path: json
+dataset_kwargs:
+  data_files:
+    test: {data}
+test_split: test
+output_type: generate_until
+doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
+doc_to_target: "{{{{answer}}}}"
+generation_kwargs:
+  until: ["\\n"]
+  max_gen_toks: 4
+  do_sample: false
+metric_list:
+  - metric: exact_match
+    aggregation: mean
+    higher_is_better: true
+"""
+
+
+def write_tasks(folder: Path) -> None:
+    """Two small tasks of the user's own: sums as multiple choice, and the same sums to be generated."""
+    folder.mkdir(parents=True)
+    mc, gen = [], []
+    for i in range(12):
+        a, b = i % 5 + 1, i % 3 + 2
+        options = [str(a + b), str(a + b + 1), str(a * b + 7), str(a + 2 * b + 3)]
+        mc.append({"question": f"What is {a} plus {b}?", "options": options, "label": 0})
+        gen.append({"question": f"What is {a} plus {b}?", "answer": str(a + b)})
+    (folder / "mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mc))
+    (folder / "gen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in gen))
+    (folder / "my_mc.yaml").write_text(MC_YAML.format(data=folder / "mc.jsonl"))
+    (folder / "my_gen.yaml").write_text(GEN_YAML.format(data=folder / "gen.jsonl"))
+
+
+def config(folder: Path) -> Path:
+    """configs/demo.yml cut to one ability, one k, the top region, and the user's two tasks as benchmarks."""
+    demo = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
+    demo["settings"].update(output_dir=str(folder / "outputs"), k_values=[0.03])
+    demo["models"][0]["name"] = str(ROOT / "benchprof" / "assets" / "demo-model")
+    demo["data"].update(dir=str(folder / "data"), test_size=20, train_size=64)
+    demo["datasets"] = [{"name": "Quantitative_Reasoning"}]
+    demo["finetune"]["max_samples"] = 32
+    demo["extract"]["regions"] = ["top"]
+    demo["evals"] = {
+        "backend": "hf",
+        "device": "cpu",
+        "include_path": str(folder / "my_tasks"),
+        "benchmarks": [{"name": "my_mc", "limit": 8}, {"name": "my_gen", "num_fewshot": 0, "limit": 6}],
+    }
+    demo["aggregate"]["bootstrap"] = 100
+    path = folder / "config.yml"
+    path.write_text(yaml.safe_dump(demo))
+    return path
+
+
+def benchprof(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "benchprof", *args], env=ENV, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_own_tasks_are_evaluated_profiled_and_an_edit_reruns_exactly_them(tmp_path):
+    write_tasks(tmp_path / "my_tasks")
+    path = config(tmp_path)
+    benchprof("run", str(path))
+    model = tmp_path / "outputs" / "demo"
+    for variant in ("original/eval", "Quantitative_Reasoning/eval/k0.03/top"):
+        mc = json.loads((model / variant / "my_mc.json").read_text())
+        gen = json.loads((model / variant / "my_gen.json").read_text())
+        assert (mc["limit"], mc["n_samples"]) == (8, 8) and (gen["limit"], gen["n_samples"]) == (6, 6)
+        assert "acc,none" in mc["results"]["my_mc"] and "exact_match,none" in gen["results"]["my_gen"]
+    with open(model / "profile" / "ais.csv") as f:
+        rows = list(csv.DictReader(f))
+    metrics = {(r["benchmark"], r["metric"]) for r in rows if r["region"] == "top"}
+    assert {("my_mc", "acc,none"), ("my_mc", "p_correct"), ("my_gen", "exact_match,none")} <= metrics
+
+    def states(prefix: str) -> list[str]:
+        lines = benchprof("status", str(path), "--verbose").splitlines()
+        return [line for line in lines if line.startswith(prefix) and " eval " in line]
+
+    assert not states("stale") and len(states("done")) == 4
+    edited = (tmp_path / "my_tasks" / "my_mc.yaml").read_text().replace("Answer:", "The answer is")
+    (tmp_path / "my_tasks" / "my_mc.yaml").write_text(edited)
+    stale = states("stale")  # the original's and the ablated model's evaluations of my_mc, nothing else
+    assert len(stale) == 2 and all(" my_mc " in line for line in stale), stale
+    # back as it was: current again; then the data file of the other task counts as much as a YAML
+    (tmp_path / "my_tasks" / "my_mc.yaml").write_text(MC_YAML.format(data=tmp_path / "my_tasks" / "mc.jsonl"))
+    assert not states("stale")
+    with open(tmp_path / "my_tasks" / "gen.jsonl", "a") as f:
+        f.write(json.dumps({"question": "What is 1 plus 1?", "answer": "2"}) + "\n")
+    stale = states("stale")
+    assert len(stale) == 2 and all(" my_gen " in line for line in stale), stale
+
+
+def test_per_benchmark_entries_spread_into_the_parallel_settings(tmp_path):
+    (tmp_path / "tasks").mkdir()
+    raw = {
+        "models": [{"name": "m"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "evals": {
+            "include_path": "tasks",
+            "benchmarks": ["arc_easy", {"name": "mine", "num_fewshot": 3, "limit": 50, "metric": "exact_match"}],
+            "limit": 200,
+        },
+    }
+    cfg = parse_config(raw, tmp_path / "config.yml")
+    assert cfg.evals.benchmarks == ["arc_easy", "mine"] and cfg.evals.num_fewshot == [0, 3]
+    assert (cfg.evals.limit_for("arc_easy"), cfg.evals.limit_for("mine")) == (200, 50)
+    assert cfg.aggregate.metrics == {"mine": "exact_match"}
+    assert cfg.evals.include_path == ["tasks"]
+    bad = {**raw, "evals": {"benchmarks": [{"name": "mine", "fewshots": 3}]}}
+    with pytest.raises(ConfigError, match=r"evals.benchmarks\[0\].fewshots: unknown key"):
+        parse_config(bad, tmp_path / "config.yml")
+    with pytest.raises(ConfigError, match="evals.include_path: .*nowhere: no such folder"):
+        parse_config({**raw, "evals": {"include_path": "nowhere"}}, tmp_path / "config.yml")
+    both = {**raw, "evals": {"benchmarks": [{"name": "mine"}], "num_fewshot": [1]}}
+    with pytest.raises(ConfigError, match="evals.num_fewshot: give num_fewshot in the benchmarks' entries"):
+        parse_config(both, tmp_path / "config.yml")
+
+
+def test_a_builtin_task_reads_a_local_copy_of_its_dataset_offline(tmp_path):
+    """arc_easy (lm-eval's YAML, a hub dataset) re-pointed at a DatasetDict saved here with save_to_disk: the
+    generated task includes arc_easy's own YAML and loads the local arrow files with no network."""
+    import datasets
+    from lm_eval.tasks import TaskManager
+
+    from benchprof import tasks
+
+    rows = {
+        "id": ["q1", "q2", "q3"],
+        "question": ["Which is a colour?", "Which is an animal?", "Which is a number?"],
+        "choices": [
+            {"text": ["red", "stone", "river"], "label": ["A", "B", "C"]},
+            {"text": ["table", "cat", "cloud"], "label": ["A", "B", "C"]},
+            {"text": ["seven", "chair", "tree"], "label": ["A", "B", "C"]},
+        ],
+        "answerKey": ["A", "B", "A"],
+    }
+    split = datasets.Dataset.from_dict(rows)
+    datasets.DatasetDict({"train": split, "validation": split, "test": split}).save_to_disk(str(tmp_path / "arc"))
+    raw = {
+        "settings": {"output_dir": "out"},
+        "models": [{"name": "m"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "evals": {"benchmarks": ["arc_easy"], "dataset_paths": {"arc_easy": "arc"}},
+    }
+    cfg = parse_config(raw, tmp_path / "config.yml")
+    folder, mapping = tasks.write_tasks(cfg)
+    assert mapping == {"arc_easy": "benchprof_local_arc_easy"}
+    manager = TaskManager(include_path=str(folder), include_defaults=True)
+    task = manager.load(["benchprof_local_arc_easy"])  # reads the arrow files: HF_DATASETS_OFFLINE is set
+    [loaded] = [t for t in _tasks(task)]
+    docs = list(loaded.test_docs())
+    assert [d["question"] for d in docs] == rows["question"]
+    assert loaded.doc_to_target(docs[1]) == 1  # arc_easy's own doc_to_target, unchanged
+    with pytest.raises(ConfigError, match="evals.dataset_paths.arc_easy: .*missing: no such folder"):
+        parse_config({**raw, "evals": {"benchmarks": ["arc_easy"], "dataset_paths": {"arc_easy": "missing"}}})
+
+
+def _tasks(loaded: object) -> list:
+    """The Task objects in what TaskManager.load returns (a mapping or list, nested by group)."""
+    if isinstance(loaded, dict):
+        values = list(loaded.values())
+    elif isinstance(loaded, (list, tuple)):
+        values = list(loaded)
+    else:
+        return [loaded] if hasattr(loaded, "test_docs") else []
+    return [t for v in values for t in _tasks(v)]
