@@ -1,7 +1,7 @@
-"""Profiling your own benchmark: lm-eval task YAMLs under evals.include_path (a multiple-choice and a generation
-task written here) evaluated and profiled on the demo model through the real CLI; the per-benchmark form of
-evals.benchmarks; an edited YAML makes exactly its own evaluations stale; a built-in task read from a local copy of
-its dataset (evals.dataset_paths), offline."""
+"""Profiling your own benchmark: the README's worked example (examples/own_benchmark: lm-eval task YAMLs of a
+multiple-choice and a generation task under evals.include_path) evaluated and profiled on the demo model through the
+real CLI; the per-benchmark form of evals.benchmarks; an edited YAML or data file makes exactly its own evaluations
+stale; a built-in task read from a local copy of its dataset (evals.dataset_paths), offline."""
 
 from __future__ import annotations
 
@@ -20,75 +20,32 @@ from benchprof.config import ConfigError, parse_config
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
 
-MC_YAML = """task: my_mc
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: multiple_choice
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_choice: "{{{{options}}}}"
-doc_to_target: label
-metric_list:
-  - metric: acc
-    aggregation: mean
-    higher_is_better: true
-"""
-
-GEN_YAML = """task: my_gen
-dataset_path: json
-dataset_kwargs:
-  data_files:
-    test: {data}
-test_split: test
-output_type: generate_until
-doc_to_text: "Question: {{{{question}}}}\\nAnswer:"
-doc_to_target: "{{{{answer}}}}"
-generation_kwargs:
-  until: ["\\n"]
-  max_gen_toks: 4
-  do_sample: false
-metric_list:
-  - metric: exact_match
-    aggregation: mean
-    higher_is_better: true
-"""
+EXAMPLE = ROOT / "examples" / "own_benchmark"  # the README's worked example
 
 
-def write_tasks(folder: Path) -> None:
-    """Two small tasks of the user's own: sums as multiple choice, and the same sums to be generated."""
-    folder.mkdir(parents=True)
-    mc, gen = [], []
-    for i in range(12):
-        a, b = i % 5 + 1, i % 3 + 2
-        options = [str(a + b), str(a + b + 1), str(a * b + 7), str(a + 2 * b + 3)]
-        mc.append({"question": f"What is {a} plus {b}?", "options": options, "label": 0})
-        gen.append({"question": f"What is {a} plus {b}?", "answer": str(a + b)})
-    (folder / "mc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in mc))
-    (folder / "gen.jsonl").write_text("".join(json.dumps(r) + "\n" for r in gen))
-    (folder / "my_mc.yaml").write_text(MC_YAML.format(data=folder / "mc.jsonl"))
-    (folder / "my_gen.yaml").write_text(GEN_YAML.format(data=folder / "gen.jsonl"))
-
-
-def config(folder: Path) -> Path:
-    """configs/demo.yml cut to one ability, one k, the top region, and the user's two tasks as benchmarks."""
-    demo = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
-    demo["settings"].update(output_dir=str(folder / "outputs"), k_values=[0.03])
-    demo["models"][0]["name"] = str(ROOT / "benchprof" / "assets" / "demo-model")
-    demo["data"].update(dir=str(folder / "data"), test_size=20, train_size=64)
-    demo["datasets"] = [{"name": "Quantitative_Reasoning"}]
-    demo["finetune"]["max_samples"] = 32
-    demo["extract"]["regions"] = ["top"]
-    demo["evals"] = {
-        "backend": "hf",
-        "device": "cpu",
-        "include_path": str(folder / "my_tasks"),
-        "benchmarks": [{"name": "my_mc", "limit": 8}, {"name": "my_gen", "num_fewshot": 0, "limit": 6}],
-    }
-    demo["aggregate"]["bootstrap"] = 100
+def copy_example(folder: Path) -> Path:
+    """examples/own_benchmark copied to `folder` (its data paths made absolute there), and its config cut to one
+    ability, the top region, 20 test items and 32 importance samples, writing under `folder`."""
+    tasks = folder / "my_tasks"
+    tasks.mkdir(parents=True)
+    for path in EXAMPLE.iterdir():
+        if path.suffix == ".jsonl":
+            (tasks / path.name).write_bytes(path.read_bytes())
+        elif path.suffix == ".yaml":
+            text = path.read_text().replace("examples/own_benchmark/", f"{tasks}/")
+            (tasks / path.name).write_text(text)
+    raw = yaml.safe_load((EXAMPLE / "config.yml").read_text())
+    raw["settings"]["output_dir"] = str(folder / "outputs")
+    raw["models"][0]["name"] = str(ROOT / "benchprof" / "assets" / "demo-model")
+    raw["datasets"] = [{"name": "Quantitative_Reasoning"}]
+    raw["data"].update(dir=str(folder / "data"), test_size=20, train_size=64)
+    raw["finetune"]["max_samples"] = 32
+    raw["extract"]["regions"] = ["top"]
+    raw["aggregate"]["bootstrap"] = 100
+    raw["evals"]["include_path"] = str(tasks)
+    raw["evals"]["benchmarks"] = [{"name": "sums_mc", "limit": 8}, {"name": "sums_gen", "num_fewshot": 0, "limit": 6}]
     path = folder / "config.yml"
-    path.write_text(yaml.safe_dump(demo))
+    path.write_text(yaml.safe_dump(raw))
     return path
 
 
@@ -100,36 +57,36 @@ def benchprof(*args: str) -> str:
 
 @pytest.mark.slow
 def test_own_tasks_are_evaluated_profiled_and_an_edit_reruns_exactly_them(tmp_path):
-    write_tasks(tmp_path / "my_tasks")
-    path = config(tmp_path)
+    path = copy_example(tmp_path)
     benchprof("run", str(path))
     model = tmp_path / "outputs" / "demo"
     for variant in ("original/eval", "Quantitative_Reasoning/eval/k0.03/top"):
-        mc = json.loads((model / variant / "my_mc.json").read_text())
-        gen = json.loads((model / variant / "my_gen.json").read_text())
+        mc = json.loads((model / variant / "sums_mc.json").read_text())
+        gen = json.loads((model / variant / "sums_gen.json").read_text())
         assert (mc["limit"], mc["n_samples"]) == (8, 8) and (gen["limit"], gen["n_samples"]) == (6, 6)
-        assert "acc,none" in mc["results"]["my_mc"] and "exact_match,none" in gen["results"]["my_gen"]
+        assert "acc,none" in mc["results"]["sums_mc"] and "exact_match,none" in gen["results"]["sums_gen"]
     with open(model / "profile" / "ais.csv") as f:
         rows = list(csv.DictReader(f))
     metrics = {(r["benchmark"], r["metric"]) for r in rows if r["region"] == "top"}
-    assert {("my_mc", "acc,none"), ("my_mc", "p_correct"), ("my_gen", "exact_match,none")} <= metrics
+    assert {("sums_mc", "acc,none"), ("sums_mc", "p_correct"), ("sums_gen", "exact_match,none")} <= metrics
 
     def states(prefix: str) -> list[str]:
         lines = benchprof("status", str(path), "--verbose").splitlines()
         return [line for line in lines if line.startswith(prefix) and " eval " in line]
 
     assert not states("stale") and len(states("done")) == 4
-    edited = (tmp_path / "my_tasks" / "my_mc.yaml").read_text().replace("Answer:", "The answer is")
-    (tmp_path / "my_tasks" / "my_mc.yaml").write_text(edited)
-    stale = states("stale")  # the original's and the ablated model's evaluations of my_mc, nothing else
-    assert len(stale) == 2 and all(" my_mc " in line for line in stale), stale
+    original = (tmp_path / "my_tasks" / "sums_mc.yaml").read_text()
+    edited = original.replace("Answer:", "The answer is")
+    (tmp_path / "my_tasks" / "sums_mc.yaml").write_text(edited)
+    stale = states("stale")  # the original's and the ablated model's evaluations of sums_mc, nothing else
+    assert len(stale) == 2 and all(" sums_mc " in line for line in stale), stale
     # back as it was: current again; then the data file of the other task counts as much as a YAML
-    (tmp_path / "my_tasks" / "my_mc.yaml").write_text(MC_YAML.format(data=tmp_path / "my_tasks" / "mc.jsonl"))
+    (tmp_path / "my_tasks" / "sums_mc.yaml").write_text(original)
     assert not states("stale")
-    with open(tmp_path / "my_tasks" / "gen.jsonl", "a") as f:
+    with open(tmp_path / "my_tasks" / "sums_gen.jsonl", "a") as f:
         f.write(json.dumps({"question": "What is 1 plus 1?", "answer": "2"}) + "\n")
     stale = states("stale")
-    assert len(stale) == 2 and all(" my_gen " in line for line in stale), stale
+    assert len(stale) == 2 and all(" sums_gen " in line for line in stale), stale
 
 
 def test_per_benchmark_entries_spread_into_the_parallel_settings(tmp_path):
