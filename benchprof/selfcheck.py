@@ -9,13 +9,15 @@ CPU in float32, as recorded in benchprof/assets/selfcheck_reference.json:
 - scores: the original model's score on each benchmark, and the AIS of every top and random row of
   the headline metric (profile/ais.json); the known answer (each ability's top region on its own
   benchmark) must keep the CPU's sign wherever the CPU's AIS is clear of the tolerance.
-Tolerances (TOLERANCES) and why: float32 on a GPU differs from the CPU by summation order only
-(torch keeps TF32 off for fp32 matmuls by default), so regions may swap weights at the cut and a
-document whose options nearly tie may flip; bfloat16 changes every gradient and log-likelihood by
-about 2**-8 relative: on the CPU, bf16 against fp32 top regions of the demo model measured Jaccard
-0.94-0.99 (tests/test_precision.py). It also times the importance pass against a plain forward +
-backward of the same batches, and one variant zeroed and restored in place against reloading the
-model. Prints one table and writes it as JSON.
+Tolerances (TOLERANCES), measured on the CPU against this reference before they were set: the
+demo rerun in float32 with other batch sizes (train 8, eval 16: another summation order) gave
+Jaccard 1.0 and AIS differences of exactly 0; the demo in bfloat16 gave sampled Jaccard 0.954-0.981
+(exact 0.968-0.981), original scores within 0.02, AIS rows within 0.142 (mean 0.020; one flipped item
+moves an AIS by 0.01 / original score, 0.023 on a benchmark at 0.44). The bf16 limits are about
+twice those; the fp32 limits let the rounding of another device's kernels (torch keeps TF32 off
+for fp32 matmuls by default) flip about two items of 100.
+It also times the importance pass against a plain forward + backward of the same batches, and one
+variant zeroed and restored in place against reloading the model. Prints one table, writes it as JSON.
 
     scripts/gpu_check.sh [--json gpu_check.json] [--workdir DIR] [--dtypes float32,bfloat16]
     python -m benchprof.selfcheck --write-reference   # after `benchprof run configs/demo.yml` on a CPU
@@ -60,7 +62,7 @@ class Tolerance:
 
 TOLERANCES = {
     "float32": Tolerance(jaccard=0.97, original=0.02, ais=0.05, ais_mean=0.01),
-    "bfloat16": Tolerance(jaccard=0.90, original=0.05, ais=0.15, ais_mean=0.05),
+    "bfloat16": Tolerance(jaccard=0.90, original=0.05, ais=0.25, ais_mean=0.05),
 }
 
 

@@ -100,8 +100,8 @@ def test_damaged_runs_fail_the_matching_check(runs):
 
     shifted = copy.deepcopy(run)  # one AIS row off by more than the per-row tolerance
     row = sorted(shifted["ais"])[0]
-    shifted["ais"][row] += 0.2
-    assert failing(shifted) == {"AIS rows: max |diff|"}  # 0.2 over 8 rows keeps the mean under 0.05
+    shifted["ais"][row] += 0.3
+    assert failing(shifted) == {"AIS rows: max |diff|"}  # 0.3 over 8 rows keeps the mean under 0.05
 
     dropped = copy.deepcopy(run)
     del dropped["ais"][row]
