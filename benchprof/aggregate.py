@@ -218,8 +218,8 @@ def load_scores(
         joint_out: receives the joint resamples of each benchmark's profile (for the comparison across models).
     """
     import numpy as np
-    from tqdm import tqdm
 
+    from .console import progress as progress_bar
     from .storage import file_hash
 
     spec = cfg.model(model)
@@ -258,7 +258,7 @@ def load_scores(
         path = layout.eval_file(variant, benchmark)
         profile.missing.append(MissingEval(benchmark, variant.label(), str(path), reason))
 
-    bar = tqdm(
+    bar = progress_bar(
         total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
         desc=f"aggregate {spec.tag}",
         unit="cell",

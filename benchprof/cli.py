@@ -26,6 +26,7 @@ from collections.abc import Callable
 from . import BenchprofError
 from .aggregate import aggregate
 from .config import load_config
+from .console import quiet
 from .damage import damage
 from .data import data
 from .evaluate import evaluate
@@ -70,7 +71,9 @@ def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
     signature = inspect.signature(stage)
     first, *rest = signature.parameters.values()
     path = first.replace(name="config", annotation=str, default="config.yml")
-
+    own_verbose = "verbose" in signature.parameters  # status has its own --verbose
+    if not own_verbose:
+        rest.append(inspect.Parameter("verbose", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=bool))
     cli_signature = signature.replace(parameters=[path, *rest])
 
     @functools.wraps(stage)
@@ -81,16 +84,27 @@ def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
         for option, value in options.items():
             if cli_signature.parameters[option].annotation in (bool, "bool") and not isinstance(value, bool):
                 options[option] = parse_bool(option, value)
+        verbose = bool(options.get("verbose")) if own_verbose else bool(options.pop("verbose", False))
         cfg = load_config(config)
         with contextlib.ExitStack() as locks:
+            model = options.get("model")
+            specs = cfg.selected_models(str(model) if model is not None else None)
+            if name != "status" and not options.get("dry_run"):  # status prints only its own lines
+                # before the locks, which create the model folders: a log only where work was done
+                logs = [Layout(cfg.output_root, spec.tag).log_file(name) for spec in specs]
+                locks.enter_context(quiet(name, logs, verbose))
             if writes_model_folders(name, options):
-                model = options.get("model")
-                for spec in cfg.selected_models(str(model) if model is not None else None):
+                for spec in specs:
                     locks.enter_context(folder_lock(Layout(cfg.output_root, spec.tag).model_dir, f"benchprof {name}"))
             stage(cfg, **options)
 
     call.__signature__ = cli_signature  # type: ignore[attr-defined]
     call.__doc__ = (stage.__doc__ or "").replace(f"        {first.name}: the config", "        config: the config")
+    if not own_verbose:
+        call.__doc__ += (
+            "\n        verbose: show the libraries' own progress bars, logs and warnings on the terminal"
+            " (default: in outputs/<model>/logs/<command>.log, each distinct warning shown once with a count).\n"
+        )
     del call.__wrapped__  # fire reads __signature__ and this docstring, not the stage's own
     return call
 

@@ -226,8 +226,7 @@ def ensure_checkpoints(
 
     Loads the model only if something has to be written (or uses the one given).
     """
-    from tqdm.auto import tqdm
-
+    from .console import progress
     from .modeling import fingerprint, load_model
     from .storage import is_current
 
@@ -246,7 +245,7 @@ def ensure_checkpoints(
     if model is None or tokenizer is None:
         model, tokenizer = load_model(*cfg.model_source(spec), dtype=dtype, device="cpu")
     fp = fingerprint(model)
-    for v in tqdm(pending, desc=f"damage --save {spec.tag}", unit="variant"):
+    for v in progress(pending, desc=f"damage --save {spec.tag}", unit="variant"):
         path = layout.mask_file(*v.parts())
         save_checkpoint(
             model,

@@ -515,9 +515,8 @@ def evaluate(
         force: rerun finished jobs.
         original: also score the original model (--nooriginal to skip it).
     """
-    from tqdm.auto import tqdm
-
     from . import tasks
+    from .console import progress as progress_bar
     from .damage import ensure_checkpoints
 
     started = time.time()
@@ -588,7 +587,7 @@ def evaluate(
         unknown = sorted({mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
         if unknown:
             raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
-        with tqdm(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
+        with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
             if backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
                 loads += run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress)

@@ -133,6 +133,10 @@ class Layout:
         return self.eval_dir(variant) / f"{benchmark}.samples.jsonl"
 
     # aggregate
+    def log_file(self, stage: str) -> Path:
+        """The log of one stage's run for this model (console.py): libraries' output and warnings."""
+        return self.model_dir / "logs" / f"{stage}.log"
+
     @property
     def profile_dir(self) -> Path:
         return self.model_dir / "profile"

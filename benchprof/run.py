@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -27,10 +28,12 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     """
     from . import sharding
     from .aggregate import aggregate
+    from .console import quiet
     from .data import ensure_data
     from .evaluate import cuda_available, evaluate
     from .extract import extract
     from .finetune import finetune
+    from .layout import Layout
     from .status import needed_abilities, preflight, status
 
     started = time.time()
@@ -39,17 +42,28 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     if dry_run:
         status(cfg)
         return
-    ensure_data(cfg, needed_abilities(cfg))
+
+    def stage(name: str) -> contextlib.AbstractContextManager[None]:
+        """Each stage logs to its own file (console.quiet; nothing changes under --verbose)."""
+        return quiet(name, [Layout(cfg.output_root, spec.tag).log_file(name) for spec in cfg.models])
+
+    with stage("data"):
+        ensure_data(cfg, needed_abilities(cfg))
     if not eval_only:
         gpus = len(cfg.settings.devices()) if cuda_available() else 0
         processes = cfg.finetune.process_count(gpus)
-        if processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # every configured device works
-            sharding.launch(cfg.path, processes, cfg.settings.devices() if gpus else [], ["--force"] if force else [])
-        else:
-            finetune(cfg, force=force)
-        extract(cfg, force=force)
-    evaluate(cfg, force=force)
-    aggregate(cfg)
+        with stage("finetune"):
+            if processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # every configured device works
+                devices = cfg.settings.devices() if gpus else []
+                sharding.launch(cfg.path, processes, devices, ["--force"] if force else [])
+            else:
+                finetune(cfg, force=force)
+        with stage("extract"):
+            extract(cfg, force=force)
+    with stage("evaluate"):
+        evaluate(cfg, force=force)
+    with stage("aggregate"):
+        aggregate(cfg)
     print(
         f"run: all stages done for {len(cfg.models)} model(s) in {time.time() - started:.0f}s; "
         f"outputs under {cfg.output_root}"

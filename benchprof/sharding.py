@@ -125,10 +125,10 @@ def lockstep_batches(
     batches: list[Batch], rank: int, world_size: int, device: str | torch.device, progress: bool
 ) -> Iterator[tuple[Batch, float]]:
     """This rank's (batch on `device`, weight) pairs of `rank_batches`, with a progress bar on request."""
-    from tqdm import tqdm
+    from .console import progress as progress_bar
 
     pairs = rank_batches(batches, rank, world_size)
-    for batch, weight in tqdm(pairs, desc="importance", unit="batch", disable=not progress, leave=False):
+    for batch, weight in progress_bar(pairs, desc="importance", unit="batch", disable=not progress, leave=False):
         yield {key: value.to(device) for key, value in batch.items()}, weight
 
 
@@ -199,7 +199,8 @@ def accumulate_gradients(
     Rank r processes batches r::world_size. Non-eligible parameters get requires_grad off and no .grad.
     """
     import torch
-    from tqdm import tqdm
+
+    from .console import progress as progress_bar
 
     freeze_all_but(model, eligible)
     params = dict(model.named_parameters())
@@ -217,7 +218,7 @@ def accumulate_gradients(
     handles = [params[name].register_post_accumulate_grad_hook(add_to(sums[name])) for name in eligible]
     try:
         mine = batches[rank::world_size]
-        for batch in tqdm(mine, desc="importance", unit="batch", disable=not progress, leave=False):
+        for batch in progress_bar(mine, desc="importance", unit="batch", disable=not progress, leave=False):
             loss(model, {key: value.to(device) for key, value in batch.items()}).backward()
     finally:
         for handle in handles:

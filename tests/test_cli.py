@@ -24,8 +24,10 @@ def test_every_stage_is_a_command_with_the_config_path_first():
         stage_params = list(inspect.signature(stage).parameters)
         cli_params = list(inspect.signature(COMMANDS[name]).parameters)
         assert stage_params[0] == "cfg" and cli_params[0] == "config", name
-        assert cli_params[1:] == stage_params[1:], name
-        assert "config: the config" in COMMANDS[name].__doc__, name
+        # every command also takes --verbose (console.py); status has its own
+        extra = [] if "verbose" in stage_params else ["verbose"]
+        assert cli_params[1:] == stage_params[1:] + extra, name
+        assert "config: the config" in COMMANDS[name].__doc__ and "verbose:" in COMMANDS[name].__doc__, name
 
 
 @pytest.mark.parametrize(
@@ -77,7 +79,7 @@ def test_dryrun_typo_writes_nothing_and_exits_nonzero(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "benchprof: error: run: unknown option --dryrun (options: --eval_only, --force, --dry_run)"
+        "benchprof: error: run: unknown option --dryrun (options: --eval_only, --force, --dry_run, --verbose)"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
 

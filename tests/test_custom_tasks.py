@@ -50,16 +50,30 @@ def copy_example(folder: Path) -> Path:
 
 
 def benchprof(*args: str) -> str:
+    return run_cli(*args).stdout
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     done = subprocess.run([sys.executable, "-m", "benchprof", *args], env=ENV, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    return done
 
 
 @pytest.mark.slow
 def test_own_tasks_are_evaluated_profiled_and_an_edit_reruns_exactly_them(tmp_path):
     path = copy_example(tmp_path)
-    benchprof("run", str(path))
+    done = run_cli("run", str(path))
     model = tmp_path / "outputs" / "demo"
+    # a readable terminal: no library progress bars or log lines, each distinct warning once (with a count);
+    # all of it in the stage's log
+    terminal = (done.stdout + done.stderr).replace("\r", "\n").splitlines()
+    assert not [line for line in terminal if "Running loglikelihood" in line or "Tokenizing" in line]
+    warned = [line for line in terminal if ": warning" in line]
+    assert warned and len(warned) == len(set(warned)), warned
+    assert any("Overwriting default num_fewshot of sums_mc" in line and "(x" in line for line in warned), warned
+    log = (model / "logs" / "evaluate.log").read_text()
+    assert "Running loglikelihood requests" in log and log.count("Overwriting default num_fewshot of sums_mc") >= 2
+    assert done.stdout.rstrip().splitlines()[-1].startswith("run: all stages done")
     for variant in ("original/eval", "Quantitative_Reasoning/eval/k0.03/top"):
         mc = json.loads((model / variant / "sums_mc.json").read_text())
         gen = json.loads((model / variant / "sums_gen.json").read_text())

@@ -306,7 +306,7 @@ def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_
     assert err[0].startswith("benchprof: error: settings.k_values[0]: k=0.9")
     assert err[1] == (
         "benchprof: error: evals.benchmarks[1]: unknown benchmark 'arc_eazy' (not an lm-eval task, "
-        "an ability or an evals.composites entry; did you mean 'arc_easy'?)"
+        "an ability, an evals.composites entry or a task under evals.include_path; did you mean 'arc_easy'?)"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]  # nothing written
 
