@@ -204,7 +204,8 @@ class Layout:
 
     def profile_output(self) -> Output:
         """The profile's tables; its plots and the overlap files are written beside them."""
-        return Output("profile", "ais", manifest_path(self.profile_dir), (self.ais_csv, self.ais_json, self.ais_md))
+        tables = (self.ais_csv, self.ais_json, self.ais_md, self.benchmarks_csv, self.similarity_csv)
+        return Output("profile", "ais", manifest_path(self.profile_dir), tables)
 
     # the outputs contract: what each stage produces, judged the same way by the stage and by status
     def importance_output(self, ability: str) -> Output:
