@@ -1,0 +1,136 @@
+"""Recovery metrics: how well a region found by a score recovers a known (planted) set of weights (issue 19).
+
+Pure functions on regions ({parameter name: sorted flat indices}) and score vectors; no files.
+
+- weight level: precision |T ∩ R| / |T| and recall |T ∩ R| / |R| of a top region T against the planted
+  set R (`precision_recall`);
+- neuron level: the MLP neurons a region touches (neuron j of a layer: row j of gate_proj/up_proj,
+  column j of down_proj; a neuron is touched when the region holds at least one of its weights),
+  precision and recall of T's neurons against R's (`neuron_set`, `set_precision_recall`);
+- rank: AUROC of R's weights in the score order over all eligible weights, the probability that a
+  random planted weight scores above a random other one, ties counting 1/2 (`auroc`; 0.5 = chance,
+  1 = every planted weight ranks above every other);
+- overlap between abilities' regions: Jaccard, against chance (benchprof.overlap's formulas).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from numpy.typing import ArrayLike, NDArray
+
+    from .regions import Region
+
+Neuron = tuple[str, int]  # (the MLP's prefix, e.g. 'model.layers.1.mlp', neuron index)
+
+
+def shared_count(a: Region, b: Region) -> int:
+    """Weights in both regions."""
+    import torch
+
+    shared = 0
+    for name, idx in a.items():
+        if name in b and idx.numel() and b[name].numel():
+            shared += int(torch.isin(idx, b[name]).sum())
+    return shared
+
+
+def size(region: Region) -> int:
+    """Weights in a region."""
+    return sum(int(v.numel()) for v in region.values())
+
+
+def precision_recall(selected: Region, truth: Region) -> tuple[float, float]:
+    """Weight-level (precision, recall) of `selected` against `truth`; NaN for an empty denominator."""
+    shared = shared_count(selected, truth)
+    n_sel, n_true = size(selected), size(truth)
+    return (shared / n_sel if n_sel else float("nan"), shared / n_true if n_true else float("nan"))
+
+
+def neuron_set(region: Region, shapes: Mapping[str, Sequence[int]]) -> set[Neuron]:
+    """The MLP neurons `region` touches: for '<p>.gate_proj.weight' / '<p>.up_proj.weight' (shape
+    intermediate x hidden) a flat index i is neuron i // hidden, for '<p>.down_proj.weight' (hidden x
+    intermediate) neuron i % intermediate; other parameters are ignored. `shapes`: parameter -> shape."""
+    out: set[Neuron] = set()
+    for name, idx in region.items():
+        if not idx.numel():
+            continue
+        rows, cols = int(shapes[name][0]), int(shapes[name][1])
+        if name.endswith((".gate_proj.weight", ".up_proj.weight")):
+            ids = idx // cols
+        elif name.endswith(".down_proj.weight"):
+            ids = idx % cols
+        else:
+            continue
+        del rows
+        prefix = name.rsplit(".", 2)[0]
+        out.update((prefix, int(j)) for j in ids.unique().tolist())
+    return out
+
+
+def set_precision_recall(selected: Iterable[Neuron], truth: Iterable[Neuron]) -> tuple[float, float]:
+    """(precision, recall) of two sets; NaN for an empty denominator."""
+    sel, true = set(selected), set(truth)
+    shared = len(sel & true)
+    return (shared / len(sel) if sel else float("nan"), shared / len(true) if true else float("nan"))
+
+
+def auroc(scores: ArrayLike, positive: ArrayLike) -> float:
+    """Area under the ROC curve of `positive` items ranked by `scores` (larger = more likely positive).
+
+    AUROC = (Σ mid-ranks of the positives − n₊(n₊+1)/2) / (n₊ n₋), the Mann–Whitney U over n₊ n₋: the
+    share of (positive, negative) pairs where the positive scores higher, ties counting 1/2. NaN when
+    either class is empty.
+    """
+    import numpy as np
+    from scipy.stats import rankdata
+
+    values = np.asarray(scores, dtype=np.float64).reshape(-1)
+    labels = np.asarray(positive, dtype=bool).reshape(-1)
+    if values.shape != labels.shape:
+        raise ValueError(f"auroc: {values.size} scores for {labels.size} labels")
+    n_pos = int(labels.sum())
+    n_neg = labels.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(values)  # mid-ranks for ties, 1-based
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def region_mask(region: Region, names: Sequence[str], numels: Sequence[int]) -> NDArray[np.bool_]:
+    """A flat boolean vector over the tensors `names` (concatenated in this order) marking `region`'s weights."""
+    import numpy as np
+
+    mask = np.zeros(int(sum(numels)), dtype=bool)
+    offset = 0
+    for name, numel in zip(names, numels):
+        if name in region:
+            mask[offset + region[name].numpy()] = True
+        offset += int(numel)
+    return mask
+
+
+def top_n(scores: torch.Tensor, n: int) -> torch.Tensor:
+    """Positions of the n largest scores, ties broken by position (extract's order: score desc, position asc)."""
+    import torch
+
+    order = torch.sort(-scores.double(), stable=True).indices
+    return torch.sort(order[:n]).values
+
+
+def jaccard_pairs(regions: Mapping[str, Region], eligible: int) -> list[tuple[str, str, float, float]]:
+    """(a, b, Jaccard of a's and b's regions, chance Jaccard of random regions of their sizes) per pair a < b."""
+    from .overlap import expected_jaccard, jaccard
+
+    names = sorted(regions)
+    out = []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            shared = shared_count(regions[a], regions[b])
+            n_a, n_b = size(regions[a]), size(regions[b])
+            out.append((a, b, jaccard(shared, n_a, n_b), expected_jaccard(n_a, n_b, eligible)))
+    return out

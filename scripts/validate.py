@@ -1,0 +1,333 @@
+#!/usr/bin/env python
+"""How well each score recovers the planted regions of a planted model (issue 19; docs/validation.md).
+
+Reads the planted sets R_a from the model folder (planted.json, planted/<ability>.safetensors), writes
+one config per `finetune.loss_on` (all, answer) and runs the real stages through the CLI: `benchprof
+data`, `benchprof finetune`, then per score `benchprof extract --score <score>` (selection exact, top and
+random regions at k = |R_a| / total parameters and the other --ks). For every (loss, score, k) and
+ability it measures, against R_a: weight-level and neuron-level precision and recall of the top region,
+the AUROC of R_a's weights in the score order, the mean Jaccard between abilities' top regions; and at
+k = |R_a| / total the AIS known answer: the AIS matrix of zeroing each top region (acc_norm on the
+abilities' test splits, scored in process like lm-eval's multiple-choice), its diagonal dominance, the
+own-split AIS of the top region against benchprof's random region of the same size.
+
+    python scripts/validate.py                                   # the shipped planted model
+    python scripts/validate.py --model /tmp/p --out /tmp/v --scores importance,entropy
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from benchprof.layout import Layout, format_k
+from benchprof.planted import item_scores, load_planted
+from benchprof.regions import Region, read_region
+from benchprof.validation import (
+    auroc,
+    jaccard_pairs,
+    neuron_set,
+    precision_recall,
+    region_mask,
+    set_precision_recall,
+    shared_count,
+    size,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SCORES = ("importance", "contrast_mean", "ratio", "rank", "entropy")
+TAG = "planted"
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default=str(ROOT / "benchprof" / "assets" / "planted-model"))
+    p.add_argument("--out", default="/tmp/benchprof-validate")
+    p.add_argument("--scores", default=",".join(SCORES))
+    p.add_argument("--loss", default="all,answer", help="finetune.loss_on values")
+    p.add_argument("--ks", default="0.5,1,2", help="k values as multiples of |R_a| / total parameters")
+    p.add_argument("--max-samples", type=int, default=300, help="finetune.max_samples")
+    p.add_argument("--no-ais", action="store_true", help="skip the AIS known answer (no model evaluation)")
+    p.add_argument("--metric", choices=("acc", "acc_norm"), default="acc", help="per-item score of the AIS")
+    p.add_argument("--threads", type=int, default=1)
+    return p.parse_args()
+
+
+def k_for(n: int, total: int) -> float:
+    """A short k with floor(k * total) == n (extract's region size)."""
+    for digits in range(4, 17):
+        k = float(f"{(n + 0.5) / total:.{digits}g}")
+        if math.floor(k * total) == n:
+            return k
+    raise ValueError(f"no k gives {n} of {total}")
+
+
+def write_config(out: Path, model: Path, info: dict[str, Any], loss_on: str, ks: list[float], max_samples: int) -> Path:
+    s = info["settings"]
+    abilities = list(s["abilities"])
+    cfg = {
+        "settings": {
+            "cuda_visible_devices": "",
+            "train_batch_size": 16,
+            "eval_batch_size": 32,
+            "k_values": ks,
+            "front_removal": 0,
+            "back_removal": 0,
+            "output_dir": str(out / loss_on),
+            "seed": 1234,
+        },
+        "models": [{"name": str(model), "tag": TAG, "dtype": "float32"}],
+        "datasets": [{"name": a} for a in abilities],
+        "evals": {"benchmarks": abilities, "num_fewshot": [0] * len(abilities), "backend": "hf", "device": "cpu"},
+        "data": {
+            "dir": str(out / "data"),
+            "train_size": s["train_size"],
+            "test_size": s["test_size"],
+            "seed": s["data_seed"],
+        },
+        "finetune": {
+            "scope": "mlp",
+            "loss_on": loss_on,
+            "max_samples": max_samples,
+            "max_length": 256,
+            "dtype": "float32",
+        },
+        "extract": {"selection": "exact", "regions": ["top", "random"], "random_seed": 0},
+        "aggregate": {"report_k": ks[0], "bootstrap": 200},
+    }
+    path = out / f"{loss_on}.yml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def cli(*args: str) -> None:
+    started = time.time()
+    result = subprocess.run([sys.executable, "-m", "benchprof", *args], capture_output=True, text=True)
+    if result.returncode:
+        sys.exit(f"benchprof {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    last = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+    print(f"  benchprof {' '.join(args)}: {time.time() - started:.0f}s  {last}", flush=True)
+
+
+def score_vector(layout: Layout, ability: str, abilities: list[str], score: str) -> tuple[Any, list[str], list[int]]:
+    """S_a over every eligible weight (concatenated in extract's order), the tensor names and sizes."""
+    import torch
+
+    from benchprof.scores import open_specific_scores
+
+    others = {b: layout.importance_file(b) for b in abilities if b != ability}
+    scores = open_specific_scores(score, layout.importance_file(ability), others)
+    values = torch.cat([v for _, v in scores])
+    return values, list(scores.names), list(scores.numels)
+
+
+def ais_matrix(
+    metric: int,
+    model: Any,
+    tok: Any,
+    tests: dict[str, list[dict[str, Any]]],
+    regions: dict[str, Region],
+    original: dict[str, Any],
+) -> dict[str, dict[str, float]]:
+    """AIS (acc_norm) of each benchmark when each ability's region is zeroed."""
+    from benchprof.ais import impact_score
+    from benchprof.damage import ablated
+
+    out: dict[str, dict[str, float]] = {}
+    for a, region in regions.items():
+        with ablated(model, region):
+            out[a] = {
+                b: float(impact_score(original[b].mean(), item_scores(model, tok, recs)[metric].mean()))
+                for b, recs in tests.items()
+            }
+    return out
+
+
+def summarize_ais(matrix: dict[str, dict[str, float]], random_own: dict[str, float]) -> dict[str, Any]:
+    from benchprof.ais import diagonal_dominance
+
+    dominance = diagonal_dominance(matrix)
+    own = [matrix[a][a] for a in matrix]
+    off = [matrix[a][b] for a in matrix for b in matrix[a] if b != a]
+    return {
+        "diagonal": sum(bool(v) for v in dominance.values()),
+        "own_top": float(np.mean(own)),
+        "own_random": float(np.mean([random_own[a] for a in matrix])),
+        "off_diagonal": float(np.mean(off)),
+        "matrix": matrix,
+    }
+
+
+def main() -> None:
+    args = parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
+    import torch
+
+    from benchprof.data import read_jsonl
+    from benchprof.modeling import load_model
+
+    torch.set_num_threads(args.threads)
+    started = time.time()
+    model_dir = Path(args.model).resolve()
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    planted, info = load_planted(model_dir)
+    abilities = list(info["settings"]["abilities"])
+    total = int(info["total_params"])
+    n_planted = {a: size(planted[a]) for a in abilities}
+    multiples = [float(x) for x in args.ks.split(",")]
+    base_n = n_planted[abilities[0]]
+    ks = [k_for(int(m * base_n), total) for m in multiples]
+    k_exact = k_for(base_n, total)
+    losses = [x for x in args.loss.split(",") if x]
+    scores = [x for x in args.scores.split(",") if x]
+    configs = {loss: write_config(out, model_dir, info, loss, ks, args.max_samples) for loss in losses}
+    print(f"validate: {model_dir.name}, |R_a| = {base_n} weights (k = {k_exact}), k values {ks}, out {out}")
+    cli("data", str(configs[losses[0]]))
+    for loss in losses:
+        cli("finetune", str(configs[loss]))
+
+    model, tok = load_model(str(model_dir), dtype="float32")
+    shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    truth_neurons = {a: neuron_set(planted[a], shapes) for a in abilities}
+    tests = {a: read_jsonl(out / "data" / a / "test.jsonl") for a in abilities}
+    which = 0 if args.metric == "acc" else 1
+    original = {b: item_scores(model, tok, recs)[which] for b, recs in tests.items()} if not args.no_ais else {}
+    rows: list[dict[str, Any]] = []
+    ais: dict[str, Any] = {}
+    random_own: dict[str, float] = {}
+    if not args.no_ais:
+        planted_matrix = ais_matrix(which, model, tok, tests, planted, original)
+        layout = Layout(Path(out / losses[0]), TAG)
+        cli("extract", str(configs[losses[0]]), "--score", "importance", "--k", str(k_exact))
+        randoms = {a: read_region(layout.mask_file(a, k_exact, "random"))[0] for a in abilities}
+        random_matrix = ais_matrix(which, model, tok, tests, randoms, original)
+        random_own = {a: random_matrix[a][a] for a in abilities}
+        ais["planted"] = summarize_ais(planted_matrix, random_own)
+        ais["random"] = summarize_ais(random_matrix, random_own)
+    for loss in losses:
+        layout = Layout(Path(out / loss), TAG)
+        for score in scores:
+            cli("extract", str(configs[loss]), "--score", score)
+            tops: dict[float, dict[str, Region]] = {k: {} for k in ks}
+            for a in abilities:
+                values, names, numels = score_vector(layout, a, abilities, score)
+                positive = region_mask(planted[a], names, numels)
+                area = auroc(values.numpy(), positive)
+                for k in ks:
+                    top = read_region(layout.mask_file(a, k, "top"))[0]
+                    tops[k][a] = top
+                    p_w, r_w = precision_recall(top, planted[a])
+                    p_n, r_n = set_precision_recall(neuron_set(top, shapes), truth_neurons[a])
+                    others = sum(shared_count(top, planted[b]) for b in abilities if b != a) / max(1, size(top))
+                    rows.append(
+                        {
+                            "loss_on": loss,
+                            "score": score,
+                            "k": k,
+                            "k_multiple": round(k * total / base_n, 3),
+                            "ability": a,
+                            "n": size(top),
+                            "precision": p_w,
+                            "recall": r_w,
+                            "neuron_precision": p_n,
+                            "neuron_recall": r_n,
+                            "in_other_planted": others,
+                            "auroc": area,
+                        }
+                    )
+            for k in ks:
+                pairs = jaccard_pairs(tops[k], int(info["eligible"]))
+                for r in rows:
+                    if (r["loss_on"], r["score"], r["k"]) == (loss, score, k):
+                        r["jaccard_mean"] = float(np.mean([p[2] for p in pairs]))
+                        r["jaccard_chance"] = float(np.mean([p[3] for p in pairs]))
+            if not args.no_ais:
+                matrix = ais_matrix(which, model, tok, tests, tops[k_exact], original)
+                ais[f"{loss}/{score}"] = summarize_ais(matrix, random_own)
+            print(f"  {loss}/{score} done ({time.time() - started:.0f}s)", flush=True)
+    result = {
+        "model": str(model_dir),
+        "planted_weights": n_planted,
+        "k_exact": k_exact,
+        "ks": ks,
+        "metric": args.metric,
+        "rows": rows,
+        "ais": ais,
+    }
+    (out / "validation.json").write_text(json.dumps(result, indent=1) + "\n")
+    table = markdown(result, abilities)
+    (out / "validation.md").write_text(table + "\n")
+    print(table)
+    print(f"validate: {time.time() - started:.0f}s; {out / 'validation.md'}, {out / 'validation.json'}")
+
+
+def markdown(result: dict[str, Any], abilities: list[str]) -> str:
+    """The recovery table (means over the abilities) and the AIS known answer."""
+    rows = result["rows"]
+    chance = result["chance_precision"]
+    lines = [
+        f"Chance: precision {chance['weights']:.3f} (|R_a| / eligible MLP weights), neuron precision "
+        f"{chance['neurons']:.3f} (R_a's neurons / MLP neurons), AUROC 0.5.",
+        "",
+        "| loss_on | score | k (× |R_a|) | precision | recall | in other R_b | neuron precision | neuron recall "
+        "| AUROC | Jaccard (chance) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    keys = sorted(
+        {(r["loss_on"], r["score"], r["k"]) for r in rows},
+        key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, t[2]),
+    )
+    for loss, score, k in keys:
+        group = [r for r in rows if (r["loss_on"], r["score"], r["k"]) == (loss, score, k)]
+
+        def mean(key: str, group: list[dict[str, Any]] = group) -> float:
+            return float(np.mean([r[key] for r in group]))
+
+        lines.append(
+            f"| {loss} | {score} | {format_k(k)} ({group[0]['k_multiple']:g}) | {mean('precision'):.3f} | "
+            f"{mean('recall'):.3f} | {mean('in_other_planted'):.3f} | "
+            f"{mean('neuron_precision'):.3f} | {mean('neuron_recall'):.3f} | {mean('auroc'):.3f} | "
+            f"{mean('jaccard_mean'):.3f} ({mean('jaccard_chance'):.3f}) |"
+        )
+    lines += ["", "Per ability at k = |R_a| / total (precision / recall / AUROC):", ""]
+    lines.append("| loss_on | score | " + " | ".join(abilities) + " |")
+    lines.append("|---|---|" + "---|" * len(abilities))
+    for loss, score, k in keys:
+        if k != result["k_exact"]:
+            continue
+        cells = []
+        for a in abilities:
+            r = next(r for r in rows if (r["loss_on"], r["score"], r["k"], r["ability"]) == (loss, score, k, a))
+            cells.append(f"{r['precision']:.2f} / {r['recall']:.2f} / {r['auroc']:.2f}")
+        lines.append(f"| {loss} | {score} | " + " | ".join(cells) + " |")
+    if result["ais"]:
+        lines += [
+            "",
+            f"AIS known answer at k = {format_k(result['k_exact'])} ({result['metric']}, {len(abilities)} abilities):",
+            "",
+            "| regions | diagonal dominance | mean own AIS, top | mean own AIS, random | mean off-diagonal AIS |",
+            "|---|---|---|---|---|",
+        ]
+        for name, s in result["ais"].items():
+            lines.append(
+                f"| {name} | {s['diagonal']} of {len(abilities)} | {s['own_top']:+.3f} | {s['own_random']:+.3f} | "
+                f"{s['off_diagonal']:+.3f} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
