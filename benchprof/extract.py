@@ -12,7 +12,7 @@ floor(sqrt(N / f))) candidates each give their ceil(f · c) largest and smallest
 follow the same string-sorted names (layer 1, 10, 11, ..., 2), as the authors' code does, and the
 random control is drawn at the size top gets (a little over n).
 The score that ranks the weights comes from scores.py (`extract.score`); regions are written by
-regions.py (sorted int64 indices per tensor, metadata documented there) beside `stats.csv`.
+regions.py (sorted indices per tensor, int32 where they fit; format documented there) beside `stats.csv`.
 """
 
 from __future__ import annotations
