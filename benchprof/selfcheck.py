@@ -17,7 +17,10 @@ moves an AIS by 0.01 / original score, 0.023 on a benchmark at 0.44). The bf16 l
 twice those; the fp32 limits let the rounding of another device's kernels (torch keeps TF32 off
 for fp32 matmuls by default) flip about two items of 100.
 It also times the importance pass against a plain forward + backward of the same batches, and one
-variant zeroed and restored in place against reloading the model. Prints one table, writes it as JSON.
+variant zeroed and restored in place against reloading the model; with vLLM installed, evaluates one
+region through the vllm backend (damage --save, then vLLM) against hf's AIS; with 2+ GPUs, runs the
+importance pass of ddp, fsdp and deepspeed on 2 GPUs against the 1-GPU files. Prints one table,
+writes it as JSON.
 
     scripts/gpu_check.sh [--json gpu_check.json] [--workdir DIR] [--dtypes float32,bfloat16]
     python -m benchprof.selfcheck --write-reference   # after `benchprof run configs/demo.yml` on a CPU
@@ -324,6 +327,115 @@ def timings(cfg: Config, dtype: str, device: str, repeats: int = 3) -> list[Chec
     ]
 
 
+def variant_config(base: Path, folder: Path, **sections: dict[str, Any]) -> Path:
+    """The config of a finished run (`base`) rewritten to write under `folder`, with some sections updated."""
+    import yaml
+
+    raw = yaml.safe_load(base.read_text())
+    folder.mkdir(parents=True, exist_ok=True)
+    raw["settings"]["output_dir"] = str(folder / "outputs")
+    for section, values in sections.items():
+        raw.setdefault(section, {}).update(values)
+    path = folder / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def importance_difference(one: Path, other: Path) -> float:
+    """max over tensors of max |a − b| / max |b| between two importance files (`b`: `other`)."""
+    from .storage import read_tensors
+
+    a, _ = read_tensors(one, "importance")
+    b, _ = read_tensors(other, "importance")
+    if set(a) != set(b):
+        return math.inf
+    return max(float((a[n] - b[n]).abs().max()) / max(float(b[n].abs().max()), 1e-30) for n in b)
+
+
+def strategy_checks(float32_run: Path, workdir: Path) -> list[Check]:
+    """With 2+ GPUs: the importance pass of ddp, fsdp and deepspeed on 2 GPUs (torchrun, NCCL) against the
+    1-GPU float32 run's importance files; equal up to the order of the sums (limit 1e-4 of each tensor's max).
+
+    Written for a GPU node and not yet run on one (no GPU was lent while it was written); the same
+    comparison of 2 processes with 1 runs on CPU with gloo in tests/test_sharding_multi.py.
+    """
+    from . import BenchprofError
+    from .config import load_config
+    from .sharding import launch
+
+    base = load_config(float32_run)
+    checks = []
+    for strategy in ("ddp", "fsdp", "deepspeed"):
+        label = f"2 GPUs {strategy}"
+        config = variant_config(
+            float32_run,
+            workdir / f"gpus2-{strategy}",
+            settings={"cuda_visible_devices": "0,1"},
+            finetune={"strategy": strategy, "processes": 2},
+        )
+        try:
+            launch(config, 2, ["0", "1"], ["--force"])
+        except BenchprofError as err:
+            checks.append(Check(label, "importance", "failed", "exit 0", False, str(err)))
+            continue
+        cfg = load_config(config)
+        for spec in cfg.models:
+            for ability in cfg.abilities():
+                two = Layout(cfg.output_root, spec.tag).importance_file(ability)
+                one = Layout(base.output_root, spec.tag).importance_file(ability)
+                difference = importance_difference(two, one)
+                checks.append(
+                    Check(
+                        label, f"importance {ability}", f"{difference:.2e}", "<= 1e-4", difference <= 1e-4, "vs 1 GPU"
+                    )
+                )
+    return checks
+
+
+def vllm_checks(float32_run: Path, workdir: Path) -> list[Check]:
+    """When vLLM is installed: the first ability's top region at the largest k, evaluated with backend vllm
+    (damage --save, then vLLM on the saved checkpoint) on that ability's own benchmark, against the hf
+    backend's AIS of the float32 run (limit 0.05: the two backends batch and round differently).
+
+    Written for a GPU node and not yet run on one (no GPU was lent while it was written).
+    """
+    import importlib.util
+    import shutil
+
+    from . import BenchprofError
+    from .config import load_config
+    from .layout import Variant
+    from .results import primary_metric, read_results
+
+    if importlib.util.find_spec("vllm") is None:
+        return [Check("vllm", "round trip", "skipped", "", True, "vllm is not installed")]
+    base = load_config(float32_run)
+    ability, k = base.abilities()[0], max(base.settings.k_values)
+    config = variant_config(float32_run, workdir / "vllm", evals={"backend": "vllm"})
+    cfg = load_config(config)
+    spec = cfg.models[0]
+    source, target = Layout(base.output_root, spec.tag), Layout(cfg.output_root, spec.tag)
+    shutil.copytree(source.masks_dir(ability, k), target.masks_dir(ability, k))  # the same region
+    command = [sys.executable, "-m", "benchprof", "evaluate", str(config), "--ability", ability, "--k", str(k)]
+    command += ["--region", "top", "--benchmark", ability]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return [Check("vllm", "round trip", "failed", "exit 0", False, tail)]
+
+    def ais(layout: Layout) -> float:
+        _, original = read_results(layout.eval_file(Variant(), ability))
+        _, ablated = read_results(layout.eval_file(Variant(ability, k, "top"), ability))
+        metric = primary_metric(original)
+        if metric is None or not original[metric]:
+            raise BenchprofError(f"gpu_check: no usable metric in {layout.eval_file(Variant(), ability)}")
+        return float((original[metric] - ablated[metric]) / original[metric])
+
+    difference = abs(ais(target) - ais(source))
+    detail = f"{ability} k={format_k(k)} top on its own split"
+    return [Check("vllm", "AIS vllm − hf", round(difference, 4), "<= 0.05", difference <= 0.05, detail)]
+
+
 def table(checks: list[Check]) -> str:
     rows = [["run", "check", "value", "limit", "ok", "detail"]]
     rows += [[c.run, c.name, str(c.value), c.limit, "ok" if c.ok else "FAIL", c.detail] for c in checks]
@@ -380,6 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     checks: list[Check] = []
     with tempfile.TemporaryDirectory(prefix="gpu_check.") as scratch:
         workdir = args.workdir or Path(scratch)
+        float32_run = None
         for dtype in args.dtypes.split(","):
             try:
                 config, seconds = run_pipeline(args.config, workdir, dtype, "cuda")
@@ -392,6 +505,11 @@ def main(argv: list[str] | None = None) -> int:
             cfg = load_config(config)
             checks += compare(reference, summarize(cfg), dtype, TOLERANCES[dtype])
             checks += timings(cfg, dtype, "cuda")
+            float32_run = config if dtype == "float32" else float32_run
+        if float32_run is not None:
+            checks += vllm_checks(float32_run, workdir)
+            if torch.cuda.device_count() >= 2:
+                checks += strategy_checks(float32_run, workdir)
     print(table(checks))
     payload = {
         "device": torch.cuda.get_device_name(0),

@@ -163,3 +163,20 @@ def test_gpu_check_without_cuda_exits_with_one_line():
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("gpu_check: no CUDA device visible")
     assert done.stdout == ""
+
+
+def test_importance_difference_is_the_largest_relative_gap(tmp_path):
+    """The 2-GPU strategies are judged by max |a - b| / max |b| per tensor, the worst tensor counting."""
+    from benchprof.selfcheck import importance_difference, vllm_checks
+    from benchprof.storage import save_tensors
+
+    one = {"a": torch.tensor([1.0, 2.0, 4.0]), "b": torch.tensor([10.0, 0.0])}
+    other = {"a": torch.tensor([1.0, 2.0, 4.0004]), "b": torch.tensor([10.0, 0.002])}
+    save_tensors(tmp_path / "one.safetensors", one, {})
+    save_tensors(tmp_path / "other.safetensors", other, {})
+    gap = importance_difference(tmp_path / "one.safetensors", tmp_path / "other.safetensors")
+    assert gap == pytest.approx(max(0.0004 / 4.0004, 0.002 / 10.0), rel=1e-5)
+    save_tensors(tmp_path / "fewer.safetensors", {"a": one["a"]}, {})
+    assert importance_difference(tmp_path / "fewer.safetensors", tmp_path / "one.safetensors") == float("inf")
+    [skipped] = vllm_checks(tmp_path / "unused.yml", tmp_path)  # vllm is not installed here
+    assert skipped.value == "skipped" and skipped.ok
