@@ -35,6 +35,13 @@ K_VALUES = [0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024]  # the paper's
 REGIONS = ["top", "bottom", "random"]
 
 
+def device() -> str:
+    """cuda when a GPU is visible (the figures are then the GPU's), else cpu."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def write_data(folder: Path, n_test: int) -> None:
     where = ["left", "right", "above", "below"]
     things = ["cup", "box", "lamp", "book", "chair", "desk", "plant", "clock"]
@@ -125,7 +132,7 @@ def per_variant_checkpoints(cfg, layout, out: Path) -> None:
             pretrained=str(path),
             tokenizer=str(path),
             batch_size=cfg.settings.eval_batch_size,
-            device="cpu",
+            device=device(),
             dtype="float32",
         )
         job = Job(variant, ABILITY)
@@ -162,7 +169,7 @@ def main() -> None:
                 "settings": {"k_values": K_VALUES, "eval_batch_size": 8, "output_dir": "outputs"},
                 "models": [{"name": str(model_dir), "tag": "tiny", "dtype": "float32"}],
                 "datasets": [{"name": ABILITY, "path": str(work / "spatial")}],
-                "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": args.limit, "device": "cpu"},
+                "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": args.limit, "device": device()},
             }
         )
     )

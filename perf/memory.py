@@ -45,6 +45,13 @@ STAGES = ("importance", "extract", "damage", "evaluate")
 ABILITY = "Spatial_Reasoning"
 
 
+def device() -> str:
+    """cuda when a GPU is visible (the figures are then the GPU's), else cpu."""
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def status_kib(field: str) -> int:
     """VmRSS (resident now) or VmHWM (peak since start or the last reset) of this process, KiB."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -115,7 +122,7 @@ def write_project(folder: Path, model_dir: Path) -> Path:
                 "datasets": [{"name": ABILITY, "path": str(data)}],
                 "finetune": {"max_samples": 8, "max_length": 64, "dtype": "float32"},
                 "extract": {"regions": ["top", "bottom", "random"]},
-                "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": 8, "device": "cpu"},
+                "evals": {"benchmarks": [ABILITY], "num_fewshot": [0], "limit": 8, "device": device()},
             }
         )
     )
