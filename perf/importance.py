@@ -15,6 +15,8 @@ Each method: one warm-up pass over the batches, then --repeats timed passes; the
 (tokens = non-padding tokens, as `benchprof finetune` counts them). Time is compared with
 plain-all and with plain-eligible (the latter isolates the hooks, fp32 buffers and the final
 |theta * sum g|). `--dtype bfloat16` runs the model in bf16 (the fp32 accumulation is then a real cast).
+On a machine with a GPU the model and batches go to cuda:0 (timings synchronised) and the fsdp and deepspeed
+rows are left out: their one-process set-up here is the CPU's (gloo); gpu_check.sh runs them on 2 GPUs.
 
     .venv/bin/python perf/importance.py [--hidden 256] [--layers 4] [--items 64] [--batch 8]
         [--repeats 3] [--threads 2] [--dtype float32] [--skip fsdp,deepspeed]
@@ -63,12 +65,20 @@ def items(n: int) -> list[dict]:
 
 
 def timed(run, batches: list[dict], repeats: int) -> float:
-    """Median seconds of `run(batches)` over `repeats` passes, after one warm-up pass."""
+    """Median seconds of `run(batches)` over `repeats` passes, after one warm-up pass (GPU work waited for)."""
+    import torch
+
+    def sync() -> None:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+
     run(batches)
     seconds = []
     for _ in range(repeats):
+        sync()
         started = time.perf_counter()
         run(batches)
+        sync()
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
 
@@ -94,6 +104,9 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda":
+        skip |= {"fsdp", "deepspeed"}
     folder = Path(tempfile.mkdtemp(prefix="benchprof_importance_"))
     model_dir = make_tiny_model(
         folder / "model",
@@ -102,19 +115,21 @@ def main() -> None:
         intermediate_size=int(args.hidden * 2.6875),
         seed=0,
     )
-    model, tok = load_model(str(model_dir), dtype=args.dtype)
+    model, tok = load_model(str(model_dir), dtype=args.dtype, device=device)
     names = [n for n, _ in model.named_parameters()]
     eligible = eligible_names(names, "mlp", args.layers)
     batches, n_loss_tokens = encode_batches(
         tok, items(args.items), ["context", "question", "answer"], 256, args.batch, "all"
     )
+    batches = [{key: value.to(device) for key, value in batch.items()} for batch in batches]
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
     n_params = sum(p.numel() for p in model.parameters())
     n_eligible = sum(p.numel() for n, p in model.named_parameters() if n in set(eligible))
     print(
         f"model: hidden {args.hidden}, {args.layers} layers, {n_params / 1e6:.2f} M params "
         f"({n_eligible / 1e6:.2f} M eligible MLP), {args.dtype}; {len(batches)} batches of {args.batch}, "
-        f"{tokens} tokens per pass; torch {torch.__version__}, {args.threads} threads, CPU"
+        f"{tokens} tokens per pass; torch {torch.__version__}, "
+        + (torch.cuda.get_device_name(0) if device == "cuda" else f"{args.threads} threads, CPU")
     )
 
     def plain(trainable: set[str]):
