@@ -4,9 +4,10 @@ Pure functions on regions ({parameter name: sorted flat indices}) and score vect
 
 - weight level: precision |T ∩ R| / |T| and recall |T ∩ R| / |R| of a top region T against the planted
   set R (`precision_recall`);
-- neuron level: the MLP neurons a region touches (neuron j of a layer: row j of gate_proj/up_proj,
-  column j of down_proj; a neuron is touched when the region holds at least one of its weights),
-  precision and recall of T's neurons against R's (`neuron_set`, `set_precision_recall`);
+- neuron level (neuron j of a layer: row j of gate_proj/up_proj, column j of down_proj): the neurons
+  a region touches (holds at least one weight of), their precision and recall against R's neurons
+  (`neuron_set`, `set_precision_recall`); and the |R| neurons holding most of the region's weights
+  against R's neurons (`neuron_counts`, `top_neurons`; precision = recall, as the sets are equal in size);
 - rank: AUROC of R's weights in the score order over all eligible weights, the probability that a
   random planted weight scores above a random other one, ties counting 1/2 (`auroc`; 0.5 = chance,
   1 = every planted weight ranks above every other);
@@ -70,6 +71,28 @@ def neuron_set(region: Region, shapes: Mapping[str, Sequence[int]]) -> set[Neuro
         prefix = name.rsplit(".", 2)[0]
         out.update((prefix, int(j)) for j in ids.unique().tolist())
     return out
+
+
+def neuron_counts(region: Region, shapes: Mapping[str, Sequence[int]]) -> dict[Neuron, int]:
+    """How many of each MLP neuron's weights `region` holds (neurons as in `neuron_set`; untouched ones absent)."""
+    import torch
+
+    counts: dict[Neuron, int] = {}
+    for name, idx in region.items():
+        if not idx.numel() or not name.endswith((".gate_proj.weight", ".up_proj.weight", ".down_proj.weight")):
+            continue
+        cols = int(shapes[name][1])
+        ids = idx // cols if not name.endswith(".down_proj.weight") else idx % cols
+        values, n = torch.unique(ids, return_counts=True)
+        prefix = name.rsplit(".", 2)[0]
+        for j, c in zip(values.tolist(), n.tolist()):
+            counts[(prefix, int(j))] = counts.get((prefix, int(j)), 0) + int(c)
+    return counts
+
+
+def top_neurons(counts: Mapping[Neuron, int], n: int) -> set[Neuron]:
+    """The n neurons holding most of a region's weights (ties: by name and index, ascending)."""
+    return {neuron for neuron, _ in sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:n]}
 
 
 def set_precision_recall(selected: Iterable[Neuron], truth: Iterable[Neuron]) -> tuple[float, float]:

@@ -36,12 +36,14 @@ from benchprof.regions import Region, read_region
 from benchprof.validation import (
     auroc,
     jaccard_pairs,
+    neuron_counts,
     neuron_set,
     precision_recall,
     region_mask,
     set_precision_recall,
     shared_count,
     size,
+    top_neurons,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -231,6 +233,8 @@ def main() -> None:
                     tops[k][a] = top
                     p_w, r_w = precision_recall(top, planted[a])
                     p_n, r_n = set_precision_recall(neuron_set(top, shapes), truth_neurons[a])
+                    strongest = top_neurons(neuron_counts(top, shapes), len(truth_neurons[a]))
+                    p_top = len(strongest & truth_neurons[a]) / len(truth_neurons[a])
                     others = sum(shared_count(top, planted[b]) for b in abilities if b != a) / max(1, size(top))
                     rows.append(
                         {
@@ -244,6 +248,7 @@ def main() -> None:
                             "recall": r_w,
                             "neuron_precision": p_n,
                             "neuron_recall": r_n,
+                            "top_neuron_precision": p_top,
                             "in_other_planted": others,
                             "auroc": area,
                         }
@@ -258,11 +263,16 @@ def main() -> None:
                 matrix = ais_matrix(which, model, tok, tests, tops[k_exact], original)
                 ais[f"{loss}/{score}"] = summarize_ais(matrix, random_own)
             print(f"  {loss}/{score} done ({time.time() - started:.0f}s)", flush=True)
+    n_neurons = sum(shape[0] for name, shape in shapes.items() if name.endswith("gate_proj.weight"))
     result = {
         "model": str(model_dir),
         "planted_weights": n_planted,
         "k_exact": k_exact,
         "ks": ks,
+        "chance_precision": {
+            "weights": base_n / int(info["eligible"]),
+            "neurons": len(truth_neurons[abilities[0]]) / n_neurons,
+        },
         "metric": args.metric,
         "rows": rows,
         "ais": ais,
@@ -282,8 +292,8 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
         f"Chance: precision {chance['weights']:.3f} (|R_a| / eligible MLP weights), neuron precision "
         f"{chance['neurons']:.3f} (R_a's neurons / MLP neurons), AUROC 0.5.",
         "",
-        "| loss_on | score | k (× |R_a|) | precision | recall | in other R_b | neuron precision | neuron recall "
-        "| AUROC | Jaccard (chance) |",
+        "| loss_on | score | k (× |R_a|) | precision | recall | in other R_b | touched neurons: precision / recall "
+        "| top neurons: precision | AUROC | Jaccard (chance) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted(
@@ -299,7 +309,8 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
         lines.append(
             f"| {loss} | {score} | {format_k(k)} ({group[0]['k_multiple']:g}) | {mean('precision'):.3f} | "
             f"{mean('recall'):.3f} | {mean('in_other_planted'):.3f} | "
-            f"{mean('neuron_precision'):.3f} | {mean('neuron_recall'):.3f} | {mean('auroc'):.3f} | "
+            f"{mean('neuron_precision'):.3f} / {mean('neuron_recall'):.3f} | {mean('top_neuron_precision'):.3f} | "
+            f"{mean('auroc'):.3f} | "
             f"{mean('jaccard_mean'):.3f} ({mean('jaccard_chance'):.3f}) |"
         )
     lines += ["", "Per ability at k = |R_a| / total (precision / recall / AUROC):", ""]
@@ -318,13 +329,16 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
             "",
             f"AIS known answer at k = {format_k(result['k_exact'])} ({result['metric']}, {len(abilities)} abilities):",
             "",
-            "| regions | diagonal dominance | mean own AIS, top | mean own AIS, random | mean off-diagonal AIS |",
-            "|---|---|---|---|---|",
+            "| regions | diagonal dominance | mean own AIS, top | mean own AIS, random | mean off-diagonal AIS | "
+            + " | ".join(f"own AIS {a}" for a in abilities)
+            + " |",
+            "|---|---|---|---|---|" + "---|" * len(abilities),
         ]
         for name, s in result["ais"].items():
+            own = " | ".join(f"{s['matrix'][a][a]:+.3f}" for a in abilities)
             lines.append(
                 f"| {name} | {s['diagonal']} of {len(abilities)} | {s['own_top']:+.3f} | {s['own_random']:+.3f} | "
-                f"{s['off_diagonal']:+.3f} |"
+                f"{s['off_diagonal']:+.3f} | {own} |"
             )
     return "\n".join(lines)
 

@@ -21,12 +21,14 @@ from benchprof.planted import (
 from benchprof.validation import (
     auroc,
     jaccard_pairs,
+    neuron_counts,
     neuron_set,
     precision_recall,
     region_mask,
     set_precision_recall,
     shared_count,
     top_n,
+    top_neurons,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -67,6 +69,10 @@ def test_neuron_set_by_hand() -> None:
     assert got == {(p0, 0), (p0, 1), (p0, 3), (p1, 3)}
     truth = {(p0, 1), (p0, 2), (p1, 3)}
     assert set_precision_recall(got, truth) == (2 / 4, 2 / 3)
+    counts = neuron_counts(region, shapes)
+    assert counts == {(p0, 0): 2, (p0, 1): 2, (p0, 3): 1, (p1, 3): 1}
+    assert top_neurons(counts, 2) == {(p0, 0), (p0, 1)}
+    assert top_neurons(counts, 3) == {(p0, 0), (p0, 1), (p0, 3)}  # tie at 1: the smaller name first
 
 
 def test_neuron_region_is_rows_and_columns() -> None:
