@@ -261,3 +261,53 @@ def test_a_model_tagged_compare_is_refused_with_several_models(tmp_path):
     cfg = load_config(write_config(tmp_path, models=("t", "compare")))
     with pytest.raises(BenchprofError, match="'compare' is the folder of the comparison"):
         aggregate(cfg, plots=False)
+
+
+@pytest.mark.slow
+def test_comparison_runs_on_two_real_tiny_models(tmp_path):
+    """The whole pipeline through the CLI on two real models: the demo model in float32 and in bfloat16 (the same
+    weights rounded: another model to the pipeline, every stage rerun on it). outputs/compare/ holds both profiles
+    side by side and, for every benchmark above chance in both, a correlation row of the pair with its interval."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    demo = yaml.safe_load((root / "configs" / "demo.yml").read_text())
+    abilities = ["Quantitative_Reasoning", "Commonsense_Causal"]
+    model = str(root / "benchprof" / "assets" / "demo-model")
+    demo["settings"].update(output_dir=str(tmp_path / "outputs"), k_values=[0.03])
+    demo["models"] = [
+        {"name": model, "tag": "demo", "dtype": "float32"},
+        {"name": model, "tag": "demo-bf16", "dtype": "bfloat16"},
+    ]
+    demo["data"].update(dir=str(tmp_path / "data"), test_size=40, train_size=64)
+    demo["datasets"] = [{"name": a} for a in abilities]
+    demo["finetune"].update(max_samples=16, dtype="auto")
+    demo["extract"]["regions"] = ["top", "random"]
+    demo["evals"].update(benchmarks=abilities, num_fewshot=[0, 0], composites={})
+    demo["aggregate"]["bootstrap"] = 100
+    config = tmp_path / "config.yml"
+    config.write_text(yaml.safe_dump(demo))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", str(config)], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "compare: 2 models ->" in done.stdout
+    compare = CompareLayout(tmp_path / "outputs")
+    profiles = read_csv(compare.profiles_csv)
+    headline = {r["benchmark"] for r in profiles}
+    assert headline and headline <= set(abilities)  # Commonsense_Causal at least: the demo model knows it
+    assert {(r["model"], r["benchmark"], r["ability"]) for r in profiles} == {
+        (m, b, a) for m in ("demo", "demo-bf16") for b in headline for a in abilities
+    }
+    correlation = read_csv(compare.correlation_csv)
+    assert {(r["benchmark"], r["model_a"], r["model_b"]) for r in correlation} == {
+        (b, "demo", "demo-bf16") for b in headline
+    }
+    for row in correlation:
+        if row["cosine"]:
+            assert float(row["cosine_ci_low"]) <= float(row["cosine"]) <= float(row["cosine_ci_high"])
+    assert "## Findings in every model" in compare.compare_md.read_text()
