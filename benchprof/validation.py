@@ -137,6 +137,21 @@ def region_mask(region: Region, names: Sequence[str], numels: Sequence[int]) -> 
     return mask
 
 
+def positions_region(positions: torch.Tensor, names: Sequence[str], numels: Sequence[int]) -> Region:
+    """Positions in the concatenation of the tensors `names` (in this order) as a region (sorted per tensor)."""
+    import torch
+
+    positions = torch.sort(positions.to(torch.int64)).values
+    region: Region = {}
+    offset = 0
+    for name, numel in zip(names, numels):
+        inside = positions[(positions >= offset) & (positions < offset + int(numel))] - offset
+        if inside.numel():
+            region[name] = inside
+        offset += int(numel)
+    return region
+
+
 def top_n(scores: torch.Tensor, n: int) -> torch.Tensor:
     """Positions of the n largest scores, ties broken by position (extract's order: score desc, position asc)."""
     import torch

@@ -38,11 +38,13 @@ from benchprof.validation import (
     jaccard_pairs,
     neuron_counts,
     neuron_set,
+    positions_region,
     precision_recall,
     region_mask,
     set_precision_recall,
     shared_count,
     size,
+    top_n,
     top_neurons,
 )
 
@@ -170,6 +172,57 @@ def summarize_ais(matrix: dict[str, dict[str, float]], random_own: dict[str, flo
     }
 
 
+def recovery_row(
+    loss: str,
+    score: str,
+    k: float,
+    ability: str,
+    top: Region,
+    area: float,
+    planted: dict[str, Region],
+    shapes: dict[str, tuple[int, ...]],
+    total: int,
+    base_n: int,
+) -> dict[str, Any]:
+    """One row of the recovery table: `top` (ability's region at k) against the planted sets."""
+    truth = neuron_set(planted[ability], shapes)
+    p_w, r_w = precision_recall(top, planted[ability])
+    p_n, r_n = set_precision_recall(neuron_set(top, shapes), truth)
+    strongest = top_neurons(neuron_counts(top, shapes), len(truth))
+    others = sum(shared_count(top, planted[b]) for b in planted if b != ability) / max(1, size(top))
+    return {
+        "loss_on": loss,
+        "score": score,
+        "k": k,
+        "k_multiple": round(k * total / base_n, 3),
+        "ability": ability,
+        "n": size(top),
+        "precision": p_w,
+        "recall": r_w,
+        "neuron_precision": p_n,
+        "neuron_recall": r_n,
+        "top_neuron_precision": len(strongest & truth) / len(truth),
+        "in_other_planted": others,
+        "auroc": area,
+    }
+
+
+def add_jaccard(
+    rows: list[dict[str, Any]],
+    loss: str,
+    score: str,
+    k: float,
+    tops: dict[str, Region],
+    eligible: int,
+) -> None:
+    """The mean Jaccard between the abilities' top regions (and its chance level) into their rows."""
+    pairs = jaccard_pairs(tops, eligible)
+    for r in rows:
+        if (r["loss_on"], r["score"], r["k"]) == (loss, score, k):
+            r["jaccard_mean"] = float(np.mean([p[2] for p in pairs]))
+            r["jaccard_chance"] = float(np.mean([p[3] for p in pairs]))
+
+
 def main() -> None:
     args = parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -179,6 +232,7 @@ def main() -> None:
 
     from benchprof.data import read_jsonl
     from benchprof.modeling import load_model
+    from benchprof.scores import open_scores
 
     torch.set_num_threads(args.threads)
     started = time.time()
@@ -219,6 +273,19 @@ def main() -> None:
         random_own = {a: random_matrix[a][a] for a in abilities}
         ais["planted"] = summarize_ais(planted_matrix, random_own)
         ais["random"] = summarize_ais(random_matrix, random_own)
+    # baseline that knows nothing of the abilities: the largest |θ| (extract's order and tie-break)
+    reference = open_scores(Layout(Path(out / losses[0]), TAG).importance_file(abilities[0]))
+    params = dict(model.named_parameters())
+    magnitude = torch.cat([params[n].detach().abs().reshape(-1).float() for n in reference.names])
+    magnitude_tops = {
+        k: positions_region(top_n(magnitude, math.floor(k * total)), reference.names, reference.numels) for k in ks
+    }
+    for a in abilities:
+        area = auroc(magnitude.numpy(), region_mask(planted[a], reference.names, reference.numels))
+        for k in ks:
+            rows.append(recovery_row("-", "magnitude", k, a, magnitude_tops[k], area, planted, shapes, total, base_n))
+    for k in ks:  # one region for every ability: Jaccard 1
+        add_jaccard(rows, "-", "magnitude", k, {a: magnitude_tops[k] for a in abilities}, int(info["eligible"]))
     for loss in losses:
         layout = Layout(Path(out / loss), TAG)
         for score in scores:
@@ -231,34 +298,9 @@ def main() -> None:
                 for k in ks:
                     top = read_region(layout.mask_file(a, k, "top"))[0]
                     tops[k][a] = top
-                    p_w, r_w = precision_recall(top, planted[a])
-                    p_n, r_n = set_precision_recall(neuron_set(top, shapes), truth_neurons[a])
-                    strongest = top_neurons(neuron_counts(top, shapes), len(truth_neurons[a]))
-                    p_top = len(strongest & truth_neurons[a]) / len(truth_neurons[a])
-                    others = sum(shared_count(top, planted[b]) for b in abilities if b != a) / max(1, size(top))
-                    rows.append(
-                        {
-                            "loss_on": loss,
-                            "score": score,
-                            "k": k,
-                            "k_multiple": round(k * total / base_n, 3),
-                            "ability": a,
-                            "n": size(top),
-                            "precision": p_w,
-                            "recall": r_w,
-                            "neuron_precision": p_n,
-                            "neuron_recall": r_n,
-                            "top_neuron_precision": p_top,
-                            "in_other_planted": others,
-                            "auroc": area,
-                        }
-                    )
+                    rows.append(recovery_row(loss, score, k, a, top, area, planted, shapes, total, base_n))
             for k in ks:
-                pairs = jaccard_pairs(tops[k], int(info["eligible"]))
-                for r in rows:
-                    if (r["loss_on"], r["score"], r["k"]) == (loss, score, k):
-                        r["jaccard_mean"] = float(np.mean([p[2] for p in pairs]))
-                        r["jaccard_chance"] = float(np.mean([p[3] for p in pairs]))
+                add_jaccard(rows, loss, score, k, tops[k], int(info["eligible"]))
             if not args.no_ais:
                 matrix = ais_matrix(which, model, tok, tests, tops[k_exact], original)
                 ais[f"{loss}/{score}"] = summarize_ais(matrix, random_own)

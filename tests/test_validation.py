@@ -23,6 +23,7 @@ from benchprof.validation import (
     jaccard_pairs,
     neuron_counts,
     neuron_set,
+    positions_region,
     precision_recall,
     region_mask,
     set_precision_recall,
@@ -114,6 +115,8 @@ def test_region_mask_top_n_and_jaccard() -> None:
     mask = region_mask({"b": idx(1), "a": idx(0, 2)}, ["a", "b"], [3, 2])
     assert mask.tolist() == [True, False, True, False, True]
     assert top_n(torch.tensor([1.0, 3.0, 3.0, 0.0, 2.0]), 3).tolist() == [1, 2, 4]  # tie kept in position order
+    region = positions_region(idx(4, 0, 2), ["a", "b"], [3, 2])
+    assert {n: v.tolist() for n, v in region.items()} == {"a": [0, 2], "b": [1]}
     pairs = jaccard_pairs({"x": {"w": idx(0, 1, 2)}, "y": {"w": idx(2, 3)}}, eligible=10)
     (a, b, j, chance) = pairs[0]
     assert (a, b, j) == ("x", "y", 1 / 4)
