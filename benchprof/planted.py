@@ -140,9 +140,6 @@ def region_masks(model: torch.nn.Module, regions: Sequence[Region]) -> dict[str,
     return {name: m.view(params[name].shape) for name, m in masks.items()}
 
 
-# ---------------------------------------------------------------- data
-
-
 def shuffled_answers(records: list[dict[str, Any]], rng: random.Random) -> list[dict[str, Any]]:
     """The records with each answer replaced by the answer of a random record of the same question type:
     the answer is independent of the question (no leak of the ability), its vocabulary unchanged."""
@@ -231,9 +228,6 @@ def cosine_schedule(steps: int) -> Callable[[int], float]:
     """Linear warm-up over 5% of the steps, then cosine decay to 0."""
     warmup = max(1, steps // 20)
     return lambda s: min(1.0, (s + 1) / warmup) * 0.5 * (1 + math.cos(math.pi * min(1.0, s / steps)))
-
-
-# ---------------------------------------------------------------- training
 
 
 def train_base(
@@ -384,9 +378,6 @@ def train_planted(
     model.eval()
 
 
-# ---------------------------------------------------------------- scoring
-
-
 def item_scores(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: list[dict[str, Any]], batch_rows: int = 128
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -429,9 +420,6 @@ def item_scores(
     return acc, acc_norm
 
 
-# ---------------------------------------------------------------- files
-
-
 def save_planted(folder: Path, regions: dict[str, Region], info: dict[str, Any], fingerprint: str) -> None:
     """planted/<ability>.safetensors (region format) and planted.json into the model folder."""
     folder = Path(folder)
@@ -472,9 +460,6 @@ def load_planted(folder: Path) -> tuple[dict[str, Region], dict[str, Any]]:
 def settings_dict(settings: PlantSettings) -> dict[str, Any]:
     """The settings as JSON-ready values."""
     return asdict(settings)
-
-
-# ---------------------------------------------------------------- the own check
 
 
 def state_hash(model: torch.nn.Module) -> str:
@@ -588,9 +573,6 @@ def own_check_table(rows: list[dict[str, Any]], metric: str = "acc_norm") -> str
             f"{r['ais']:+.3f} [{alo:+.3f}, {ahi:+.3f}] | {r['lost']} / {r['gained']} | {r['mcnemar_p']:.2g} |"
         )
     return "\n".join(lines)
-
-
-# ---------------------------------------------------------------- build
 
 
 def build(

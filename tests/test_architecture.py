@@ -1,9 +1,11 @@
 """The package's shape (docs/architecture.md): no import cycles, no module reaching into another's
-private names, statistics free of I/O. Read from the source with `ast`, imports inside functions included."""
+private names, statistics free of I/O, no banner comments. Read from the source with `ast`, imports inside
+functions included."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "benchprof"
@@ -109,3 +111,15 @@ def test_statistics_module_is_pure():
     assert not {target for target, _ in imports(PACKAGE / "ais.py")} - {"benchprof.layout"}
     calls = {node.func.id for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
     assert "open" not in calls and "print" not in calls
+
+
+def test_no_banner_comments():
+    """Comments say why (STYLE.md): no `# ---- section ----` lines dividing a module into blocks."""
+    banner = re.compile(r"^\s*#\s*([-=#*~_])\1{3,}")
+    offences = [
+        f"{module_name(path)}:{number}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if banner.match(line)
+    ]
+    assert offences == []
