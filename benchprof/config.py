@@ -405,12 +405,17 @@ def _validate(cfg: Config) -> None:
             raise ConfigError(f"settings.{key}: must be >= 1")
     if not cfg.models:
         raise ConfigError("models: at least one model is required")
+    for i, m in enumerate(cfg.models):
+        if not m.name.strip():
+            raise ConfigError(f"models[{i}].name: empty; a hub id or a folder is required")
     tags = [m.tag for m in cfg.models]
     if len(set(tags)) != len(tags):
         raise ConfigError("models: two models share the tag; set models[i].tag")
     for i, d in enumerate(cfg.datasets):
         if d.name not in ABILITIES:
             raise ConfigError(f"datasets[{i}].name: unknown ability {d.name!r} (known: {', '.join(ABILITIES)})")
+        if not d.keys():
+            raise ConfigError(f"datasets[{i}].key: empty; at least one of {', '.join(RECORD_FIELDS)} is required")
         for record_field in d.keys():
             if record_field not in RECORD_FIELDS:
                 known = ", ".join(RECORD_FIELDS)
@@ -420,6 +425,9 @@ def _validate(cfg: Config) -> None:
     ev = cfg.evals
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
         raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
+    for i, name in enumerate(ev.benchmarks):
+        if not name.strip():
+            raise ConfigError(f"evals.benchmarks[{i}]: an empty name")
     if len(set(ev.benchmarks)) != len(ev.benchmarks):
         raise ConfigError("evals.benchmarks: a benchmark is listed twice")
     if ev.limit is not None and ev.limit < 1:
@@ -430,10 +438,14 @@ def _validate(cfg: Config) -> None:
                 raise ConfigError(f"evals.{key}.{name}: not one of evals.benchmarks")
             if key == "limits" and int(value) < 1:
                 raise ConfigError(f"evals.limits.{name}: must be >= 1")
-    for folder in ev.include_path:
+    for i, folder in enumerate(ev.include_path):
+        if not folder.strip():  # it would resolve to the config's folder; say so with "."
+            raise ConfigError(f"evals.include_path[{i}]: an empty path (write . for the config's folder)")
         if not cfg.resolve(folder).exists():
             raise ConfigError(f"evals.include_path: {cfg.resolve(folder)}: no such folder or file")
     for name, local in ev.dataset_paths.items():
+        if not local.strip():
+            raise ConfigError(f"evals.dataset_paths.{name}: an empty path")
         if not cfg.resolve(local).exists():
             raise ConfigError(f"evals.dataset_paths.{name}: {cfg.resolve(local)}: no such folder or file")
     for name, spec in ev.composites.items():
@@ -448,9 +460,13 @@ def _validate(cfg: Config) -> None:
             raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
     if cfg.extract.random_draws < 1:
         raise ConfigError(f"extract.random_draws: {cfg.extract.random_draws} must be at least 1")
+    if not cfg.extract.regions:
+        raise ConfigError(f"extract.regions: at least one region is required (known: {', '.join(REGIONS)})")
     for r in cfg.extract.regions:
         if r not in REGIONS:
             raise ConfigError(f"extract.regions: unknown region {r!r} (known: {', '.join(REGIONS)})")
+    if not {"top", "random"} & set(cfg.extract.regions):  # each benchmark's profile figure draws those two
+        raise ConfigError("extract.regions: top or random is required; the profile figures draw those")
     if cfg.extract.score != "importance" and len(cfg.datasets) < 2:
         raise ConfigError(f"extract.score: {cfg.extract.score!r} compares abilities; it needs at least two in datasets")
     if cfg.extract.chunk_size < 1:
@@ -473,6 +489,9 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("aggregate.bootstrap: must be >= 0")
     if not 0.0 < cfg.aggregate.alpha < 1.0:
         raise ConfigError(f"aggregate.alpha: {cfg.aggregate.alpha} must lie in (0, 1)")
+    for name, metric in cfg.aggregate.metrics.items():
+        if not metric.strip():  # an empty override would silently fall back to the default metric
+            raise ConfigError(f"aggregate.metrics.{name}: an empty metric name")
     for name, level in cfg.aggregate.chance.items():
         if not 0.0 <= level < 1.0:
             raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
@@ -518,6 +537,8 @@ def _spread_benchmark_entries(raw: dict[str, Any]) -> None:
         if "limit" in entry:
             limits[name] = entry["limit"]
         if "metric" in entry:
+            if isinstance(entry["metric"], str) and not entry["metric"].strip():
+                raise ConfigError(f"evals.benchmarks[{i}].metric: an empty metric name")
             metrics[name] = entry["metric"]
     evals.update(benchmarks=names, num_fewshot=fewshot, limits=limits)
 

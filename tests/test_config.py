@@ -61,6 +61,20 @@ def test_string_numbers_are_cast():
         (lambda c: c["evals"].update(num_fewshot=[25, -1]), "evals.num_fewshot[1]"),
         (lambda c: c.update(finetune={"dtype": "float16"}), "finetune.dtype"),
         (lambda c: c.update(finetune={"processes": 0}), "finetune.processes"),
+        # an empty list or name that used to pass and fail stages later (regions: [] in plots.py)
+        (lambda c: c.update(extract={"regions": []}), "extract.regions"),
+        (lambda c: c.update(extract={"regions": ["bottom"]}), "extract.regions"),
+        (lambda c: c["models"][0].update(name=""), "models[0].name"),
+        (lambda c: c["datasets"][0].update(key=" , "), "datasets[0].key"),
+        (lambda c: c["evals"].update(benchmarks=["arc_challenge", ""]), "evals.benchmarks[1]"),
+        (lambda c: c["evals"].update(include_path=[""]), "evals.include_path[0]"),
+        (lambda c: c["evals"].update(include_path=""), "evals.include_path[0]"),
+        (lambda c: c["evals"].update(dataset_paths={"arc_challenge": ""}), "evals.dataset_paths.arc_challenge"),
+        (lambda c: c.update(aggregate={"metrics": {"arc_challenge": ""}}), "aggregate.metrics.arc_challenge"),
+        (
+            lambda c: c["evals"].update(benchmarks=[{"name": "arc_challenge", "metric": ""}], num_fewshot=[]),
+            "evals.benchmarks[0].metric",
+        ),
     ],
 )
 def test_bad_values_name_the_key(mutate, key):
