@@ -20,6 +20,7 @@ import contextlib
 import functools
 import inspect
 import os
+import re
 import sys
 from collections.abc import Callable
 
@@ -121,10 +122,17 @@ def parse_bool(name: str, value: object) -> bool:
     raise BenchprofError(f"--{name}: {value!r} is not true or false")
 
 
-def check_arguments(argv: list[str]) -> None:
-    """Refuse, before anything runs, an unknown command or option and extra positional arguments.
+def is_flag(arg: str) -> bool:
+    """fire's reading of an argument as an option (--k, -k) rather than a value (0.01, -1)."""
+    return arg.startswith("--") or re.match(r"-[A-Za-z]", arg) is not None
 
-    fire would otherwise run the stage first and complain about the leftovers afterwards.
+
+def check_arguments(argv: list[str]) -> None:
+    """Refuse, before anything runs, an unknown command or option, a non-boolean option without a value
+    and extra positional arguments.
+
+    fire would otherwise run the stage first and complain about the leftovers afterwards, and read an
+    option given no value (`--k` last, or before another option) as True.
     """
     if not argv or argv[0].startswith("-"):
         return  # fire prints the command list
@@ -133,26 +141,37 @@ def check_arguments(argv: list[str]) -> None:
         raise BenchprofError(f"unknown command {name!r} (commands: {', '.join(COMMANDS)})")
     parameters = inspect.signature(COMMANDS[name]).parameters
     is_bool = {p: parameters[p].annotation in (bool, "bool") for p in parameters if p != "config"}
-    positional, takes_value = 0, False
+    positional = 0
+    takes_value = ""  # the option before, whose value the next argument is unless it is an option itself
+    needs_value = False  # ... and that must have one: a non-boolean option
     for arg in args:
-        if arg in ("-h", "--") or arg.startswith("--help"):
-            return  # fire's own help and separator
-        if takes_value and not arg.startswith("-"):
-            takes_value = False  # the value of the option before it (--k 0.01, -k 0.01)
+        if arg == "-h" or arg.startswith("--help"):
+            return  # fire's own help
+        if takes_value and not is_flag(arg):
+            takes_value, needs_value = "", False  # the value of the option before it (--k 0.01, -k 0.01, --k -1)
             continue
-        takes_value = False
-        if arg.startswith("-") and not arg.startswith("--"):
-            takes_value = True  # a short flag: fire checks those
-        elif arg.startswith("--"):
+        if needs_value:
+            raise BenchprofError(f"{name}: {takes_value} needs a value")
+        takes_value, needs_value = "", False
+        if arg == "--":
+            return  # fire's separator
+        if arg.startswith("--"):
             option = arg[2:].split("=", 1)[0].replace("-", "_")
             if option not in is_bool and not (option.startswith("no") and is_bool.get(option[2:])):
                 known = ", ".join(f"--{p}" for p in is_bool)
                 raise BenchprofError(f"{name}: unknown option --{option} (options: {known})")
-            takes_value = "=" not in arg and not is_bool.get(option, True)
+            if "=" not in arg and not is_bool.get(option, True):
+                takes_value, needs_value = f"--{option}", True
+        elif is_flag(arg):  # a short flag: fire reads -k as the one option starting with k, else complains
+            matches = [p for p in is_bool if p.startswith(arg[1])]
+            takes_value = arg if "=" not in arg else ""
+            needs_value = bool(takes_value) and len(arg) == 2 and len(matches) == 1 and not is_bool[matches[0]]
         else:
             positional += 1
             if positional > 1:
                 raise BenchprofError(f"{name}: unexpected argument {arg!r} (the config file is the only one)")
+    if needs_value:
+        raise BenchprofError(f"{name}: {takes_value} needs a value")
 
 
 def main(argv: list[str] | None = None) -> None:

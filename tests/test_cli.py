@@ -37,6 +37,11 @@ def test_every_stage_is_a_command_with_the_config_path_first():
         (["run", "c.yml", "extra"], "run: unexpected argument 'extra'"),
         (["extract", "c.yml", "--k", "0.01", "more"], "extract: unexpected argument 'more'"),
         (["bogus"], "unknown command 'bogus'"),
+        # a non-boolean option with no value: fire would read it as True
+        (["extract", "c.yml", "--k"], "extract: --k needs a value"),
+        (["evaluate", "c.yml", "--limit", "--force"], "evaluate: --limit needs a value"),
+        (["evaluate", "--benchmark", "--", "c.yml"], "evaluate: --benchmark needs a value"),
+        (["extract", "c.yml", "-k"], "extract: -k needs a value"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(argv, message):
@@ -54,6 +59,11 @@ def test_bad_arguments_are_refused_before_anything_runs(argv, message):
         ["extract", "c.yml", "-k", "0.01"],
         ["status", "--verbose", "c.yml"],
         ["evaluate", "c.yml", "--help"],
+        ["evaluate", "c.yml", "--limit", "--help"],
+        ["run", "c.yml", "--force", "--verbose", "--dry_run"],
+        ["damage", "c.yml", "--save", "--k", "0.01"],
+        ["evaluate", "c.yml", "--limit=5", "--noforce"],
+        ["extract", "c.yml", "--k", "-1"],  # a negative number is a value (and refused as such by the config)
     ],
 )
 def test_good_arguments_pass(argv):
@@ -67,13 +77,19 @@ def test_booleans_parse_strictly():
         parse_bool("force", "maybe")
 
 
-def test_dryrun_typo_writes_nothing_and_exits_nonzero(tmp_path):
+def demo_config(folder: Path) -> Path:
+    """configs/demo.yml writing its data and outputs under `folder`."""
     demo = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
-    demo["settings"]["output_dir"] = str(tmp_path / "outputs")
-    demo["data"]["dir"] = str(tmp_path / "data")
+    demo["settings"]["output_dir"] = str(folder / "outputs")
+    demo["data"]["dir"] = str(folder / "data")
     demo["models"][0]["name"] = str(ROOT / "benchprof" / "assets" / "demo-model")
-    config = tmp_path / "demo.yml"
+    config = folder / "demo.yml"
     config.write_text(yaml.safe_dump(demo))
+    return config
+
+
+def test_dryrun_typo_writes_nothing_and_exits_nonzero(tmp_path):
+    config = demo_config(tmp_path)
     proc = subprocess.run(
         [sys.executable, "-m", "benchprof", "run", str(config), "--dryrun"], capture_output=True, text=True
     )
@@ -81,6 +97,18 @@ def test_dryrun_typo_writes_nothing_and_exits_nonzero(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "benchprof: error: run: unknown option --dryrun (options: --eval_only, --force, --dry_run, --verbose)"
     ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
+
+
+@pytest.mark.parametrize("option", ["--k", "--limit"])
+def test_an_option_without_its_value_writes_nothing_and_exits_nonzero(tmp_path, option):
+    config = demo_config(tmp_path)
+    command = "extract" if option == "--k" else "evaluate"
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchprof", command, str(config), option], capture_output=True, text=True
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [f"benchprof: error: {command}: {option} needs a value"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
 
 
