@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .config import Config, ModelSpec, select
+from .config import Config, ModelSpec, Selection, select
 from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant
 from .regions import region_metadata
@@ -41,7 +41,12 @@ class Job:
 
 
 def job_list(
-    cfg: Config, ability: Any = None, k: Any = None, region: Any = None, benchmark: Any = None, original: bool = True
+    cfg: Config,
+    ability: Selection = None,
+    k: Selection = None,
+    region: Selection = None,
+    benchmark: Selection = None,
+    original: bool = True,
 ) -> list[Job]:
     """The jobs in their fixed order: original first, then variants in config order; benchmarks inner."""
     benchmarks = select(benchmark, cfg.evals.benchmarks, "--benchmark")
@@ -49,7 +54,7 @@ def job_list(
     return [Job(v, b) for v in todo for b in benchmarks]
 
 
-def parse_shard(shard: Any) -> tuple[int, int]:
+def parse_shard(shard: str) -> tuple[int, int]:
     """'i/n' -> (i, n), with 0 <= i < n."""
     try:
         i, n = (int(x) for x in str(shard).split("/"))
@@ -481,7 +486,7 @@ def cuda_available() -> bool:
 def evaluate(
     cfg: Config,
     ability: str | None = None,
-    k: Any = None,
+    k: Selection = None,
     region: str | None = None,
     model: str | None = None,
     benchmark: str | None = None,

@@ -22,30 +22,35 @@ import hashlib
 import io as stdio
 import math
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import BenchprofError
-from .config import Config, random_draw, select
+from .config import Config, ExtractSettings, Selection, random_draw, select
 from .layout import Layout, format_k
 from .modeling import layer_index
-from .regions import write_region
+from .regions import Region, write_region
 from .scores import Scores, importance_identity, open_scores, order_keys
 from .storage import clear_manifest, is_current, write_manifest, write_text
 
+if TYPE_CHECKING:
+    import torch
+
 ORDER = "score desc, then position asc (parameter names sorted, row-major flat index)"
 BINS = 1 << 16
+RequestId = TypeVar("RequestId", bound=Hashable)
 
 
-def _high(keys: Any) -> Any:
+def _high(keys: torch.Tensor) -> torch.Tensor:
     return (keys >> 16).add_(BINS // 2)  # top 16 bits as a bin in [0, 65536)
 
 
-def _low(keys: Any) -> Any:
+def _low(keys: torch.Tensor) -> torch.Tensor:
     return keys & 0xFFFF
 
 
-def _locate(hist: Any, rank: int, largest: bool) -> tuple[int, int]:
+def _locate(hist: torch.Tensor, rank: int, largest: bool) -> tuple[int, int]:
     """The bin holding the rank-th element (1-based) counted from the largest or the smallest end,
     and how many elements lie strictly beyond that bin on that side."""
     import torch
@@ -69,7 +74,7 @@ class Cut:
     tie_stop: int = 0
 
 
-def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict[Any, dict[str, Any]]:
+def exact_regions(scores: Scores, requests: dict[RequestId, tuple[int, bool]]) -> dict[RequestId, Region]:
     """For each request id -> (n, largest): the n largest (top) or smallest (bottom) scores over all
     candidate tensors together, in the total order of ORDER, as {name: sorted flat indices}.
 
@@ -110,7 +115,7 @@ def exact_regions(scores: Scores, requests: dict[Any, tuple[int, bool]]) -> dict
         cut.tie_start, cut.tie_stop = (0, ties) if cut.largest else (equal - ties, equal)
 
     # pass 3: the indices beyond each threshold, and the admitted ties
-    selected: dict[Any, dict[str, Any]] = {rid: {} for rid in cuts}
+    selected: dict[RequestId, Region] = {rid: {} for rid in cuts}
     ties_seen = {rid: 0 for rid in active}
     if active:
         for name, values in scores:
@@ -145,7 +150,7 @@ def chunked_count(total: int, n: int, chunk_size: int) -> int:
     return full * -(-n * length // total) + (-(-n * rest // total) if rest else 0)
 
 
-def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[Region, Region]:
     """(top, bottom) by the authors' per-chunk ranking: each chunk of length c of the candidate
     sequence gives its ceil(n * c / N) largest and smallest scores (ties by ORDER inside a chunk)."""
     import torch
@@ -156,7 +161,7 @@ def chunked_regions(scores: Scores, n: int, chunk_size: int) -> tuple[dict[str, 
     top, bottom = [], []
     pending, pending_start = [], 0  # scores not yet in a full chunk, and the global position of the first
 
-    def take(chunk: Any, start: int) -> None:
+    def take(chunk: torch.Tensor, start: int) -> None:
         count = -(-n * chunk.numel() // scores.total)  # ceil(f * c) in exact integer arithmetic
         order = torch.sort(order_keys(chunk), descending=True, stable=True).indices
         top.append(order[:count] + start)
@@ -184,7 +189,7 @@ def derived_seed(random_seed: int, ability: str, k: float, draw: int = 1) -> int
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)
 
 
-def random_positions(total: int, n: int, seed: int) -> Any:
+def random_positions(total: int, n: int, seed: int) -> torch.Tensor:
     """n distinct positions in [0, total), uniform over all n-subsets, sorted; memory O(n).
 
     Draw with replacement until n distinct values are seen, then keep a uniformly random n of
@@ -203,7 +208,7 @@ def random_positions(total: int, n: int, seed: int) -> Any:
     return torch.sort(chosen[keep]).values
 
 
-def split_positions(scores: Scores, positions: Any) -> dict[str, Any]:
+def split_positions(scores: Scores, positions: torch.Tensor) -> Region:
     """Global candidate positions -> {name: sorted flat indices in that tensor} (empty ones left out)."""
     import torch
 
@@ -218,7 +223,7 @@ def split_positions(scores: Scores, positions: Any) -> dict[str, Any]:
 
 
 def region_inputs(
-    cfg: Any,
+    cfg: Config,
     ability: str,
     k: float,
     n: int,
@@ -260,7 +265,9 @@ def region_inputs(
     return inputs
 
 
-def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any], metadata: dict[str, str]) -> Layout | None:
+def _importance_layout(
+    cfg: Config, ability: str, importance: dict[str, Any], metadata: dict[str, str]
+) -> Layout | None:
     """The layout holding the importance file of identity `importance` (callers that only have the file's
     header, like `status`); None when no configured model has it."""
     for spec in cfg.models:
@@ -273,7 +280,7 @@ def _importance_layout(cfg: Any, ability: str, importance: dict[str, Any], metad
     return None
 
 
-def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
+def stats_csv(scores: Scores, regions: dict[str, Region]) -> str:
     out = stdio.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["tensor", "layer", "numel", "region", "selected", "fraction"])
@@ -286,7 +293,7 @@ def stats_csv(scores: Scores, regions: dict[str, dict[str, Any]]) -> str:
 
 def extract(
     cfg: Config,
-    k: Any = None,
+    k: Selection = None,
     ability: str | None = None,
     model: str | None = None,
     selection: str | None = None,
@@ -356,7 +363,7 @@ def extract(
             k_started = time.time()
             if score != "importance":  # the pre-pass reads every ability's file: only when something is to do
                 scores = open_specific_scores(score, path, others, front, back, device, totals)
-            chosen: dict[float, dict[str, dict[str, Any]]] = {k_value: {} for k_value in todo}
+            chosen: dict[float, dict[str, Region]] = {k_value: {} for k_value in todo}
             if selection == "exact":
                 requests = {
                     (k_value, region): (n, region == "top")
@@ -412,10 +419,10 @@ def write_regions(
     k: float,
     n: int,
     scores: Scores,
-    regions: dict[str, dict[str, Any]],
+    regions: dict[str, Region],
     selection: str,
     seeds: dict[str, int],
-    settings: Any,
+    settings: ExtractSettings,
     front: int,
     back: int,
     model_name: str,

@@ -310,7 +310,7 @@ def train_planted(
         for layer in layers:
             module = dict(model.named_modules())[f"model.layers.{layer}.mlp.down_proj"]
 
-            def keep(_: Any, inputs: tuple[torch.Tensor, ...], layer: int = layer) -> None:
+            def keep(_: torch.nn.Module, inputs: tuple[torch.Tensor, ...], layer: int = layer) -> None:
                 activations[layer] = inputs[0]
 
             hooks.append(module.register_forward_pre_hook(keep))
@@ -652,7 +652,7 @@ def build(
     for a, (acc, acc_norm) in accuracy.items():
         log(f"  {a:24s} acc {acc:.3f}  acc_norm {acc_norm:.3f}  (chance 0.25)")
     if check:
-        variants: dict[str, Any] = {}
+        variants: dict[str, Region] = {}
 
         everything: Region = {}
         for a in settings.abilities:

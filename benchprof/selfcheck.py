@@ -38,6 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,9 @@ from typing import TYPE_CHECKING, Any
 from .layout import Layout, format_k
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from .config import Config
 
 PACKAGE = Path(__file__).resolve().parent
@@ -79,7 +83,7 @@ class Check:
     detail: str = ""
 
 
-def sampled(name: str, indices: Any) -> list[int]:
+def sampled(name: str, indices: NDArray[np.int64]) -> list[int]:
     """The positions of one tensor's region that fall in the fixed 1/64 sample, sorted."""
     import numpy as np
 
@@ -247,7 +251,7 @@ def run_pipeline(config: Path, workdir: Path, dtype: str, device: str) -> tuple[
     return path, time.time() - started
 
 
-def timed(step: Any, device: str, repeats: int = 3) -> float:
+def timed(step: Callable[[], None], device: str, repeats: int = 3) -> float:
     """Median seconds of `step()` after one warm-up, synchronising the GPU around each."""
     import torch
 
