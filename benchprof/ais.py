@@ -2,7 +2,7 @@
 
 Sections: AIS and its paired bootstrap over documents (impact_score, bootstrap_ais, percentile_ci) ·
 region specificity (specificity_score, mean_specificity_bootstrap, diagonal_dominance) ·
-per-item scores (p_correct) · chance level · paired tests (McNemar, Wilcoxon signed-rank) ·
+per-item scores (p_correct) · chance level · paired tests (McNemar, Wilcoxon signed-rank, paired_test) ·
 multiplicity (Benjamini–Hochberg, Holm) · resampling (resample_counts, two-level bootstrap, null calibration) ·
 power (minimum detectable AIS, items needed).
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import zlib
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, overload
 
 from .layout import format_k
@@ -365,6 +366,37 @@ def signed_rank_p(
     return float(p) if p.ndim == 0 else p
 
 
+@dataclass(frozen=True)
+class PairedTest:
+    """The paired test of one region against the original on the same items (`paired_test`)."""
+
+    p_value: float
+    flips_lost: int | None  # 0/1 metrics: items the ablation made worse (right -> wrong, or 0 -> 1 for a loss)
+    flips_gained: int | None  # 0/1 metrics: items it made better
+    spread: float  # continuous metrics: sd of the per-item differences (for the minimum detectable AIS), else NaN
+
+
+def paired_test(
+    original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike | None = None, lower_is_better: bool = False
+) -> PairedTest:
+    """Test "the ablation changes nothing" on paired per-item scores: exact McNemar (`mcnemar_p`) where both
+    vectors are 0/1, else the Wilcoxon signed-rank test (`signed_rank_p`, on cluster sums with `clusters`).
+
+    For a lower-is-better 0/1 metric (an error indicator) a 0 -> 1 change is the loss, so the flips swap.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    ablated = np.asarray(ablated, dtype=float)
+    if np.isin(original, (0.0, 1.0)).all() and np.isin(ablated, (0.0, 1.0)).all():
+        lost, gained = (int(v) for v in flip_counts(original, ablated))
+        if lower_is_better:
+            lost, gained = gained, lost
+        return PairedTest(float(mcnemar_p(lost, gained)), lost, gained, math.nan)
+    spread = float(np.std(original - ablated, ddof=1)) if original.size > 1 else math.nan
+    return PairedTest(float(signed_rank_p(original, ablated, clusters)), None, None, spread)
+
+
 def _checked_pvals(pvals: ArrayLike, name: str) -> NDArray[np.float64]:
     import numpy as np
 
@@ -551,6 +583,23 @@ def two_level_bootstrap(
     pool_mean = np.take_along_axis(ais[:, n_tops:], picks, axis=1).mean(axis=1)
     out = (ais[:, :n_tops] - pool_mean[:, None]).T
     return out[0] if top.ndim == 1 else out
+
+
+MATERIAL_DROP = 0.05  # a row whose bootstrap lost more than this share of its resamples gets no star
+
+
+def material_drop(dropped: int, resamples: int) -> bool:
+    """Whether a row's bootstrap dropped a material share of its resamples (those whose original mean was 0,
+    where AIS is undefined): its interval is then over a selected subset, so its test is not trusted."""
+    return resamples > 0 and dropped > MATERIAL_DROP * resamples
+
+
+def adjusted_ais(top_ais: float, control_ais: Sequence[float]) -> float:
+    """The control-adjusted AIS (region "top-random"): AIS(top) − the mean AIS of the random draws of the same
+    size (the pool of every ability's random regions at that k)."""
+    import numpy as np
+
+    return top_ais - float(np.mean(control_ais))
 
 
 def bootstrap_p_value(samples: ArrayLike, null: float = 0.0) -> float | NDArray[np.float64]:

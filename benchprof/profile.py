@@ -48,6 +48,7 @@ class AisRow:
     mde: float = math.nan  # smallest AIS detectable at 80% power at alpha / (rows in the family)
     dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
+    at_chance: bool = False  # the benchmark's original score is not above chance: no q-value, no star
 
 
 @dataclass

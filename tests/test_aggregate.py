@@ -441,7 +441,8 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     """Beside each acc_norm row a p_correct row: AIS on the mean probability of the gold option, the
     softmax of the length-normalised log-likelihoods, computed here by hand; a sign-flip p-value; a
     Benjamini-Hochberg family of its own. The bootstrap resamples the documents' clusters."""
-    cfg = load_config(write_config(tmp_path))
+    # random log-likelihoods leave the model at chance on arc_easy; chance 0 keeps it in the families
+    cfg = load_config(write_config(tmp_path, chance={"arc_easy": 0.0}))
     rng = np.random.default_rng(3)
     n = 12
     lengths = rng.integers(1, 9, size=(n, 4)).tolist()
@@ -537,3 +538,55 @@ def test_random_draws_pool_across_abilities_and_null_calibration(tmp_path):
     markdown = Layout(cfg.output_root, "t").ais_md.read_text()
     assert "Null calibration of the top-random test" in markdown and "| arc_easy | 0.01 | 6 |" in markdown
     assert "random2" not in markdown.split("## k sweep per benchmark")[1]
+
+
+def test_rows_of_a_benchmark_at_chance_are_marked_and_left_out_of_the_family(tmp_path):
+    """A benchmark the original solves at chance (1 of 8 four-option items right): its rows keep their AIS and
+    paired test, are marked at_chance, and get no q-value and no star, and the family (the m of the
+    Benjamini-Hochberg correction) counts only the rows of the benchmark above chance."""
+    cfg = load_config(write_config(tmp_path))
+    ll = [[-1.0, -2.0, -3.0, -4.0]] * 8  # option 0 always wins
+    at_chance = [0, 1, 2, 3, 1, 2, 3, 1]  # gold 0 once: accuracy 1/8 against chance 1/4
+    mc(cfg, Variant(), ll, at_chance, [[1] * 4] * 8, [f"d{i}" for i in range(8)])
+    mc(cfg, Variant("Quantitative_Reasoning", K, "top"), ll, at_chance, [[1] * 4] * 8, [f"d{i}" for i in range(8)])
+    n = 40
+    write_eval(cfg, Variant(), "gsm8k", {"exact_match,strict-match": 1.0}, {"exact_match": [1.0] * n}, "strict-match")
+    write_eval(
+        cfg,
+        Variant("Quantitative_Reasoning", K, "top"),
+        "gsm8k",
+        {"exact_match,strict-match": 0.5},
+        {"exact_match": [1.0] * 20 + [0.0] * 20},
+        "strict-match",
+    )
+    profile = load_scores(cfg, progress=False)
+    assert profile.at_chance == ["arc_easy"]
+    arc = profile.row("Quantitative_Reasoning", "arc_easy", K, "top")
+    gsm = profile.row("Quantitative_Reasoning", "gsm8k", K, "top")
+    assert arc is not None and gsm is not None
+    assert arc.at_chance and arc.significant is False and math.isnan(arc.q_value)
+    assert arc.p_value == 1.0  # nothing flipped: the paired test is still there
+    assert not gsm.at_chance and gsm.flips_lost == 20 and gsm.significant
+    tested = [r for r in profile.rows if not math.isnan(r.p_value) and r.metric != "p_correct"]
+    assert profile.family_size == len([r for r in tested if r.benchmark != "arc_easy"]) < len(tested)
+    # the only row in the family is gsm8k's: its q-value is its own p (McNemar, 20 lost, 0 gained)
+    assert gsm.q_value == pytest.approx(2 * 0.5**20)
+
+
+def test_point_estimate_and_interval_share_one_population(tmp_path):
+    """Where the result JSON's aggregate is not the mean of its per-document values (here 0.9 reported against
+    0.5 over the documents), the AIS is computed on the document means the interval resamples, and a note says so."""
+    cfg = load_config(write_config(tmp_path))
+    n = 40
+    original = [1.0] * 20 + [0.0] * 20
+    write_eval(cfg, Variant(), "gsm8k", {"exact_match,strict-match": 0.9}, {"exact_match": original}, "strict-match")
+    ablated = [1.0] * 10 + [0.0] * 30
+    variant = Variant("Quantitative_Reasoning", K, "top")
+    write_eval(cfg, variant, "gsm8k", {"exact_match,strict-match": 0.25}, {"exact_match": ablated}, "strict-match")
+    profile = load_scores(cfg, progress=False)
+    row = profile.row("Quantitative_Reasoning", "gsm8k", K, "top")
+    assert row is not None and row.n_docs == n
+    assert (row.score_original, row.score_ablated) == (0.5, 0.25)
+    assert row.ais == pytest.approx(0.5)  # (0.5 - 0.25) / 0.5, not (0.9 - 0.25) / 0.9
+    assert row.ci_low <= row.ais <= row.ci_high
+    assert any("reported exact_match,strict-match (0.9000)" in note for note in profile.notes)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from benchprof.ais import (
+    adjusted_ais,
     ais_above_chance,
     bh_qvalues,
     bootstrap_p_value,
@@ -15,12 +16,14 @@ from benchprof.ais import (
     flip_counts,
     holm,
     items_needed,
+    material_drop,
     mcnemar_exact,
     mcnemar_p,
     minimum_detectable_ais,
     minimum_detectable_ais_continuous,
     null_calibration,
     p_correct,
+    paired_test,
     resample_counts,
     resampled_means,
     signed_rank_p,
@@ -78,6 +81,32 @@ def test_signed_rank_p_matches_full_enumeration_of_sign_flips():
     clusters = ["a", "a", "b", "b", "c", "c", "d", "d"]
     summed = diff.reshape(4, 2).sum(axis=1)
     assert signed_rank_p(diff, np.zeros(8), clusters) == pytest.approx(signed_rank_p(summed, np.zeros(4)))
+
+
+def test_paired_test_picks_mcnemar_for_0_1_scores_and_signed_rank_otherwise():
+    original = [1, 1, 1, 0, 0, 1, 0, 1]
+    ablated = [0, 1, 0, 1, 0, 1, 0, 0]
+    test = paired_test(original, ablated)
+    assert (test.flips_lost, test.flips_gained) == (3, 1) and test.p_value == pytest.approx(binomial_two_sided(3, 1))
+    assert math.isnan(test.spread)
+    # an error indicator (lower is better): 0 -> 1 is the loss, so the same items count the other way
+    flipped = paired_test(original, ablated, lower_is_better=True)
+    assert (flipped.flips_lost, flipped.flips_gained) == (1, 3) and flipped.p_value == test.p_value
+    # continuous scores: the signed-rank test on the differences, and their sd by hand
+    before = np.array([0.9, 0.8, 0.7, 0.6, 0.95, 0.5])
+    after = np.array([0.5, 0.85, 0.2, 0.6, 0.4, 0.45])
+    diff = before - after
+    test = paired_test(before, after)
+    assert test.flips_lost is None and test.flips_gained is None
+    assert test.p_value == pytest.approx(signed_rank_p(diff, np.zeros(6)))
+    hand_sd = math.sqrt(sum((d - diff.mean()) ** 2 for d in diff) / 5)
+    assert test.spread == pytest.approx(hand_sd, rel=1e-12)
+
+
+def test_adjusted_ais_and_material_drop():
+    assert adjusted_ais(0.30, [0.05, 0.10, -0.03]) == pytest.approx(0.30 - 0.04)
+    assert not material_drop(10, 200) and material_drop(11, 200)  # more than 5% of the resamples
+    assert not material_drop(5, 0)  # no bootstrap, nothing dropped that matters
 
 
 def test_bh_qvalues_equal_a_hand_computation():
