@@ -148,7 +148,11 @@ def plot_benchmark_profile(profile: Profile, benchmark: str, path: Path) -> Path
     ax.set_xlabel("AIS (bars: point estimate, whiskers: 95% paired bootstrap CI)")
     ax.legend(fontsize=7, loc="best")
     metric = _short(profile.metrics[benchmark]) if benchmark in profile.metrics else "no original score"
-    ax.set_title(f"{profile.model}: profile of {benchmark} ({metric}) at k = {format_k(profile.report_k)}", fontsize=9)
+    ax.set_title(
+        f"{profile.model}: profile of {benchmark} ({metric}{profile.chance_mark(benchmark)}) "
+        f"at k = {format_k(profile.report_k)}",
+        fontsize=9,
+    )
     return _save(fig, path)
 
 
@@ -262,7 +266,9 @@ def plot_k_sweep(profile: Profile, benchmark: str, path: Path) -> Path:
     fig.supylabel("AIS", fontsize=8)
     metric = _short(profile.metrics[benchmark]) if benchmark in profile.metrics else "no original score"
     fig.suptitle(
-        f"{profile.model}: {benchmark} ({metric}), AIS vs k; {'bands' if len(ks) > 1 else 'bars'}: 95% CI", fontsize=9
+        f"{profile.model}: {benchmark} ({metric}{profile.chance_mark(benchmark)}), AIS vs k; "
+        f"{'bands' if len(ks) > 1 else 'bars'}: 95% CI",
+        fontsize=9,
     )
     return _save(fig, path)
 

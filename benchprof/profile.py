@@ -194,6 +194,10 @@ class Profile:
     def headline_benchmarks(self) -> list[str]:
         return [b for b in self.benchmarks if b not in self.at_chance]
 
+    def chance_mark(self, benchmark: str) -> str:
+        """What a table heading or plot title of `benchmark` adds when the model is at chance on it."""
+        return "; at chance: its AIS is noise" if benchmark in self.at_chance else ""
+
     def row(
         self, ability: str, benchmark: str, k: float | None = None, region: str = "top", p_correct: bool = False
     ) -> AisRow | None:

@@ -326,7 +326,7 @@ def render_markdown(profile: Profile) -> str:
         ]
         parts += [
             "",
-            f"### {benchmark} ({profile.metrics.get(benchmark, 'no original score')})",
+            f"### {benchmark} ({profile.metrics.get(benchmark, 'no original score')}{profile.chance_mark(benchmark)})",
             "",
             md_table(header, rows),
         ]

@@ -571,6 +571,12 @@ def test_rows_of_a_benchmark_at_chance_are_marked_and_left_out_of_the_family(tmp
     assert profile.family_size == len([r for r in tested if r.benchmark != "arc_easy"]) < len(tested)
     # the only row in the family is gsm8k's: its q-value is its own p (McNemar, 20 lost, 0 gained)
     assert gsm.q_value == pytest.approx(2 * 0.5**20)
+    aggregate(cfg, plots=False)  # ais.csv marks the rows, ais.md's k sweep says it in the heading
+    layout = Layout(cfg.output_root, "t")
+    with open(layout.profile_dir / "ais.csv") as f:
+        marks = {(r["benchmark"], r["metric"]): r["at_chance"] for r in csv.DictReader(f)}
+    assert marks[("arc_easy", "acc_norm,none")] == "true" and marks[("gsm8k", "exact_match,strict-match")] == "false"
+    assert "### arc_easy (acc_norm,none; at chance: its AIS is noise)" in layout.ais_md.read_text()
 
 
 def test_point_estimate_and_interval_share_one_population(tmp_path):
