@@ -761,6 +761,17 @@ def positive_mass_entropy(ais: ArrayLike) -> tuple[NDArray[np.float64], NDArray[
     return normalised, effective
 
 
+def count_above(ais: ArrayLike, threshold: float) -> NDArray[np.float64]:
+    """How many abilities have AIS > `threshold` (the paper draws an ability -> benchmark ribbon where AIS > 0.05),
+    along the last axis (the abilities); NaN entries do not count, and a slice of only NaN (a resample whose
+    original mean was 0) gives NaN. Leading axes (bootstrap resamples) broadcast."""
+    import numpy as np
+
+    ais = np.asarray(ais, dtype=float)
+    count = (np.nan_to_num(ais, nan=-np.inf) > threshold).sum(axis=-1).astype(float)
+    return np.where(np.isfinite(ais).any(axis=-1), count, np.nan)
+
+
 def breadth_bootstrap(
     original: ArrayLike,
     ablated: ArrayLike,

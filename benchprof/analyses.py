@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .ais import breadth_bootstrap, cell_rng, percentile_ci, positive_mass_entropy, profile_similarity
+from .ais import breadth_bootstrap, cell_rng, count_above, percentile_ci, positive_mass_entropy, profile_similarity
 from .layout import CompareLayout, Layout, format_k
 from .plots import plot_comparison, plot_similarity
 from .profile import SAME_MIXTURE, Breadth, Comparison, Consensus, Profile, Similarity
@@ -80,7 +80,8 @@ def _point(profile: Profile, benchmark: str, k: float) -> NDArray[np.float64]:
 def breadth(profile: Profile, draws: JointDraws) -> list[Breadth]:
     """benchmarks.csv: per benchmark and k, the significantly positive and negative abilities (top region, q <
     alpha) and the spread of the positive AIS mass (ais.positive_mass_entropy) with 95% percentile intervals over
-    the joint resamples. A benchmark at chance gets a line saying so and nothing else."""
+    the joint resamples, and the number of abilities whose AIS exceeds aggregate.threshold (the paper's ribbons)
+    with its interval over the same resamples. A benchmark at chance gets a line saying so and nothing else."""
     import numpy as np
 
     out = []
@@ -109,6 +110,7 @@ def breadth(profile: Profile, draws: JointDraws) -> list[Breadth]:
             point = _point(profile, benchmark, k)
             entropy, effective = positive_mass_entropy(point)
             line.normalised_entropy, line.effective_abilities = float(entropy), float(effective)
+            line.n_above = int(np.nan_to_num(count_above(point, profile.threshold)))
             if _key(benchmark, k) in draws:
                 ais, _ = draws[_key(benchmark, k)]
                 shown = np.isfinite(point)
@@ -116,6 +118,7 @@ def breadth(profile: Profile, draws: JointDraws) -> list[Breadth]:
                     entropy_draws, effective_draws = positive_mass_entropy(ais[shown].T)
                     line.entropy_ci_low, line.entropy_ci_high = percentile_ci(entropy_draws)
                     line.effective_ci_low, line.effective_ci_high = percentile_ci(effective_draws)
+                    line.above_ci_low, line.above_ci_high = percentile_ci(count_above(ais[shown].T, profile.threshold))
                     line.dropped = int(np.isnan(effective_draws).sum())
                     line.n_docs = max((r.n_docs for r in found.values()), default=0)
                 else:

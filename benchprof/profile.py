@@ -98,6 +98,9 @@ class Breadth:
     effective_abilities: float = math.nan  # exp(entropy): 1 to the number of abilities
     effective_ci_low: float = math.nan
     effective_ci_high: float = math.nan
+    n_above: int = 0  # abilities whose AIS exceeds aggregate.threshold (the paper's ribbons), and its 95% interval
+    above_ci_low: float = math.nan
+    above_ci_high: float = math.nan
     n_docs: int = 0  # items in the joint resample
     dropped: int = 0
 

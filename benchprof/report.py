@@ -461,21 +461,31 @@ def analyses_markdown(profile: Profile) -> list[str]:
         "",
         f"Top region, primary metric. Positive / negative: abilities whose AIS is significantly above / below 0 "
         f"(q < {profile.alpha:g}, the profile's Benjamini-Hochberg family). Normalised entropy of the positive AIS "
-        "mass over the abilities (0: one ability holds it all, 1: spread evenly) and the effective number of "
-        "abilities (its exponential), with 95% intervals from one joint resample of the items for every ability "
+        "mass over the abilities (0: one ability holds it all, 1: spread evenly), the effective number of "
+        f"abilities (its exponential) and the number of abilities with AIS > {profile.threshold:g} (the paper's "
+        "ribbons), with 95% intervals from one joint resample of the items for every ability "
         "(docs/analyses.md). Every k in benchmarks.csv.",
         "",
     ]
     headline = [line for line in profile.breadth if line.headline]
     parts.append(
         md_table(
-            ["benchmark", "k", "positive", "negative", "normalised entropy", "effective abilities"],
+            [
+                "benchmark",
+                "k",
+                "positive",
+                "negative",
+                f"AIS > {profile.threshold:g}",
+                "normalised entropy",
+                "effective abilities",
+            ],
             [
                 [
                     line.benchmark,
                     format_k(line.k),
                     f"{line.n_positive}: {_names(line.positive)}",
                     f"{line.n_negative}: {_names(line.negative)}",
+                    _interval(line.n_above, line.above_ci_low, line.above_ci_high, digits=0),
                     _interval(line.normalised_entropy, line.entropy_ci_low, line.entropy_ci_high),
                     _interval(line.effective_abilities, line.effective_ci_low, line.effective_ci_high),
                 ]

@@ -13,6 +13,7 @@ from benchprof.ais import (
     bootstrap_p_value,
     chance_level,
     chance_test,
+    count_above,
     flip_counts,
     holm,
     items_needed,
@@ -107,6 +108,12 @@ def test_adjusted_ais_and_material_drop():
     assert adjusted_ais(0.30, [0.05, 0.10, -0.03]) == pytest.approx(0.30 - 0.04)
     assert not material_drop(10, 200) and material_drop(11, 200)  # more than 5% of the resamples
     assert not material_drop(5, 0)  # no bootstrap, nothing dropped that matters
+
+
+def test_count_above_counts_abilities_over_the_threshold():
+    assert count_above([0.3, 0.05, 0.06, -0.2, np.nan], 0.05) == 2  # strictly above; NaN does not count
+    counts = count_above([[0.1, 0.2, 0.0], [np.nan] * 3, [0.06, np.nan, 0.07]], 0.05)
+    assert counts[0] == 2 and np.isnan(counts[1]) and counts[2] == 2
 
 
 def test_bh_qvalues_equal_a_hand_computation():

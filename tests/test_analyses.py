@@ -163,6 +163,7 @@ def test_breadth_and_similarity_on_synthetic_evaluations(tmp_path):
     assert (one.normalised_entropy, one.effective_abilities) == (0.0, 1.0)
     assert (one.entropy_ci_low, one.entropy_ci_high, one.effective_ci_low, one.effective_ci_high) == (0, 0, 1, 1)
     assert (one.abilities, one.n_docs, one.dropped) == (3, N, 0)
+    assert (one.n_above, one.above_ci_low, one.above_ci_high) == (1, 1, 1)  # AIS 0.4 against 0, 0 (threshold 0.05)
 
     mixed = lines["mixed"]  # AIS: 30/60, 15/60, -30/60
     assert profile.row(ABILITIES[2], "mixed", K).ais == pytest.approx(-0.5)
@@ -172,6 +173,8 @@ def test_breadth_and_similarity_on_synthetic_evaluations(tmp_path):
     assert mixed.effective_abilities == pytest.approx(math.exp(h))
     assert mixed.entropy_ci_low <= mixed.normalised_entropy <= mixed.entropy_ci_high
     assert mixed.entropy_ci_low < mixed.entropy_ci_high
+    assert mixed.n_above == 2 and mixed.above_ci_low <= 2 <= mixed.above_ci_high  # 0.5 and 0.25 above 0.05
+    assert lines["flat"].n_above == 0  # every AIS (3 - 2) / 80 = 0.0125
 
     coin = lines["coin"]  # the original is at chance: listed, nothing computed
     assert not coin.headline and coin.n_positive == 0 and math.isnan(coin.normalised_entropy)
