@@ -3,15 +3,24 @@ once, with a count; everything else (lm-eval's, transformers' and datasets' prog
 warnings) goes to a log file per stage under outputs/<model>/logs/<stage>.log. `--verbose` leaves the terminal as
 the libraries make it (and writes no log).
 
-Only Python-level output is redirected: what a C extension or a child process (torchrun's workers, deepspeed's op
-compiler) writes to the file descriptors directly still reaches the terminal.
+Python-level output is redirected (sys.stdout, sys.stderr, logging, warnings), and so is file descriptor 2 while the
+stage runs: what a child process or a C extension writes to stderr directly (lm-eval's `git describe` outside a
+checkout, torchrun's launcher, deepspeed's op compiler) goes to the first model's log too. Descriptor 1 is left
+alone: it carries the summaries of benchprof's own worker processes. Those workers (torchrun's ranks, evaluate's
+shards) inherit the log as their stderr; `reattach_terminal` gives them back the terminal, which the stage names
+in BENCHPROF_TERMINAL. A crash that kills the process outright (a segfault, an abort) leaves its last words in the
+log, not on the terminal; an exception is printed on the terminal as usual once the stage has let go of it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
+import os
+import stat
 import sys
+import tempfile
 import time
 import warnings
 from collections import Counter
@@ -25,6 +34,7 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TERMINAL_ENV = "BENCHPROF_TERMINAL"  # a path that opens the terminal of the quiet stage that started this process
 
 
 class _Log:
@@ -38,8 +48,18 @@ class _Log:
         for path in paths:
             if path not in self.later:
                 path.parent.mkdir(exist_ok=True)
-                self.files[path] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close())
+                # line-buffered, so that what is written to file descriptor 2 directly lands in order
+                self.files[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed in close())
         self.pending: list[str] = []
+        self.spool: io.BufferedRandom | None = None  # file descriptor 2's output while no log file exists yet
+
+    def descriptor(self) -> int:
+        """A new file descriptor for file descriptor 2 to point at: the first log file, appended as written
+        (it survives a crash), or where no log file exists yet a spool, written into the log at the end."""
+        if self.files:
+            return os.open(next(iter(self.files)), os.O_WRONLY | os.O_APPEND)
+        self.spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
+        return os.dup(self.spool.fileno())
 
     def write(self, text: str) -> None:
         if self.later:
@@ -50,6 +70,10 @@ class _Log:
     def close(self, bad_input: bool) -> None:
         for handle in self.files.values():
             handle.close()
+        if self.spool is not None:
+            self.spool.seek(0)
+            self.pending.append(self.spool.read().decode("utf-8", errors="replace"))
+            self.spool.close()
         if bad_input:
             return
         for path in self.later:
@@ -99,6 +123,7 @@ class _WarningCount(logging.Handler):
 class _State:
     log: _Log | None = None
     terminal: TextIO | None = None  # the real stderr while a stage is quiet
+    verbose = False  # within a --verbose command, whose nested stages (run's) are verbose too
 
 
 _state = _State()
@@ -117,6 +142,66 @@ def progress(*args: Any, **kwargs: Any) -> tqdm:
     return tqdm(*args, **kwargs)
 
 
+def reattach_terminal() -> None:
+    """In a benchprof process that a quiet stage started (torchrun's ranks, evaluate's shard workers), point
+    file descriptor 2, inherited from that stage's log, back at the terminal the stage names in
+    BENCHPROF_TERMINAL, so the worker's progress bar and errors show. Where it cannot be opened (the stage has
+    ended, or no /proc and no terminal), the worker's stderr stays in the stage's log."""
+    path = os.environ.get(TERMINAL_ENV)
+    if not path:
+        return
+    try:
+        terminal_fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # appended: the stage may write to it as well
+    except OSError:
+        return
+    sys.stderr.flush()
+    os.dup2(terminal_fd, 2)
+    os.close(terminal_fd)
+
+
+def _stderr_fd_redirect(log: _Log) -> int | None:
+    """Point file descriptor 2 at the stage's log; return a duplicate of what it was (None where fd 2 is closed)."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        return None
+    sys.stderr.flush()
+    target = log.descriptor()
+    os.dup2(target, 2)
+    os.close(target)
+    return saved
+
+
+def _stderr_fd_restore(saved: int | None) -> None:
+    if saved is None:
+        return
+    sys.stderr.flush()
+    os.dup2(saved, 2)
+    os.close(saved)
+
+
+def _terminal_path(terminal_fd: int) -> str | None:
+    """A path that other processes can open to write to `terminal_fd` (Linux: /proc; elsewhere a tty's name)."""
+    proc = Path(f"/proc/{os.getpid()}/fd/{terminal_fd}")
+    if proc.exists():
+        return str(proc)
+    return os.ttyname(terminal_fd) if os.isatty(terminal_fd) else None
+
+
+def _terminal_stream(stderr: TextIO, terminal_fd: int) -> tuple[TextIO, bool]:
+    """(where benchprof's own bars go during the stage, whether it is ours to close): sys.stderr itself unless it
+    writes to file descriptor 2, which now points at the log; then a stream on the terminal's duplicate."""
+    try:
+        on_fd2 = stderr.fileno() == 2
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both: pytest's capsys, a StringIO
+        on_fd2 = False
+    if not on_fd2:
+        return stderr, False
+    encoding = getattr(stderr, "encoding", None) or "utf-8"
+    stream = open(os.dup(terminal_fd), "w", buffering=1, encoding=encoding, errors="backslashreplace")  # noqa: SIM115
+    return stream, True
+
+
 def _captured_loggers() -> list[tuple[logging.Logger, list[logging.Handler], bool]]:
     """Every logger that prints by itself (its own handlers, or not propagating), with what it had."""
     saved = []
@@ -133,8 +218,12 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
 
     At the end, each distinct warning is printed once to the terminal with how often it came.
     """
-    if verbose:
-        yield
+    if verbose or _state.verbose:  # a stage of `run --verbose` is verbose too
+        outer_verbose, _state.verbose = _state.verbose, True
+        try:
+            yield
+        finally:
+            _state.verbose = outer_verbose
         return
     outer_log = _state.log
     log = _Log(log_paths)
@@ -161,9 +250,17 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
 
     warnings.showwarning = show
     outermost = _state.terminal is None
+    saved_fd2 = _stderr_fd_redirect(log)  # the terminal, or the log of the stage around this one
+    owned_terminal, outer_env = False, os.environ.get(TERMINAL_ENV)
     if outermost:
-        _state.terminal = sys.stderr
         stdout, stderr = sys.stdout, sys.stderr
+        if saved_fd2 is None:
+            _state.terminal = stderr
+        else:
+            _state.terminal, owned_terminal = _terminal_stream(stderr, saved_fd2)
+            path = _terminal_path(saved_fd2)
+            if path:  # for benchprof's own worker processes: reattach_terminal
+                os.environ[TERMINAL_ENV] = path
         sys.stdout, sys.stderr = _Stream(stdout, echo=True), _Stream(stderr, echo=False)
     _state.log = log
     log.write(f"=== benchprof {stage} {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
@@ -178,7 +275,18 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
         if outermost:
             sys.stdout.flush()
             sys.stdout, sys.stderr = stdout, stderr
+            if _state.terminal is not None:
+                _state.terminal.flush()
+            if owned_terminal and _state.terminal is not None:
+                _state.terminal.close()
             _state.terminal = None
+            if outer_env is None:
+                os.environ.pop(TERMINAL_ENV, None)
+            else:
+                os.environ[TERMINAL_ENV] = outer_env
+        _stderr_fd_restore(saved_fd2)
+        if outermost:
+            _append_at_end(2)
         warnings.showwarning = shown
         root.handlers = saved_root
         for logger, handlers, propagate in saved:
@@ -187,6 +295,13 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
         for message, n in count.counts.items():
             times = f" (x{n})" if n > 1 else ""
             print(f"{stage}: warning{times}: {message}", file=terminal())
+
+
+def _append_at_end(fd: int) -> None:
+    """Where `fd` is a regular file (2> file), move its offset past what worker processes appended to it."""
+    with contextlib.suppress(OSError):
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.lseek(fd, 0, os.SEEK_END)
 
 
 class _LogWriter:
