@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import BenchprofError
 from .config import Config, ModelSpec, Selection, select
 from .damage import eval_dtype, require_masks, variants
-from .layout import Layout, Variant
+from .layout import Layout, Variant, task_yaml_file
 from .regions import region_metadata
 from .storage import is_current
 
@@ -100,7 +100,7 @@ def task_hash(
             return hashlib.sha256(planned[path].encode("utf-8")).hexdigest()[:16]  # as io.file_hash
         return file_hash(path) if path.is_file() else None
 
-    yaml_path = Path(include_path) / f"{task}.yaml"
+    yaml_path = task_yaml_file(include_path, task)
     if yaml_path in planned:
         text = planned[yaml_path]
     elif yaml_path.is_file():

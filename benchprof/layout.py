@@ -7,7 +7,9 @@ outputs/<model-tag>/
   <ability>/damaged/k<k>/<region>/                       damage --save: a full HF checkpoint
   <ability>/eval/k<k>/<region>/<benchmark>.json (+ .samples.jsonl)   evaluate
   profile/ais.csv, ais.md, ais.json, benchmarks.csv, similarity.csv, *.png   aggregate
+  .lock                                                  the command writing here (storage.folder_lock)
 outputs/compare/profiles.csv, correlation.csv, compare.md, profiles.png   aggregate, with several models
+outputs/tasks/<task>.yaml (+ <task>.jsonl)               evaluate: generated lm-eval tasks (tasks.py)
 """
 
 from __future__ import annotations
@@ -74,6 +76,11 @@ def manifest_path(directory: Path) -> Path:
     return Path(directory) / "manifest.json"
 
 
+def lock_path(folder: Path) -> Path:
+    """The lock of a model's outputs folder, naming the command that writes there (storage.folder_lock)."""
+    return Path(folder) / ".lock"
+
+
 DATA_SPLITS = ("train", "test")
 
 
@@ -85,6 +92,22 @@ def data_file(folder: Path, split: str) -> Path:
 def data_output(folder: Path, ability: str) -> Output:
     """Generated ability data: train.jsonl and test.jsonl in the ability's data folder."""
     return Output("data", ability, manifest_path(folder), tuple(data_file(folder, s) for s in DATA_SPLITS))
+
+
+def tasks_dir(root: Path) -> Path:
+    """Generated lm-eval task YAMLs and their data, beside the models' folders: <root>/tasks."""
+    return Path(root) / "tasks"
+
+
+def task_yaml_file(folder: Path, task: str) -> Path:
+    """A generated task's YAML in the tasks folder: <folder>/<task>.yaml."""
+    return Path(folder) / f"{task}.yaml"
+
+
+def task_data_file(folder: Path, task: str) -> Path:
+    """A generated task's own data (a composite, or a hub dataset's test split in the ability schema):
+    <folder>/<task>.jsonl."""
+    return Path(folder) / f"{task}.jsonl"
 
 
 @dataclass(frozen=True)

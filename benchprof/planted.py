@@ -44,8 +44,6 @@ if TYPE_CHECKING:
 
 MLP_ROWS = ("gate_proj", "up_proj")  # neuron j = row j of these ...
 MLP_COLUMNS = ("down_proj",)  # ... and column j of this
-PLANTED_DIR = "planted"
-PLANTED_JSON = "planted.json"
 # (token ids, first loss position) of one training example
 Example = tuple[list[int], int]
 
@@ -420,6 +418,16 @@ def item_scores(
     return acc, acc_norm
 
 
+def planted_json_file(folder: Path) -> Path:
+    """planted.json of a planted model folder: neuron ids per ability and layer, build settings, own check."""
+    return Path(folder) / "planted.json"
+
+
+def planted_region_file(folder: Path, ability: str) -> Path:
+    """R_a of a planted model folder in benchprof's region format: planted/<ability>.safetensors."""
+    return Path(folder) / "planted" / f"{ability}.safetensors"
+
+
 def save_planted(folder: Path, regions: dict[str, Region], info: dict[str, Any], fingerprint: str) -> None:
     """planted/<ability>.safetensors (region format) and planted.json into the model folder."""
     folder = Path(folder)
@@ -442,18 +450,18 @@ def save_planted(folder: Path, regions: dict[str, Region], info: dict[str, Any],
             "back_removal": "0",
             "order": "planted neurons: rows of gate_proj/up_proj, columns of down_proj",
         }
-        write_region(folder / PLANTED_DIR / f"{ability}.safetensors", region, metadata)
-    (folder / PLANTED_JSON).write_text(json.dumps(info, indent=2) + "\n")
+        write_region(planted_region_file(folder, ability), region, metadata)
+    planted_json_file(folder).write_text(json.dumps(info, indent=2) + "\n")
 
 
 def load_planted(folder: Path) -> tuple[dict[str, Region], dict[str, Any]]:
     """The planted regions ({ability: region}) and planted.json of a planted model folder."""
     folder = Path(folder)
-    path = folder / PLANTED_JSON
+    path = planted_json_file(folder)
     if not path.is_file():
         raise BenchprofError(f"{path}: not found; {folder} is not a planted model (scripts/build_planted_model.py)")
     info = json.loads(path.read_text())
-    regions = {a: read_region(folder / PLANTED_DIR / f"{a}.safetensors")[0] for a in info["settings"]["abilities"]}
+    regions = {a: read_region(planted_region_file(folder, a))[0] for a in info["settings"]["abilities"]}
     return regions, info
 
 

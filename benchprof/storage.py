@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .layout import Output, manifest_path
+from .layout import Output, lock_path, manifest_path
 
 if TYPE_CHECKING:
     import torch
@@ -203,9 +203,8 @@ def versions() -> dict[str, str]:
 
 def folder_files(directory: Path) -> list[Path]:
     """The output files of a stage folder: every visible file but its manifest (temporaries start with '.')."""
-    return sorted(
-        p for p in Path(directory).iterdir() if p.is_file() and not p.name.startswith(".") and p.name != "manifest.json"
-    )
+    manifest = manifest_path(directory)
+    return sorted(p for p in Path(directory).iterdir() if p.is_file() and not p.name.startswith(".") and p != manifest)
 
 
 def write_manifest(
@@ -355,7 +354,7 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
     import socket
 
     folder = Path(folder)
-    lock = folder / ".lock"
+    lock = lock_path(folder)
     mine = {str(os.getpid()), os.environ.get(LOCK_HOLDER, "")} - {""}
     created = [p for p in [folder, *folder.parents] if not p.exists()]  # removed again if left empty
     folder.mkdir(parents=True, exist_ok=True)

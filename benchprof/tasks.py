@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import BenchprofError
+from . import BenchprofError, layout
 from .config import ABILITIES, Config
 from .storage import write_text
 
@@ -101,7 +101,7 @@ def override_yaml(name: str, original: Path, source: Path) -> str:
 
 def tasks_dir(cfg: Config) -> Path:
     """Generated task YAMLs and composite data live beside the models' folders under outputs/."""
-    return cfg.output_root / "tasks"
+    return layout.tasks_dir(cfg.output_root)
 
 
 def task_yaml(name: str, data_file: Path) -> str:
@@ -144,7 +144,6 @@ def composite_records(cfg: Config, name: str) -> list[dict[str, Any]]:
 
 def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
     """(include path, benchmark -> task name, file -> text) of every local benchmark, nothing written."""
-    from . import layout
     from .data import ability_folder, is_hub_id, load_split
 
     def jsonl(records: list[dict[str, Any]]) -> str:
@@ -160,7 +159,7 @@ def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
             if yaml_path is None:
                 raise BenchprofError(f"evals.dataset_paths.{benchmark}: lm-eval has no task YAML of that name")
             source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
-            files[folder / f"{name}.yaml"] = override_yaml(name, yaml_path, source)
+            files[layout.task_yaml_file(folder, name)] = override_yaml(name, yaml_path, source)
             mapping[benchmark] = name
             continue
         if not is_local(cfg, benchmark):
@@ -168,15 +167,15 @@ def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
             continue
         name = task_name(benchmark)
         if benchmark in cfg.evals.composites:
-            data_file = folder / f"{name}.jsonl"
+            data_file = layout.task_data_file(folder, name)
             files[data_file] = jsonl(composite_records(cfg, benchmark))
         elif is_hub_id(cfg, benchmark):
-            data_file = folder / f"{name}.jsonl"  # lm-eval reads a local copy in our schema
+            data_file = layout.task_data_file(folder, name)  # lm-eval reads a local copy in our schema
             files[data_file] = jsonl(load_split(cfg, benchmark, "test"))
         else:
             load_split(cfg, benchmark, "test")  # checks the schema, names file and line on error
             data_file = layout.data_file(ability_folder(cfg, benchmark), "test")
-        files[folder / f"{name}.yaml"] = task_yaml(name, data_file)
+        files[layout.task_yaml_file(folder, name)] = task_yaml(name, data_file)
         mapping[benchmark] = name
     return folder, mapping, files
 

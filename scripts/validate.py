@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from benchprof.layout import Layout, format_k
+from benchprof.layout import Layout, data_file, format_k
 from benchprof.planted import item_scores, load_planted
 from benchprof.regions import Region, read_region
 from benchprof.validation import (
@@ -258,7 +258,7 @@ def main() -> None:
     model, tok = load_model(str(model_dir), dtype="float32")
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     truth_neurons = {a: neuron_set(planted[a], shapes) for a in abilities}
-    tests = {a: read_jsonl(out / "data" / a / "test.jsonl") for a in abilities}
+    tests = {a: read_jsonl(data_file(out / "data" / a, "test")) for a in abilities}
     which = 0 if args.metric == "acc" else 1
     original = {b: item_scores(model, tok, recs)[which] for b, recs in tests.items()} if not args.no_ais else {}
     rows: list[dict[str, Any]] = []

@@ -15,6 +15,7 @@ from benchprof.planted import (
     load_planted,
     neuron_region,
     neuron_sets,
+    planted_json_file,
     region_masks,
     state_hash,
 )
@@ -177,6 +178,6 @@ def test_tiny_planted_model_outside_weights_identical(tmp_path: Path) -> None:
     check_planted_folder(tmp_path / "m")
 
 
-@pytest.mark.skipif(not (SHIPPED / "planted.json").is_file(), reason="no shipped planted model")
+@pytest.mark.skipif(not planted_json_file(SHIPPED).is_file(), reason="no shipped planted model")
 def test_shipped_planted_model() -> None:
     check_planted_folder(SHIPPED)
