@@ -17,12 +17,10 @@ regions.py (sorted indices per tensor, int32 where they fit; format documented t
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io as stdio
 import math
 import time
-from collections.abc import Hashable
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -32,12 +30,13 @@ from .layout import Layout, format_k
 from .modeling import layer_index
 from .regions import Region, write_region
 from .scores import Scores, importance_identity, open_scores, order_keys
-from .storage import clear_manifest, is_current, write_manifest, write_text
+from .storage import clear_manifest, is_current, write_csv, write_manifest
 
 if TYPE_CHECKING:
     import torch
 
 ORDER = "score desc, then position asc (parameter names sorted, row-major flat index)"
+STATS_COLUMNS = ("tensor", "layer", "numel", "region", "selected", "fraction")
 BINS = 1 << 16
 RequestId = TypeVar("RequestId", bound=Hashable)
 
@@ -280,15 +279,19 @@ def _importance_layout(
     return None
 
 
-def stats_csv(scores: Scores, regions: dict[str, Region]) -> str:
-    out = stdio.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["tensor", "layer", "numel", "region", "selected", "fraction"])
+def stats_rows(scores: Scores, regions: dict[str, Region]) -> Iterator[dict[str, object]]:
+    """stats.csv's lines: per candidate tensor and region, how many of its weights the region holds."""
     for name, numel in zip(scores.names, scores.numels):
         for region, indices in regions.items():
             count = int(indices[name].numel()) if name in indices else 0
-            writer.writerow([name, layer_index(name), numel, region, count, f"{count / numel:.6g}"])
-    return out.getvalue()
+            yield {
+                "tensor": name,
+                "layer": layer_index(name),
+                "numel": numel,
+                "region": region,
+                "selected": count,
+                "fraction": count / numel,
+            }
 
 
 def extract(
@@ -459,6 +462,6 @@ def write_regions(
         if region not in seeds and selection == "chunked":
             metadata["chunk_size"] = str(chunk_length(scores.total, n, settings.chunk_size)) if n else ""
         write_region(layout.mask_file(ability, k, region), indices, metadata)
-    write_text(layout.mask_stats(ability, k), stats_csv(scores, regions))
+    write_csv(layout.mask_stats(ability, k), STATS_COLUMNS, stats_rows(scores, regions), digits=6)
     counts = {region: sum(int(v.numel()) for v in indices.values()) for region, indices in regions.items()}
     write_manifest(layout.masks_dir(ability, k), inputs, started=started, extra={"selected": counts})

@@ -7,18 +7,21 @@ manifest last, so a folder whose manifest matches the current inputs is complete
 from __future__ import annotations
 
 import contextlib
+import csv
 import errno
 import hashlib
+import io
 import json
+import math
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .layout import Output, lock_path, manifest_path
+from .layout import Output, format_k, lock_path, manifest_path
 
 if TYPE_CHECKING:
     import torch
@@ -79,6 +82,30 @@ def write_text(path: Path, text: str) -> None:
 
 def write_json(path: Path, obj: Any) -> None:
     write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def csv_cell(value: object, digits: int | None = None) -> str:
+    """One CSV cell: empty for None and NaN, true/false, floats by repr (exact) or to `digits` significant digits."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ""
+        return repr(value) if digits is None else f"{value:.{digits}g}"
+    return str(value)
+
+
+def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, Any]], digits: int | None = None) -> None:
+    """A CSV file of `columns`, one line per row (atomic write, following the umask); cells by `csv_cell`,
+    a column named k as a plain decimal (format_k)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow([format_k(row[c]) if c == "k" else csv_cell(row[c], digits) for c in columns])
+    write_text(path, buffer.getvalue())
 
 
 def read_json(path: Path) -> Any:

@@ -15,7 +15,7 @@ from benchprof.finetune import finetune
 from benchprof.layout import Layout, Variant
 from benchprof.run import run
 from benchprof.status import plan_status
-from benchprof.storage import SAMPLED_ABOVE, content_record
+from benchprof.storage import SAMPLED_ABOVE, content_record, shared_mode, write_csv
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +94,19 @@ def hold_lock(folder, seconds: float):
     proc = subprocess.Popen([sys.executable, "-c", code, str(seconds)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "held"
     return proc
+
+
+def test_write_csv_cells_by_hand(tmp_path):
+    path = tmp_path / "table.csv"
+    rows = [
+        {"k": 1e-05, "x": 1 / 3, "flag": True, "note": 'a,"b"', "n": None},
+        {"k": 0.5, "x": float("nan"), "flag": False, "note": "", "n": 3},
+    ]
+    write_csv(path, ("k", "x", "flag", "note", "n"), rows)
+    assert path.read_text() == 'k,x,flag,note,n\n0.00001,0.3333333333333333,true,"a,""b""",\n0.5,,false,,3\n'
+    assert path.stat().st_mode & 0o777 == shared_mode()
+    write_csv(path, ("x", "n"), [{"x": 1 / 3, "n": 7}], digits=3)  # digits round floats only
+    assert path.read_text() == "x,n\n0.333,7\n"
 
 
 def test_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_path):
