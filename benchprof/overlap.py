@@ -23,7 +23,7 @@ from .layout import Layout, format_k
 from .modeling import layer_index
 from .plots import plot_layers, plot_overlap
 from .regions import read_region_tensor, region_metadata, region_names
-from .report import write_csv
+from .storage import write_csv
 
 
 def expected_shared(n_a: int, n_b: int, eligible: int) -> float:

@@ -8,10 +8,7 @@ q-value is below aggregate.alpha.
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-from collections.abc import Iterable, Mapping
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -30,7 +27,7 @@ from .profile import (
     Similarity,
     ability_benchmarks,
 )
-from .storage import write_json, write_text
+from .storage import write_csv, write_json, write_text
 
 CSV_COLUMNS = tuple(f.name for f in fields(AisRow))  # ais.csv: one column per AisRow field, in order
 BREADTH_COLUMNS = tuple(f.name for f in fields(Breadth))  # benchmarks.csv; lists of abilities joined by ";"
@@ -53,31 +50,6 @@ CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in t
 COMPARE_PROFILE_COLUMNS = ("benchmark", "k", "ability", "model", "ais", "ci_low", "ci_high", "q_value", "significant")
 MISSING_CELL = "–"  # no evaluation to compute from
 UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
-
-
-def csv_cell(value: object, digits: int | None = None) -> str:
-    """One CSV cell: empty for None and NaN, true/false, floats by repr (exact) or to `digits` significant digits."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ""
-        return repr(value) if digits is None else f"{value:.{digits}g}"
-    return str(value)
-
-
-def write_csv(
-    path: Path, columns: tuple[str, ...], rows: Iterable[Mapping[str, Any]], digits: int | None = None
-) -> None:
-    """A CSV file of `columns`, one line per row (atomic write); the k column as a plain decimal (format_k)."""
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(columns)
-    for row in rows:
-        writer.writerow([format_k(row[c]) if c == "k" else csv_cell(row[c], digits) for c in columns])
-    write_text(path, buffer.getvalue())
 
 
 def _no_nan(record: dict[str, Any]) -> dict[str, Any]:

@@ -317,15 +317,10 @@ def damaged_files(output: Output, record: dict[str, Any]) -> list[str]:
 
 
 def is_current(output: Output, inputs: dict[str, Any]) -> bool:
-    """The skip check of every stage: the output's manifest was written from exactly these inputs,
-    all its files exist and they are the files it recorded."""
-    record = _read_record(output.manifest)
-    return (
-        record is not None
-        and record.get("inputs_hash") == value_hash(inputs)
-        and all(Path(f).is_file() for f in output.files)
-        and not damaged_files(output, record)
-    )
+    """The skip check of every stage: `judge` finds the output done (its manifest was written from exactly
+    these inputs, all its files exist and they are the files it recorded), so `benchprof status` and the
+    stages never disagree on what is done."""
+    return judge(output, inputs)[0] == "done"
 
 
 def changed_keys(recorded: dict[str, Any] | None, expected: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
