@@ -11,7 +11,10 @@ Pure functions on regions ({parameter name: sorted flat indices}) and score vect
 - rank: AUROC of R's weights in the score order over all eligible weights, the probability that a
   random planted weight scores above a random other one, ties counting 1/2 (`auroc`; 0.5 = chance,
   1 = every planted weight ranks above every other);
-- overlap between abilities' regions: Jaccard, against chance (benchprof.overlap's formulas).
+- overlap between abilities' regions: Jaccard, against chance (benchprof.overlap's formulas);
+- placement: the share of a region in tensors where R has no weight (`share_outside`); a selection
+  that spreads the region evenly over tensors (extract's `selection: chunked`) fixes it at those
+  tensors' share of the eligible weights.
 """
 
 from __future__ import annotations
@@ -50,6 +53,13 @@ def precision_recall(selected: Region, truth: Region) -> tuple[float, float]:
     shared = shared_count(selected, truth)
     n_sel, n_true = size(selected), size(truth)
     return (shared / n_sel if n_sel else float("nan"), shared / n_true if n_true else float("nan"))
+
+
+def share_outside(selected: Region, truth: Region) -> float:
+    """Share of `selected`'s weights in tensors holding no weight of `truth`; NaN for an empty `selected`."""
+    n_sel = size(selected)
+    outside = sum(int(idx.numel()) for name, idx in selected.items() if name not in truth or not truth[name].numel())
+    return outside / n_sel if n_sel else float("nan")
 
 
 def neuron_set(region: Region, shapes: Mapping[str, Sequence[int]]) -> set[Neuron]:

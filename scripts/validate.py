@@ -3,16 +3,19 @@
 
 Reads the planted sets R_a from the model folder (planted.json, planted/<ability>.safetensors), writes
 one config per `finetune.loss_on` (all, answer) and runs the real stages through the CLI: `benchprof
-data`, `benchprof finetune`, then per score `benchprof extract --score <score>` (selection exact, top and
-random regions at k = |R_a| / total parameters and the other --ks). For every (loss, score, k) and
-ability it measures, against R_a: weight-level and neuron-level precision and recall of the top region,
-the AUROC of R_a's weights in the score order, the mean Jaccard between abilities' top regions; and at
-k = |R_a| / total the AIS known answer: the AIS matrix of zeroing each top region (acc_norm on the
-abilities' test splits, scored in process like lm-eval's multiple-choice), its diagonal dominance, the
-own-split AIS of the top region against benchprof's random region of the same size.
+data`, `benchprof finetune`, then per score and selection `benchprof extract --score <score> --selection
+<selection>` (exact, and chunked with extract.chunk_size = --chunk-size; top and random regions at k =
+|R_a| / total parameters and the other --ks). For every (loss, score, selection, k) and ability it
+measures, against R_a: weight-level and neuron-level precision and recall of the top region, its share
+in tensors without R_a, the AUROC of R_a's weights in the score order (selection-independent), the mean
+Jaccard between abilities' top regions; and at k = |R_a| / total the AIS known answer: the AIS matrix of
+zeroing each top region (acc_norm on the abilities' test splits, scored in process like lm-eval's
+multiple-choice), its diagonal dominance, the own-split AIS of the top region against benchprof's random
+region of the same size.
 
     python scripts/validate.py                                   # the shipped planted model
     python scripts/validate.py --model /tmp/p --out /tmp/v --scores importance,entropy
+    python scripts/validate.py --selections exact --no-ais                  # the quickest
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from benchprof.validation import (
     precision_recall,
     region_mask,
     set_precision_recall,
+    share_outside,
     shared_count,
     size,
     top_n,
@@ -50,6 +54,7 @@ from benchprof.validation import (
 
 ROOT = Path(__file__).resolve().parents[1]
 SCORES = ("importance", "contrast_mean", "ratio", "rank", "entropy")
+SELECTIONS = ("exact", "chunked")
 TAG = "planted"
 
 
@@ -60,6 +65,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--scores", default=",".join(SCORES))
     p.add_argument("--loss", default="all,answer", help="finetune.loss_on values")
     p.add_argument("--ks", default="0.5,1,2", help="k values as multiples of |R_a| / total parameters")
+    p.add_argument("--selections", default=",".join(SELECTIONS), help="extract.selection values")
+    p.add_argument(
+        "--chunk-size",
+        type=int,
+        default=4096,
+        help="extract.chunk_size for chunked (default 4096: a sixth of one of the planted model's MLP tensors)",
+    )
     p.add_argument("--max-samples", type=int, default=300, help="finetune.max_samples")
     p.add_argument("--no-ais", action="store_true", help="skip the AIS known answer (no model evaluation)")
     p.add_argument("--metric", choices=("acc", "acc_norm"), default="acc", help="per-item score of the AIS")
@@ -76,7 +88,9 @@ def k_for(n: int, total: int) -> float:
     raise ValueError(f"no k gives {n} of {total}")
 
 
-def write_config(out: Path, model: Path, info: dict[str, Any], loss_on: str, ks: list[float], max_samples: int) -> Path:
+def write_config(
+    out: Path, model: Path, info: dict[str, Any], loss_on: str, ks: list[float], max_samples: int, chunk_size: int
+) -> Path:
     s = info["settings"]
     abilities = list(s["abilities"])
     cfg = {
@@ -106,7 +120,7 @@ def write_config(out: Path, model: Path, info: dict[str, Any], loss_on: str, ks:
             "max_length": 256,
             "dtype": "float32",
         },
-        "extract": {"selection": "exact", "regions": ["top", "random"], "random_seed": 0},
+        "extract": {"selection": "exact", "chunk_size": chunk_size, "regions": ["top", "random"], "random_seed": 0},
         "aggregate": {"report_k": ks[0], "bootstrap": 200},
     }
     path = out / f"{loss_on}.yml"
@@ -175,6 +189,7 @@ def summarize_ais(matrix: dict[str, dict[str, float]], random_own: dict[str, flo
 def recovery_row(
     loss: str,
     score: str,
+    selection: str,
     k: float,
     ability: str,
     top: Region,
@@ -193,6 +208,7 @@ def recovery_row(
     return {
         "loss_on": loss,
         "score": score,
+        "selection": selection,
         "k": k,
         "k_multiple": round(k * total / base_n, 3),
         "ability": ability,
@@ -203,6 +219,7 @@ def recovery_row(
         "neuron_recall": r_n,
         "top_neuron_precision": len(strongest & truth) / len(truth),
         "in_other_planted": others,
+        "outside_tensors": share_outside(top, planted[ability]),
         "auroc": area,
     }
 
@@ -211,6 +228,7 @@ def add_jaccard(
     rows: list[dict[str, Any]],
     loss: str,
     score: str,
+    selection: str,
     k: float,
     tops: dict[str, Region],
     eligible: int,
@@ -218,7 +236,7 @@ def add_jaccard(
     """The mean Jaccard between the abilities' top regions (and its chance level) into their rows."""
     pairs = jaccard_pairs(tops, eligible)
     for r in rows:
-        if (r["loss_on"], r["score"], r["k"]) == (loss, score, k):
+        if (r["loss_on"], r["score"], r["selection"], r["k"]) == (loss, score, selection, k):
             r["jaccard_mean"] = float(np.mean([p[2] for p in pairs]))
             r["jaccard_chance"] = float(np.mean([p[3] for p in pairs]))
 
@@ -249,8 +267,12 @@ def main() -> None:
     k_exact = k_for(base_n, total)
     losses = [x for x in args.loss.split(",") if x]
     scores = [x for x in args.scores.split(",") if x]
-    configs = {loss: write_config(out, model_dir, info, loss, ks, args.max_samples) for loss in losses}
-    print(f"validate: {model_dir.name}, |R_a| = {base_n} weights (k = {k_exact}), k values {ks}, out {out}")
+    selections = [x for x in args.selections.split(",") if x]
+    configs = {loss: write_config(out, model_dir, info, loss, ks, args.max_samples, args.chunk_size) for loss in losses}
+    print(
+        f"validate: {model_dir.name}, |R_a| = {base_n} weights (k = {k_exact}), k values {ks}, selections "
+        f"{selections} (chunk_size {args.chunk_size}), out {out}"
+    )
     cli("data", str(configs[losses[0]]))
     for loss in losses:
         cli("finetune", str(configs[loss]))
@@ -267,7 +289,7 @@ def main() -> None:
     if not args.no_ais:
         planted_matrix = ais_matrix(which, model, tok, tests, planted, original)
         layout = Layout(Path(out / losses[0]), TAG)
-        cli("extract", str(configs[losses[0]]), "--score", "importance", "--k", str(k_exact))
+        cli("extract", str(configs[losses[0]]), "--score", "importance", "--selection", "exact", "--k", str(k_exact))
         randoms = {a: read_region(layout.mask_file(a, k_exact, "random"))[0] for a in abilities}
         random_matrix = ais_matrix(which, model, tok, tests, randoms, original)
         random_own = {a: random_matrix[a][a] for a in abilities}
@@ -283,34 +305,43 @@ def main() -> None:
     for a in abilities:
         area = auroc(magnitude.numpy(), region_mask(planted[a], reference.names, reference.numels))
         for k in ks:
-            rows.append(recovery_row("-", "magnitude", k, a, magnitude_tops[k], area, planted, shapes, total, base_n))
+            top = magnitude_tops[k]
+            rows.append(recovery_row("-", "magnitude", "exact", k, a, top, area, planted, shapes, total, base_n))
     for k in ks:  # one region for every ability: Jaccard 1
-        add_jaccard(rows, "-", "magnitude", k, {a: magnitude_tops[k] for a in abilities}, int(info["eligible"]))
+        add_jaccard(
+            rows, "-", "magnitude", "exact", k, {a: magnitude_tops[k] for a in abilities}, int(info["eligible"])
+        )
     for loss in losses:
         layout = Layout(Path(out / loss), TAG)
         for score in scores:
-            cli("extract", str(configs[loss]), "--score", score)
-            tops: dict[float, dict[str, Region]] = {k: {} for k in ks}
+            areas = {}  # the score order over all eligible weights: the same for every selection
             for a in abilities:
                 values, names, numels = score_vector(layout, a, abilities, score)
-                positive = region_mask(planted[a], names, numels)
-                area = auroc(values.numpy(), positive)
+                areas[a] = auroc(values.numpy(), region_mask(planted[a], names, numels))
+            for selection in selections:  # extract writes the masks in place: read them before the next one
+                cli("extract", str(configs[loss]), "--score", score, "--selection", selection)
+                tops: dict[float, dict[str, Region]] = {k: {} for k in ks}
+                for a in abilities:
+                    for k in ks:
+                        top = read_region(layout.mask_file(a, k, "top"))[0]
+                        tops[k][a] = top
+                        rows.append(
+                            recovery_row(loss, score, selection, k, a, top, areas[a], planted, shapes, total, base_n)
+                        )
                 for k in ks:
-                    top = read_region(layout.mask_file(a, k, "top"))[0]
-                    tops[k][a] = top
-                    rows.append(recovery_row(loss, score, k, a, top, area, planted, shapes, total, base_n))
-            for k in ks:
-                add_jaccard(rows, loss, score, k, tops[k], int(info["eligible"]))
-            if not args.no_ais:
-                matrix = ais_matrix(which, model, tok, tests, tops[k_exact], original)
-                ais[f"{loss}/{score}"] = summarize_ais(matrix, random_own)
-            print(f"  {loss}/{score} done ({time.time() - started:.0f}s)", flush=True)
+                    add_jaccard(rows, loss, score, selection, k, tops[k], int(info["eligible"]))
+                if not args.no_ais:
+                    matrix = ais_matrix(which, model, tok, tests, tops[k_exact], original)
+                    ais[f"{loss}/{score}/{selection}"] = summarize_ais(matrix, random_own)
+                print(f"  {loss}/{score}/{selection} done ({time.time() - started:.0f}s)", flush=True)
     n_neurons = sum(shape[0] for name, shape in shapes.items() if name.endswith("gate_proj.weight"))
     result = {
         "model": str(model_dir),
         "planted_weights": n_planted,
         "k_exact": k_exact,
         "ks": ks,
+        "selections": selections,
+        "chunk_size": args.chunk_size,
         "chance_precision": {
             "weights": base_n / int(info["eligible"]),
             "neurons": len(truth_neurons[abilities[0]]) / n_neurons,
@@ -334,38 +365,43 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
         f"Chance: precision {chance['weights']:.3f} (|R_a| / eligible MLP weights), neuron precision "
         f"{chance['neurons']:.3f} (R_a's neurons / MLP neurons), AUROC 0.5.",
         "",
-        "| loss_on | score | k (× |R_a|) | precision | recall | in other R_b | touched neurons: precision / recall "
-        "| top neurons: precision | AUROC | Jaccard (chance) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"Selection chunked: extract.chunk_size {result['chunk_size']} (chunks of max(chunk_size, "
+        "floor(sqrt(N / f))) candidates).",
+        "",
+        "| loss_on | score | selection | k (× \\|R_a\\|) | precision | recall | in other R_b | in tensors w/o R_a "
+        "| touched neurons: precision / recall | top neurons: precision | AUROC | Jaccard (chance) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted(
-        {(r["loss_on"], r["score"], r["k"]) for r in rows},
-        key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, t[2]),
+        {(r["loss_on"], r["score"], r["selection"], r["k"]) for r in rows},
+        key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, SELECTIONS.index(t[2]), t[3]),
     )
-    for loss, score, k in keys:
-        group = [r for r in rows if (r["loss_on"], r["score"], r["k"]) == (loss, score, k)]
+    for loss, score, selection, k in keys:
+        group = [r for r in rows if (r["loss_on"], r["score"], r["selection"], r["k"]) == (loss, score, selection, k)]
 
         def mean(key: str, group: list[dict[str, Any]] = group) -> float:
             return float(np.mean([r[key] for r in group]))
 
         lines.append(
-            f"| {loss} | {score} | {format_k(k)} ({group[0]['k_multiple']:g}) | {mean('precision'):.3f} | "
-            f"{mean('recall'):.3f} | {mean('in_other_planted'):.3f} | "
+            f"| {loss} | {score} | {selection} | {format_k(k)} ({group[0]['k_multiple']:g}) | "
+            f"{mean('precision'):.3f} | {mean('recall'):.3f} | {mean('in_other_planted'):.3f} | "
+            f"{mean('outside_tensors'):.3f} | "
             f"{mean('neuron_precision'):.3f} / {mean('neuron_recall'):.3f} | {mean('top_neuron_precision'):.3f} | "
             f"{mean('auroc'):.3f} | "
             f"{mean('jaccard_mean'):.3f} ({mean('jaccard_chance'):.3f}) |"
         )
     lines += ["", "Per ability at k = |R_a| / total (precision / recall / AUROC):", ""]
-    lines.append("| loss_on | score | " + " | ".join(abilities) + " |")
-    lines.append("|---|---|" + "---|" * len(abilities))
-    for loss, score, k in keys:
+    lines.append("| loss_on | score | selection | " + " | ".join(abilities) + " |")
+    lines.append("|---|---|---|" + "---|" * len(abilities))
+    for loss, score, selection, k in keys:
         if k != result["k_exact"]:
             continue
         cells = []
         for a in abilities:
-            r = next(r for r in rows if (r["loss_on"], r["score"], r["k"], r["ability"]) == (loss, score, k, a))
+            key = (loss, score, selection, k, a)
+            r = next(r for r in rows if (r["loss_on"], r["score"], r["selection"], r["k"], r["ability"]) == key)
             cells.append(f"{r['precision']:.2f} / {r['recall']:.2f} / {r['auroc']:.2f}")
-        lines.append(f"| {loss} | {score} | " + " | ".join(cells) + " |")
+        lines.append(f"| {loss} | {score} | {selection} | " + " | ".join(cells) + " |")
     if result["ais"]:
         lines += [
             "",

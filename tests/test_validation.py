@@ -28,6 +28,7 @@ from benchprof.validation import (
     precision_recall,
     region_mask,
     set_precision_recall,
+    share_outside,
     shared_count,
     top_n,
     top_neurons,
@@ -48,6 +49,14 @@ def test_precision_recall_by_hand() -> None:
     assert precision_recall(top, truth) == (3 / 6, 3 / 5)
     assert precision_recall({}, truth)[1] == 0.0
     assert np.isnan(precision_recall({}, truth)[0])
+
+
+def test_share_outside_by_hand() -> None:
+    truth = {"w1": idx(0, 1), "w2": idx()}  # w2 listed but empty: counts as holding no weight of truth
+    top = {"w1": idx(5), "w2": idx(0, 1), "w3": idx(2, 3, 4)}  # 6 weights, 5 in w2 and w3
+    assert share_outside(top, truth) == 5 / 6
+    assert share_outside({"w1": idx(7, 8)}, truth) == 0.0
+    assert np.isnan(share_outside({}, truth))
 
 
 def test_neuron_set_by_hand() -> None:
