@@ -9,8 +9,15 @@ of the importance pass. Loss is next-token cross-entropy with answer tokens up-w
 
 Deterministic from --seed on a fixed thread count: rerunning reproduces the shipped weights.
 
+With --init-from the model and tokenizer are loaded from a folder instead of built (the size options
+are then ignored) and trained further: a second, related model for the comparison across models,
+e.g. the demo model trained on another mixture of abilities (docs/analyses.md, "Across models").
+
     python scripts/train_demo_model.py                      # writes benchprof/assets/demo-model
     python scripts/train_demo_model.py --steps 200 --out /tmp/m   # a quick smoke run
+    python scripts/train_demo_model.py --init-from benchprof/assets/demo-model \
+        --abilities Quantitative_Reasoning,Long_Term_Knowledge,Semantic_Relationship \
+        --steps 300 --lr 1e-3 --seed 1 --out outputs/models/demo-further   # configs/demo_two_models.yml
 """
 
 from __future__ import annotations
@@ -40,6 +47,12 @@ def parse_args() -> argparse.Namespace:
         help="demo config: its data section decides the train/test splits",
     )
     p.add_argument("--out", default=str(ROOT / "benchprof" / "assets" / "demo-model"))
+    p.add_argument(
+        "--init-from",
+        default="",
+        help="a model folder (e.g. benchprof/assets/demo-model) to train further, its tokenizer kept; "
+        "default: a new model and tokenizer",
+    )
     p.add_argument("--abilities", default="", help="comma-separated; default: every ability")
     p.add_argument("--steps", type=int, default=3500)
     p.add_argument("--batch-size", type=int, default=32)
@@ -169,30 +182,45 @@ def main() -> None:
     # (seed) sequence, so holding out the first `heldout` >= test_size items keeps it unseen, and the
     # training set does not change when the demo's test_size does (the shipped model used 200)
     heldout = max(args.heldout, cfg.data.test_size)
-    splits = {a: generate(a, cfg.data.train_size, heldout, cfg.data.seed) for a in abilities}
-    corpus = [eval_prompt(r) + " " + r["answer"] for a in abilities for r in splits[a][0]]
-    corpus += [f for a in abilities for f in fact_texts(a)]
-    corpus += ["You are a helpful assistant.", "Context: Question: Answer:"]
-    tok = train_tokenizer(corpus, vocab_size=args.vocab)
-    model = build_model(
-        tok,
-        hidden_size=args.hidden,
-        num_layers=args.layers,
-        num_heads=args.heads,
-        intermediate_size=args.intermediate,
-        max_positions=max(256, args.max_len),
-        seed=args.seed,
-    )
+    # report on the demo's profiled abilities too: training further on a few may change the others
+    reported = abilities + [d.name for d in cfg.datasets if d.name in ABILITIES and d.name not in abilities]
+    splits = {a: generate(a, cfg.data.train_size, heldout, cfg.data.seed) for a in reported}
+    if args.init_from:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(args.init_from)
+        model = AutoModelForCausalLM.from_pretrained(args.init_from, dtype=torch.float32)
+        model.eval()
+        before = {a: accuracy(model, tok, splits[a][1][: args.eval_items]) for a in reported}
+    else:
+        corpus = [eval_prompt(r) + " " + r["answer"] for a in abilities for r in splits[a][0]]
+        corpus += [f for a in abilities for f in fact_texts(a)]
+        corpus += ["You are a helpful assistant.", "Context: Question: Answer:"]
+        tok = train_tokenizer(corpus, vocab_size=args.vocab)
+        model = build_model(
+            tok,
+            hidden_size=args.hidden,
+            num_layers=args.layers,
+            num_heads=args.heads,
+            intermediate_size=args.intermediate,
+            max_positions=max(256, args.max_len),
+            seed=args.seed,
+        )
+        before = {}
     examples = build_examples(abilities, splits, tok, rng, args.fact_repeats)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f}M parameters, vocab {len(tok)}; {len(examples)} training examples")
     started = time.time()
     train(model, examples, tok, args)
     report = {"seconds": round(time.time() - started), "parameters": n_params, "args": vars(args), "accuracy": {}}
-    for a in abilities:
+    if before:
+        report["accuracy_before"] = {a: round(acc, 3) for a, acc in before.items()}
+    for a in reported:
         acc = accuracy(model, tok, splits[a][1][: args.eval_items])
         report["accuracy"][a] = round(acc, 3)
-        print(f"  {a:24s} test accuracy {acc:.3f}  (chance 0.25)")
+        was = f"  (was {before[a]:.3f})" if a in before else ""
+        trained = "" if a in abilities else "  not trained on"
+        print(f"  {a:24s} test accuracy {acc:.3f}{was}  (chance 0.25){trained}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
