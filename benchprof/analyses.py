@@ -118,7 +118,9 @@ def breadth(profile: Profile, draws: JointDraws) -> list[Breadth]:
                     entropy_draws, effective_draws = positive_mass_entropy(ais[shown].T)
                     line.entropy_ci_low, line.entropy_ci_high = percentile_ci(entropy_draws)
                     line.effective_ci_low, line.effective_ci_high = percentile_ci(effective_draws)
-                    line.above_ci_low, line.above_ci_high = percentile_ci(count_above(ais[shown].T, profile.threshold))
+                    low, high = percentile_ci(count_above(ais[shown].T, profile.threshold))
+                    if not math.isnan(low):  # a count: the interpolated percentiles widened to whole abilities
+                        line.above_ci_low, line.above_ci_high = float(math.floor(low)), float(math.ceil(high))
                     line.dropped = int(np.isnan(effective_draws).sum())
                     line.n_docs = max((r.n_docs for r in found.values()), default=0)
                 else:
