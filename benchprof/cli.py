@@ -27,7 +27,7 @@ from collections.abc import Callable
 from . import BenchprofError
 from .aggregate import aggregate
 from .config import load_config
-from .console import quiet, reattach_terminal
+from .console import quiet
 from .damage import damage
 from .data import data
 from .evaluate import evaluate
@@ -178,7 +178,6 @@ def main(argv: list[str] | None = None) -> None:
     """Entry point of the `benchprof` console script."""
     import fire
 
-    reattach_terminal()  # a worker that a quiet stage started inherits its log as stderr
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = sys.argv[1:] if argv is None else argv
     try:

@@ -5,11 +5,10 @@ the libraries make it (and writes no log).
 
 Python-level output is redirected (sys.stdout, sys.stderr, logging, warnings), and so is file descriptor 2 while the
 stage runs: what a child process or a C extension writes to stderr directly (lm-eval's `git describe` outside a
-checkout, torchrun's launcher, deepspeed's op compiler) goes to the first model's log too. Descriptor 1 is left
-alone: it carries the summaries of benchprof's own worker processes. Those workers (torchrun's ranks, evaluate's
-shards) inherit the log as their stderr; `reattach_terminal` gives them back the terminal, which the stage names
-in BENCHPROF_TERMINAL. A crash that kills the process outright (a segfault, an abort) leaves its last words in the
-log, not on the terminal; an exception is printed on the terminal as usual once the stage has let go of it.
+checkout, deepspeed's op compiler) goes to the stage's log too. Descriptor 1 is left alone: it carries the
+summaries of benchprof's own worker processes, which get the terminal as their stderr (`terminal_fd`) and keep
+their own quiet logs. A command refused on bad input writes no log, so what its children wrote to stderr is
+shown on the terminal instead.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import contextlib
 import io
 import logging
 import os
-import stat
 import sys
 import tempfile
 import time
@@ -34,7 +32,6 @@ if TYPE_CHECKING:
     from tqdm import tqdm
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-TERMINAL_ENV = "BENCHPROF_TERMINAL"  # a path that opens the terminal of the quiet stage that started this process
 
 
 class _Log:
@@ -67,19 +64,24 @@ class _Log:
         for handle in self.files.values():
             handle.write(text)
 
-    def close(self, bad_input: bool) -> None:
+    def close(self, bad_input: bool) -> str:
+        """Close the files and write what was kept for the end; returns what file descriptor 2 received that no
+        log will hold (a stage refused on bad input writes none), for the terminal."""
         for handle in self.files.values():
             handle.close()
+        spooled = ""
         if self.spool is not None:
             self.spool.seek(0)
-            self.pending.append(self.spool.read().decode("utf-8", errors="replace"))
+            spooled = self.spool.read().decode("utf-8", errors="replace")
+            self.pending.append(spooled)
             self.spool.close()
         if bad_input:
-            return
+            return spooled
         for path in self.later:
             path.parent.mkdir(parents=True, exist_ok=True)
             with open(path, "a", encoding="utf-8") as handle:
                 handle.write("".join(self.pending))
+        return ""
 
 
 class _Stream:
@@ -123,6 +125,7 @@ class _WarningCount(logging.Handler):
 class _State:
     log: _Log | None = None
     terminal: TextIO | None = None  # the real stderr while a stage is quiet
+    terminal_fd: int | None = None  # a duplicate of the real file descriptor 2 while a stage points 2 at its log
     verbose = False  # within a --verbose command, whose nested stages (run's) are verbose too
 
 
@@ -142,21 +145,11 @@ def progress(*args: Any, **kwargs: Any) -> tqdm:
     return tqdm(*args, **kwargs)
 
 
-def reattach_terminal() -> None:
-    """In a benchprof process that a quiet stage started (torchrun's ranks, evaluate's shard workers), point
-    file descriptor 2, inherited from that stage's log, back at the terminal the stage names in
-    BENCHPROF_TERMINAL, so the worker's progress bar and errors show. Where it cannot be opened (the stage has
-    ended, or no /proc and no terminal), the worker's stderr stays in the stage's log."""
-    path = os.environ.get(TERMINAL_ENV)
-    if not path:
-        return
-    try:
-        terminal_fd = os.open(path, os.O_WRONLY | os.O_APPEND)  # appended: the stage may write to it as well
-    except OSError:
-        return
-    sys.stderr.flush()
-    os.dup2(terminal_fd, 2)
-    os.close(terminal_fd)
+def terminal_fd() -> int | None:
+    """The terminal's file descriptor while a quiet stage has pointed file descriptor 2 at its log, else None: the
+    stderr to give the processes benchprof starts itself (evaluate's shard workers, torchrun's ranks), so their own
+    progress bars and errors show; each is a benchprof stage with a quiet log of its own."""
+    return _state.terminal_fd
 
 
 def _stderr_fd_redirect(log: _Log) -> int | None:
@@ -178,14 +171,6 @@ def _stderr_fd_restore(saved: int | None) -> None:
     sys.stderr.flush()
     os.dup2(saved, 2)
     os.close(saved)
-
-
-def _terminal_path(terminal_fd: int) -> str | None:
-    """A path that other processes can open to write to `terminal_fd` (Linux: /proc; elsewhere a tty's name)."""
-    proc = Path(f"/proc/{os.getpid()}/fd/{terminal_fd}")
-    if proc.exists():
-        return str(proc)
-    return os.ttyname(terminal_fd) if os.isatty(terminal_fd) else None
 
 
 def _terminal_stream(stderr: TextIO, terminal_fd: int) -> tuple[TextIO, bool]:
@@ -250,22 +235,20 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
 
     warnings.showwarning = show
     outermost = _state.terminal is None
-    saved_fd2 = _stderr_fd_redirect(log)  # the terminal, or the log of the stage around this one
-    owned_terminal, outer_env = False, os.environ.get(TERMINAL_ENV)
-    if outermost:
-        stdout, stderr = sys.stdout, sys.stderr
-        if saved_fd2 is None:
-            _state.terminal = stderr
-        else:
-            _state.terminal, owned_terminal = _terminal_stream(stderr, saved_fd2)
-            path = _terminal_path(saved_fd2)
-            if path:  # for benchprof's own worker processes: reattach_terminal
-                os.environ[TERMINAL_ENV] = path
-        sys.stdout, sys.stderr = _Stream(stdout, echo=True), _Stream(stderr, echo=False)
-    _state.log = log
-    log.write(f"=== benchprof {stage} {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
-    bad_input = False
+    stdout, stderr = sys.stdout, sys.stderr
+    saved_fd2: int | None = None
+    owned_terminal = bad_input = False
     try:
+        saved_fd2 = _stderr_fd_redirect(log)  # the terminal, or the log of the stage around this one
+        if outermost:
+            if saved_fd2 is None:
+                _state.terminal = stderr
+            else:
+                _state.terminal, owned_terminal = _terminal_stream(stderr, saved_fd2)
+                _state.terminal_fd = saved_fd2
+            sys.stdout, sys.stderr = _Stream(stdout, echo=True), _Stream(stderr, echo=False)
+        _state.log = log
+        log.write(f"=== benchprof {stage} {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
         yield
     except BenchprofError:
         bad_input = True
@@ -279,29 +262,18 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
                 _state.terminal.flush()
             if owned_terminal and _state.terminal is not None:
                 _state.terminal.close()
-            _state.terminal = None
-            if outer_env is None:
-                os.environ.pop(TERMINAL_ENV, None)
-            else:
-                os.environ[TERMINAL_ENV] = outer_env
+            _state.terminal = _state.terminal_fd = None
         _stderr_fd_restore(saved_fd2)
-        if outermost:
-            _append_at_end(2)
         warnings.showwarning = shown
         root.handlers = saved_root
         for logger, handlers, propagate in saved:
             logger.handlers, logger.propagate = handlers, propagate
-        log.close(bad_input)
+        unlogged = log.close(bad_input)
+        if unlogged:
+            print(unlogged, end="" if unlogged.endswith("\n") else "\n", file=terminal())
         for message, n in count.counts.items():
             times = f" (x{n})" if n > 1 else ""
             print(f"{stage}: warning{times}: {message}", file=terminal())
-
-
-def _append_at_end(fd: int) -> None:
-    """Where `fd` is a regular file (2> file), move its offset past what worker processes appended to it."""
-    with contextlib.suppress(OSError):
-        if stat.S_ISREG(os.fstat(fd).st_mode):
-            os.lseek(fd, 0, os.SEEK_END)
 
 
 class _LogWriter:

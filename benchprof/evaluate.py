@@ -464,7 +464,9 @@ def worker_commands(
 
 def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
     """Run the workers side by side, wait for all, and fail naming any that failed."""
-    procs = [subprocess.Popen(argv, env=env) for argv, env in commands]
+    from .console import terminal_fd
+
+    procs = [subprocess.Popen(argv, env=env, stderr=terminal_fd()) for argv, env in commands]
     codes = [p.wait() for p in procs]
     failed = [
         f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"

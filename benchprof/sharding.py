@@ -142,6 +142,8 @@ def launch(config: Path, processes: int, devices: list[str], args: list[str]) ->
     import subprocess
     import sys
 
+    from .console import terminal_fd
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -150,7 +152,7 @@ def launch(config: Path, processes: int, devices: list[str], args: list[str]) ->
         env.pop(key, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
     command += ["--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "benchprof", "finetune", str(config)]
-    done = subprocess.run(command + args, env=env)
+    done = subprocess.run(command + args, env=env, stderr=terminal_fd())  # the ranks' bars and errors show
     if done.returncode != 0:
         raise BenchprofError(
             f"finetune: {processes} importance processes failed (exit {done.returncode}; each rank's error is "

@@ -4,14 +4,14 @@ processes still reach the terminal; --verbose changes nothing."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from benchprof.console import TERMINAL_ENV, quiet, terminal
+from benchprof import BenchprofError
+from benchprof.console import quiet, terminal, terminal_fd
 
 NOISE = "fatal: not a git repository (or any of the parent directories): .git"
 
@@ -34,7 +34,7 @@ def test_a_child_process_stderr_goes_to_the_log_during_a_quiet_stage(tmp_path, c
     assert NOISE not in shown.out + shown.err
     assert "evaluate: 4 jobs run" in shown.out and "importance 3/3" in shown.err
     assert NOISE in log.read_text()
-    assert TERMINAL_ENV not in os.environ
+    assert terminal_fd() is None
     child_stderr("after the stage")  # file descriptor 2 is the terminal again
     assert "after the stage" in capfd.readouterr().err
 
@@ -68,28 +68,56 @@ def test_an_error_prints_in_full_on_the_terminal_after_the_stage(tmp_path):
     assert "library noise" in (tmp_path / "demo" / "logs" / "evaluate.log").read_text()
 
 
-def test_a_worker_started_by_a_quiet_stage_writes_to_the_terminal(tmp_path, capfd):
-    """torchrun's ranks and evaluate's shard workers inherit the stage's log as stderr: reattach_terminal
-    (cli.main) gives them the terminal back for their own bars and errors; their libraries' noise goes to
-    their own log."""
+def test_a_worker_started_by_a_quiet_stage_writes_to_the_terminal(tmp_path):
+    """evaluate's shard workers (spawn_workers; torchrun's ranks alike) get the terminal as stderr, not the stage's
+    log: their own bars and errors show, their libraries' noise goes to their own log. Here the terminal is a file
+    (`2> file`) and the parent writes while the worker runs: the two share the file's offset, so neither overwrites
+    the other."""
     for name in ("demo", "worker"):
         (tmp_path / name).mkdir()
     worker_log = tmp_path / "worker" / "logs" / "evaluate.log"
-    code = f"""
-        import subprocess, sys
+    worker = f"""
+        import subprocess, sys, time
         from pathlib import Path
-        from benchprof.console import quiet, reattach_terminal, terminal
-        reattach_terminal()
+        from benchprof.console import quiet, terminal
         with quiet("evaluate", [Path({str(worker_log)!r})]):
             print("worker bar", file=terminal(), flush=True)
             subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('worker library noise')"])
+            time.sleep(0.5)
         print("worker error", file=sys.stderr, flush=True)
     """
-    with quiet("evaluate", [tmp_path / "demo" / "logs" / "evaluate.log"]):
-        subprocess.run([sys.executable, "-c", textwrap.dedent(code)], check=True)
-    shown = capfd.readouterr().err
-    assert "worker bar" in shown and "worker error" in shown and "worker library noise" not in shown
-    assert "worker library noise" in worker_log.read_text()
+    stage = f"""
+        import os, sys, threading, time
+        from pathlib import Path
+        from benchprof.console import quiet, terminal
+        from benchprof.evaluate import spawn_workers
+        with quiet("evaluate", [Path({str(tmp_path / "demo" / "logs" / "evaluate.log")!r})]):
+            print("parent bar 1", file=terminal(), flush=True)
+            writer = threading.Timer(0.3, lambda: print("parent bar 2", file=terminal(), flush=True))
+            writer.start()
+            spawn_workers([([sys.executable, "-c", {textwrap.dedent(worker)!r}], dict(os.environ))])
+            writer.join()
+            print("parent bar 3", file=terminal(), flush=True)
+    """
+    shown = tmp_path / "terminal.txt"
+    with open(shown, "w") as terminal_file:
+        done = subprocess.run([sys.executable, "-c", textwrap.dedent(stage)], stderr=terminal_file)
+    assert done.returncode == 0
+    text = shown.read_text()
+    for line in ("parent bar 1", "parent bar 2", "parent bar 3", "worker bar", "worker error"):
+        assert line in text, (line, text)
+    assert "worker library noise" not in text and "worker library noise" in worker_log.read_text()
+
+
+def test_a_refused_command_shows_what_its_children_wrote_instead_of_a_log(tmp_path, capfd):
+    """A stage that stops on bad input before the model's folder exists writes no log; what a child process wrote
+    to stderr meanwhile (kept aside) is printed on the terminal rather than lost."""
+    log = tmp_path / "demo" / "logs" / "evaluate.log"
+    with pytest.raises(BenchprofError), quiet("evaluate", [log]):
+        child_stderr("CUDA error: out of memory")
+        raise BenchprofError("evaluate: 1 worker(s) failed")
+    assert "CUDA error: out of memory" in capfd.readouterr().err
+    assert not (tmp_path / "demo").exists()
 
 
 def test_verbose_leaves_the_terminal_as_it_is(tmp_path, capfd):
@@ -100,7 +128,7 @@ def test_verbose_leaves_the_terminal_as_it_is(tmp_path, capfd):
         print("a library line", file=sys.stderr, flush=True)
     shown = capfd.readouterr().err
     assert NOISE in shown and "a library line" in shown
-    assert not log.exists() and TERMINAL_ENV not in os.environ
+    assert not log.exists() and terminal_fd() is None
 
 
 def test_the_stages_of_a_verbose_command_are_verbose_too(tmp_path, capfd):
