@@ -109,19 +109,18 @@ def _load_score(
     )
 
 
-def _load_p_correct(layout: Layout, variant: Variant, benchmark: str, metric_key: str, base: Score | None) -> Score:
+def _load_p_correct(layout: Layout, variant: Variant, benchmark: str, metric_key: str, base: Score) -> Score:
     """One evaluation's per-document p_correct as a Score (its mean over the documents). Unusable (with the
-    reason) where the samples file has no option log-likelihoods to compute it from, or, with `base` (the
-    original's p_correct), where it holds other documents than the original's."""
+    reason) where the samples file has no option log-likelihoods to compute it from, or where it holds other
+    documents than `base` (the original's score, on either metric)."""
     import numpy as np
 
     per_doc, why = read_p_correct(layout.samples_file(variant, benchmark), metric_key)
     if per_doc is None:
         raise Unusable(f"p_correct: {why}")
-    if base is not None and base.per_doc is not None and set(per_doc) != set(base.per_doc):
+    if base.per_doc is not None and set(per_doc) != set(base.per_doc):
         raise Unusable("p_correct: its samples file holds other documents than the original's")
-    limit, n_samples = (base.limit, base.n_samples) if base is not None else (None, None)
-    return Score(float(np.mean(list(per_doc.values()))), per_doc, limit, n_samples)
+    return Score(float(np.mean(list(per_doc.values()))), per_doc, base.limit, base.n_samples)
 
 
 def region_provenance(layout: Layout, abilities: list[str], k_values: list[float], notes: list[str]) -> tuple[str, str]:
@@ -230,6 +229,11 @@ def load_scores(
                 wanted = settings.metrics.get(benchmark) or "any metric"
                 raise Unusable(f"{wanted!r} not in results (has: {', '.join(results)})")
             original = _load_score(layout, Variant(), benchmark, metric_key, profile.notes)
+            if not math.isclose(original.value, original.reported, abs_tol=1e-6):  # noted once, for the original
+                profile.notes.append(
+                    f"{benchmark}: the reported {metric_key} ({original.reported:.4f}) is not the mean over its "
+                    f"documents ({original.value:.4f}); AIS and intervals use the document means"
+                )
         except Unusable as err:
             missing(benchmark, Variant(), str(err))
             for variant in variants:  # their rows cannot be computed: list them, never drop them
@@ -249,8 +253,7 @@ def load_scores(
         p_original = None  # the original's p_correct: multiple-choice benchmarks on a higher-is-better metric
         if options and not original.lower_is_better:
             try:
-                p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, None)
-                p_original.limit, p_original.n_samples = original.limit, original.n_samples
+                p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, original)
             except Unusable:
                 p_original = None
 
@@ -290,8 +293,8 @@ def load_scores(
                             p_loaded[(ability, k)][region] = _load_p_correct(
                                 layout, variant, benchmark, metric_key, p_original
                             )
-                        except Unusable as err:
-                            missing(benchmark, variant, str(err))
+                        except Unusable as err:  # the accuracy row stands; only its p_correct twin is lacking
+                            profile.notes.append(f"{benchmark} {variant.label()}: no p_correct row ({err})")
                 if benchmark in splits:
                     ablated_docs.update(
                         {

@@ -114,8 +114,9 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     import numpy as np
 
     at_chance = set(profile.at_chance)
-    for row in profile.rows:
-        row.at_chance = row.benchmark in at_chance
+    splits_at_chance = at_chance & set(ability_benchmarks(profile.benchmarks))
+    for row in profile.rows:  # a specificity row compares every ability split: one at chance makes it noise too
+        row.at_chance = bool(splits_at_chance) if row.benchmark == SPECIFICITY else row.benchmark in at_chance
         if row.at_chance and not math.isnan(row.p_value):
             row.significant = False
     discordance: dict[str, list[float]] = {}

@@ -137,6 +137,7 @@ class Score:
     limit: object = None
     n_samples: object = None
     lower_is_better: bool = False  # the result JSON's higher_is_better says False for the metric
+    reported: float = math.nan  # the result JSON's own aggregate (lm-eval's), beside `value`
 
 
 def load_score(
@@ -150,8 +151,7 @@ def load_score(
     """The Score of result JSON `path` (and its samples file) on `metric_key`; Unusable with the reason when it
     cannot serve: missing, unreadable, the metric absent, its samples file changed since it was written, or
     (with `current_mask`, the hash of the mask file now on disk) evaluated on a mask extract has since replaced.
-    A samples file without usable values, or an aggregate that is not the mean of the per-document values,
-    adds a line to `notes` (`label` names the evaluation there)."""
+    A samples file without usable values adds a line to `notes` (`label` names the evaluation there)."""
     from .storage import content_record
 
     if not path.is_file():
@@ -174,19 +174,14 @@ def load_score(
     per_doc, why = read_samples(samples, metric_key)
     if why and why != "no per-sample file":
         notes.append(f"{label}: {why}; no interval")
+    reported = float(value)
     if per_doc is not None:  # one population: the point estimate is the mean the interval resamples
-        doc_mean = math.fsum(per_doc.values()) / len(per_doc)
-        if not math.isclose(doc_mean, value, abs_tol=1e-6):
-            notes.append(
-                f"{label}: the reported {metric_key} ({value:.4f}) is not the mean over its documents "
-                f"({doc_mean:.4f}); AIS and interval use the document mean"
-            )
-        value = doc_mean
+        value = math.fsum(per_doc.values()) / len(per_doc)
     better = payload.get("higher_is_better")
     task = payload.get("primary_task") or payload.get("benchmark")
     task_better = better.get(task) if isinstance(better, dict) else None
     lower = isinstance(task_better, dict) and task_better.get(split_key(metric_key)[0]) is False
-    return Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"), lower)
+    return Score(float(value), per_doc, payload.get("limit"), payload.get("n_samples"), lower, reported)
 
 
 def option_counts(path: Path) -> list[int]:
@@ -219,7 +214,8 @@ def read_samples(path: Path, metric_key: str) -> tuple[PerDoc | None, str | None
                 continue
             per_doc[(*doc_id(sample), filter_name)] = float(sample[metric])
     except (OSError, UnicodeDecodeError, TypeError, ValueError) as err:
-        number = err.line if isinstance(err, BadLine) else number
+        if isinstance(err, BadLine):
+            return None, f"per-sample file unreadable ({err})"
         return None, f"per-sample file unreadable ({type(err).__name__} at line {number})"
     if not per_doc:
         return None, f"per-sample file has no {metric_key!r} values"
@@ -261,7 +257,7 @@ def read_p_correct(path: Path, metric_key: str) -> tuple[PerDoc | None, str | No
             loglikelihoods.append(ll)
             labels.append(target)
     except (OSError, UnicodeDecodeError, TypeError, ValueError) as err:
-        return None, f"per-sample file unreadable ({type(err).__name__})"
+        return None, f"per-sample file unreadable ({err if isinstance(err, BadLine) else type(err).__name__})"
     if not keys:
         return None, f"no {filter_name!r} rows"
     try:

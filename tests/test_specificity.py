@@ -271,3 +271,18 @@ def test_known_answer_rows_get_holm_over_their_own_small_family(result_files):
     section = render_markdown(profile).split("Known answer")[1]
     for a, q in zip(ABILITIES, adjusted):
         assert f"| {a} | 0.01 | {profile.row(a, a, 0.01, 'top').ais:+.3f} | {p[a]:.3g} | {q:.3g} |" in section
+
+
+def test_specificity_rows_over_a_split_at_chance_are_marked_and_get_no_star(result_files):
+    """A specificity row compares every ability split; with one split at chance (chance 0.8 for Spatial, where the
+    original scores 8 of 10) it measures noise too: marked at_chance, outside the Benjamini-Hochberg family."""
+    raw = yaml.safe_load(Path(result_files).read_text())
+    raw["aggregate"]["chance"] = {"Spatial_Reasoning": 0.8}
+    Path(result_files).write_text(yaml.safe_dump(raw))
+    profile = load_scores(load_config(result_files), progress=False)
+    assert profile.at_chance == ["Spatial_Reasoning"]
+    rows = [r for r in profile.rows if r.benchmark == SPECIFICITY]
+    assert rows and all(r.at_chance and not r.significant and math.isnan(r.q_value) for r in rows)
+    assert not profile.row("Quantitative_Reasoning", "Temporal_Reasoning", 0.01, "top").at_chance
+    tested = [r for r in profile.rows if not math.isnan(r.p_value) and r.metric != "p_correct"]
+    assert profile.family_size == len([r for r in tested if not r.at_chance])
