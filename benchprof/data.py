@@ -193,12 +193,23 @@ def data(
 
 
 def ensure_data(cfg: Config, abilities: list[str]) -> None:
-    """Generate (or keep) the data of the generated abilities among `abilities`, as `run` does."""
+    """Generate (or keep) the data of the generated abilities among `abilities`, as `run` does, and say so in
+    one line."""
+    started = time.time()
+    written = kept = 0
     for name in abilities:
         spec = cfg.dataset(name)
         if spec.path:
+            kept += 1
             continue
         folder = ability_folder(cfg, name)
         inputs = data_inputs(cfg, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
-        if not is_current(data_output(folder, name), inputs):
-            generate_ability(folder, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed, inputs)
+        if is_current(data_output(folder, name), inputs):
+            kept += 1
+            continue
+        generate_ability(folder, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed, inputs)
+        written += 1
+    print(
+        f"data: wrote {written} abilities ({cfg.data.train_size} train / {cfg.data.test_size} test each), "
+        f"{kept} up to date or user-supplied, in {cfg.resolve(cfg.data.dir)} ({time.time() - started:.1f}s)"
+    )

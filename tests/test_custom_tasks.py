@@ -79,6 +79,8 @@ def test_own_tasks_are_evaluated_profiled_and_an_edit_reruns_exactly_them(tmp_pa
     shown = [line for line in shown if line.strip()]
     besides_table = [line for line in shown if not line.startswith("|")]
     assert len(besides_table) <= 20, "\n".join(besides_table)
+    for stage in ("data", "finetune", "extract", "evaluate", "aggregate", "run"):  # each stage's one-line summary
+        assert any(line.startswith(f"{stage}: ") for line in besides_table), (stage, besides_table)
     warned = [line for line in terminal if ": warning" in line]
     assert warned and len(warned) == len(set(warned)), warned
     assert any("Overwriting default num_fewshot of sums_mc" in line and "(x" in line for line in warned), warned
