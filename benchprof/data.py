@@ -172,6 +172,13 @@ def data(
             "seed": seed,
         }
     )
+    write_data(cfg, names, force, started)
+
+
+def write_data(cfg: Config, names: list[str], force: bool = False, started: float | None = None) -> None:
+    """Generate the data of `names` under data.dir (skipping user-supplied abilities and files already current)
+    and print the stage's one-line summary: the `data` command, and `run`'s data stage."""
+    started = time.time() if started is None else started
     root = cfg.resolve(cfg.data.dir)
     train_size, test_size, seed = cfg.data.train_size, cfg.data.test_size, cfg.data.seed
     written, skipped = [], []
@@ -189,27 +196,4 @@ def data(
     print(
         f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each), "
         f"{len(skipped)} up to date or user-supplied, in {root} ({time.time() - started:.1f}s)"
-    )
-
-
-def ensure_data(cfg: Config, abilities: list[str]) -> None:
-    """Generate (or keep) the data of the generated abilities among `abilities`, as `run` does, and say so in
-    one line."""
-    started = time.time()
-    written = kept = 0
-    for name in abilities:
-        spec = cfg.dataset(name)
-        if spec.path:
-            kept += 1
-            continue
-        folder = ability_folder(cfg, name)
-        inputs = data_inputs(cfg, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
-        if is_current(data_output(folder, name), inputs):
-            kept += 1
-            continue
-        generate_ability(folder, name, cfg.data.train_size, cfg.data.test_size, cfg.data.seed, inputs)
-        written += 1
-    print(
-        f"data: wrote {written} abilities ({cfg.data.train_size} train / {cfg.data.test_size} test each), "
-        f"{kept} up to date or user-supplied, in {cfg.resolve(cfg.data.dir)} ({time.time() - started:.1f}s)"
     )

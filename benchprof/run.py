@@ -29,7 +29,7 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     from . import sharding
     from .aggregate import aggregate
     from .console import quiet
-    from .data import ensure_data
+    from .data import write_data
     from .evaluate import cuda_available, evaluate
     from .extract import extract
     from .finetune import finetune
@@ -48,7 +48,7 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
         return quiet(name, [Layout(cfg.output_root, spec.tag).log_file(name) for spec in cfg.models])
 
     with stage("data"):
-        ensure_data(cfg, needed_abilities(cfg))
+        write_data(cfg, needed_abilities(cfg))
     if not eval_only:
         gpus = len(cfg.settings.devices()) if cuda_available() else 0
         processes = cfg.finetune.process_count(gpus)
