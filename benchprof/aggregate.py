@@ -8,6 +8,7 @@ the same numbers as a Profile for notebooks and the demo.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable
@@ -252,10 +253,8 @@ def load_scores(
         clusters = read_clusters(layout.samples_file(Variant(), benchmark)) if settings.clusters else {}
         p_original = None  # the original's p_correct: multiple-choice benchmarks on a higher-is-better metric
         if options and not original.lower_is_better:
-            try:
+            with contextlib.suppress(Unusable):  # no log-likelihoods to compute it from: no p_correct rows
                 p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, original)
-            except Unusable:
-                p_original = None
 
         loaded: Loaded = {}  # (ability, k) -> region -> score
         p_loaded: Loaded = {}  # the same on p_correct

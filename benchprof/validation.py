@@ -58,7 +58,7 @@ def precision_recall(selected: Region, truth: Region) -> tuple[float, float]:
 def share_outside(selected: Region, truth: Region) -> float:
     """Share of `selected`'s weights in tensors holding no weight of `truth`; NaN for an empty `selected`."""
     n_sel = size(selected)
-    outside = sum(int(idx.numel()) for name, idx in selected.items() if name not in truth or not truth[name].numel())
+    outside = size({name: idx for name, idx in selected.items() if name not in truth or not truth[name].numel()})
     return outside / n_sel if n_sel else float("nan")
 
 
