@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
 from . import BenchprofError
+from .layout import SHARED_FOLDERS
 
 ABILITIES: tuple[str, ...] = (
     "Analogical_Reasoning",
@@ -403,11 +404,19 @@ def _validate(cfg: Config) -> None:
     for key in ("train_batch_size", "eval_batch_size"):
         if getattr(cfg.settings, key) < 1:
             raise ConfigError(f"settings.{key}: must be >= 1")
+    for key, folder in (("settings.output_dir", cfg.settings.output_dir), ("data.dir", cfg.data.dir)):
+        if not folder.strip():  # it would resolve to the config's folder; say so with "."
+            raise ConfigError(f"{key}: an empty path (write . for the config's folder)")
     if not cfg.models:
         raise ConfigError("models: at least one model is required")
     for i, m in enumerate(cfg.models):
         if not m.name.strip():
             raise ConfigError(f"models[{i}].name: empty; a hub id or a folder is required")
+    for i, m in enumerate(cfg.models):
+        if m.tag in ("", ".", "..") or "/" in m.tag or "\\" in m.tag:
+            raise ConfigError(f"models[{i}].tag: {m.tag!r} is not a plain folder name (no / or \\, not . or ..)")
+        if m.tag in SHARED_FOLDERS:
+            raise ConfigError(f"models[{i}].tag: {m.tag!r} is the outputs folder's own {m.tag}/; set another tag")
     tags = [m.tag for m in cfg.models]
     if len(set(tags)) != len(tags):
         raise ConfigError("models: two models share the tag; set models[i].tag")
@@ -432,6 +441,8 @@ def _validate(cfg: Config) -> None:
         raise ConfigError("evals.benchmarks: a benchmark is listed twice")
     if ev.limit is not None and ev.limit < 1:
         raise ConfigError("evals.limit: must be >= 1")
+    if ev.tensor_parallel_size < 1:
+        raise ConfigError(f"evals.tensor_parallel_size: {ev.tensor_parallel_size} must be >= 1")
     for key, mapping in (("limits", ev.limits), ("dataset_paths", ev.dataset_paths)):
         for name, value in mapping.items():
             if name not in ev.benchmarks:
@@ -458,6 +469,12 @@ def _validate(cfg: Config) -> None:
         unknown = set(spec) - {"abilities", "size"}
         if unknown:
             raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
+        size = spec.get("size")
+        if "size" in spec and (isinstance(size, bool) or not isinstance(size, int) or size < len(parts)):
+            raise ConfigError(
+                f"evals.composites.{name}.size: {size!r} must be a whole number of items, at least one per ability "
+                f"(>= {len(parts)}); leave it out to take every ability's whole test split"
+            )
     if cfg.extract.random_draws < 1:
         raise ConfigError(f"extract.random_draws: {cfg.extract.random_draws} must be at least 1")
     if not cfg.extract.regions:
@@ -487,11 +504,15 @@ def _validate(cfg: Config) -> None:
         raise ConfigError(f"aggregate.report_k: {rk} is not one of settings.k_values")
     if cfg.aggregate.bootstrap < 0:
         raise ConfigError("aggregate.bootstrap: must be >= 0")
+    if cfg.aggregate.threshold < 0:
+        raise ConfigError(f"aggregate.threshold: {cfg.aggregate.threshold} must be >= 0 (the AIS that draws a ribbon)")
     if not 0.0 < cfg.aggregate.alpha < 1.0:
         raise ConfigError(f"aggregate.alpha: {cfg.aggregate.alpha} must lie in (0, 1)")
     for name, metric in cfg.aggregate.metrics.items():
         if not metric.strip():  # an empty override would silently fall back to the default metric
             raise ConfigError(f"aggregate.metrics.{name}: an empty metric name")
+        if name not in ev.benchmarks:  # the metric of each benchmark's task: status.preflight
+            raise ConfigError(f"aggregate.metrics.{name}: not one of evals.benchmarks")
     for name, level in cfg.aggregate.chance.items():
         if not 0.0 <= level < 1.0:
             raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
@@ -567,9 +588,48 @@ def load_config(path: str | Path = "config.yml") -> Config:
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = _read_yaml(path)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', err)})") from None
     return parse_config(raw, path)
+
+
+def _read_yaml(path: Path) -> Any:
+    """yaml.safe_load of the file, refusing a key given twice in one mapping (YAML keeps the last silently)."""
+    import yaml
+
+    loader = yaml.SafeLoader(path.read_text())
+    try:
+        node = loader.get_single_node()
+        if node is not None:
+            _refuse_duplicate_keys(node, "", path, set())
+        return loader.construct_document(node) if node is not None else None
+    finally:
+        loader.dispose()
+
+
+def _refuse_duplicate_keys(node: Any, key: str, path: Path, seen: set[int]) -> None:
+    """ConfigError naming the key path and lines of the first key given twice in a mapping under `node`."""
+    import yaml
+
+    if id(node) in seen:  # an alias to a node already checked
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        lines: dict[str, int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # <<: *anchor merges, it does not repeat
+                _refuse_duplicate_keys(value_node, key, path, seen)
+                continue
+            name = str(key_node.value)
+            sub = f"{key}.{name}" if key else name
+            line = key_node.start_mark.line + 1
+            if name in lines:
+                raise ConfigError(f"{sub}: duplicate key ({path} line {line}; first on line {lines[name]})")
+            lines[name] = line
+            _refuse_duplicate_keys(value_node, sub, path, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _refuse_duplicate_keys(item, f"{key}[{i}]", path, seen)

@@ -82,6 +82,9 @@ def lock_path(folder: Path) -> Path:
 
 
 DATA_SPLITS = ("train", "test")
+TASKS_FOLDER, COMPARE_FOLDER = "tasks", "compare"
+# the folders of outputs/ that belong to no model: a model's tag may not be one of them
+SHARED_FOLDERS = (TASKS_FOLDER, COMPARE_FOLDER)
 
 
 def data_file(folder: Path, split: str) -> Path:
@@ -96,7 +99,7 @@ def data_output(folder: Path, ability: str) -> Output:
 
 def tasks_dir(root: Path) -> Path:
     """Generated lm-eval task YAMLs and their data, beside the models' folders: <root>/tasks."""
-    return Path(root) / "tasks"
+    return Path(root) / TASKS_FOLDER
 
 
 def task_yaml_file(folder: Path, task: str) -> Path:
@@ -260,7 +263,7 @@ class CompareLayout:
 
     @property
     def compare_dir(self) -> Path:
-        return Path(self.root) / "compare"
+        return Path(self.root) / COMPARE_FOLDER
 
     @property
     def profiles_csv(self) -> Path:

@@ -8,6 +8,8 @@ import yaml
 from benchprof.config import ConfigError, load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
+TWO = ["Spatial_Reasoning", "Temporal_Reasoning"]
+MIX_SIZE = "evals.composites.mix.size"
 
 
 def base() -> dict:
@@ -75,6 +77,25 @@ def test_string_numbers_are_cast():
             lambda c: c["evals"].update(benchmarks=[{"name": "arc_challenge", "metric": ""}], num_fewshot=[]),
             "evals.benchmarks[0].metric",
         ),
+        # silently accepted before issue 30
+        *[
+            (lambda c, size=size: c["evals"].update(composites={"mix": {"abilities": TWO, "size": size}}), MIX_SIZE)
+            for size in (0, -5, "big", 1, 2.5, True)
+        ],
+        (lambda c: c["evals"].update(tensor_parallel_size=0), "evals.tensor_parallel_size"),
+        (lambda c: c.update(aggregate={"threshold": -1}), "aggregate.threshold"),
+        (lambda c: c["models"][0].update(tag="../escaped"), "models[0].tag"),
+        (lambda c: c["models"][0].update(tag="a/b"), "models[0].tag"),
+        (lambda c: c["models"][0].update(tag="a\\b"), "models[0].tag"),
+        (lambda c: c["models"][0].update(tag=".."), "models[0].tag"),
+        (lambda c: c["models"][0].update(tag="."), "models[0].tag"),
+        (lambda c: c["models"][0].update(tag="tasks"), "models[0].tag"),
+        (lambda c: c["models"][0].update(tag="compare"), "models[0].tag"),
+        (lambda c: c["models"][0].update(name="some/tasks"), "models[0].tag"),  # the tag taken from the name
+        (lambda c: c["settings"].update(output_dir=""), "settings.output_dir"),
+        (lambda c: c.update(data={"dir": " "}), "data.dir"),
+        (lambda c: c.update(aggregate={"bootstrap": -1}), "aggregate.bootstrap"),
+        (lambda c: c.update(aggregate={"metrics": {"gsm8k": "exact_match"}}), "aggregate.metrics.gsm8k"),
     ],
 )
 def test_bad_values_name_the_key(mutate, key):
@@ -109,3 +130,32 @@ def test_help_lists_stages_without_torch():
     assert proc.returncode == 0, proc.stderr
     for stage in ("run", "data", "finetune", "extract", "damage", "evaluate", "aggregate"):
         assert stage in proc.stdout + proc.stderr
+
+
+def test_a_duplicate_key_is_refused_with_its_path_and_line(tmp_path):
+    """YAML keeps the last of two equal keys silently; a config that says a thing twice is refused."""
+    path = tmp_path / "config.yml"
+    text = yaml.safe_dump(base(), sort_keys=False)
+    path.write_text(text.replace("settings:\n", "settings:\n  seed: 1\n  seed: 2\n", 1))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"settings.seed: duplicate key ({path} line 3; first on line 2)"
+    raw = base()
+    raw["datasets"][0]["path"] = "a"
+    text = yaml.safe_dump(raw, sort_keys=False)
+    path.write_text(text.replace("  path: a\n", "  path: a\n  key: answer\n  path: b\n"))
+    with pytest.raises(ConfigError, match=r"^datasets\[0\]\.path: duplicate key \("):
+        load_config(path)
+    # a merge key (<<) is not a duplicate, nor is a key it brings in that the mapping sets again
+    path.write_text(yaml.safe_dump(base()) + "aggregate: {<<: {seed: 1, bootstrap: 5}, seed: 2}\n")
+    assert load_config(path).aggregate.seed == 2 and load_config(path).aggregate.bootstrap == 5
+
+
+def test_composite_size_and_tags_that_are_fine():
+    raw = base()
+    raw["evals"]["composites"] = {"mix": {"abilities": TWO, "size": 2}}
+    raw["models"][0]["tag"] = "my.model-v2_1"
+    cfg = parse_config(raw)
+    assert cfg.evals.composites["mix"]["size"] == 2 and cfg.models[0].tag == "my.model-v2_1"
+    raw["aggregate"] = {"bootstrap": 0, "threshold": 0}  # 0 resamples: no intervals (documented)
+    assert parse_config(raw).aggregate.bootstrap == 0
