@@ -227,8 +227,9 @@ def load_scores(
             _, results = read_results(original_path)
             metric_key = primary_metric(results, settings.metrics.get(benchmark))
             if metric_key is None:
-                wanted = settings.metrics.get(benchmark) or "any metric"
-                raise Unusable(f"{wanted!r} not in results (has: {', '.join(results)})")
+                override = settings.metrics.get(benchmark)
+                wanted = f"aggregate.metrics.{benchmark} {override!r}" if override else "any metric"
+                raise Unusable(f"{wanted} not in results (has: {', '.join(results)})")
             original = _load_score(layout, Variant(), benchmark, metric_key, profile.notes)
             if not math.isclose(original.value, original.reported, abs_tol=1e-6):  # noted once, for the original
                 profile.notes.append(

@@ -275,9 +275,10 @@ def cell_rows(
         rows[ADJUSTED] = new_row(ADJUSTED, None, adjusted_ais(rows["top"].ais, control_ais))
         rows[ADJUSTED].control_draws = len(control)
 
-    # paired bootstrap over the documents every available per-sample file shares
+    # paired tests and bootstrap over the documents every available per-sample file shares (0 resamples: no
+    # intervals, the tests still run)
     paired = {region: score.per_doc for region, score in ablated.items() if score.per_doc is not None}
-    if resamples > 0 and original.per_doc is not None and paired:
+    if original.per_doc is not None and paired:
         shared = set(original.per_doc)
         for per_doc in paired.values():
             shared &= set(per_doc)
@@ -291,10 +292,14 @@ def cell_rows(
             base = np.array([original.per_doc[d] for d in docs])
             matrix = np.array([[per_doc[d] for d in docs] for per_doc in paired.values()])
             clusters, strata = cell.groups(docs)
-            rng = cell_rng(cell.seed, ability, k, benchmark)
-            draws = sign * bootstrap_ais(base, matrix, resamples, rng, clusters=clusters, strata=strata)
-            samples = dict(zip(paired, draws))
-            if ADJUSTED in rows and "top" in paired and all(score.per_doc is not None for score in control):
+            for region in paired:
+                rows[region].n_docs = len(docs)
+            samples: dict[str, NDArray[np.float64]] = {}
+            if resamples > 0:
+                rng = cell_rng(cell.seed, ability, k, benchmark)
+                draws = sign * bootstrap_ais(base, matrix, resamples, rng, clusters=clusters, strata=strata)
+                samples = dict(zip(paired, draws))
+            if samples and ADJUSTED in rows and "top" in paired and all(score.per_doc is not None for score in control):
                 pool_values = np.array([[score.per_doc[d] for d in docs] for score in control if score.per_doc])
                 top_values = np.array([paired["top"][d] for d in docs])
                 rng = cell_rng(cell.seed + 2, ability, k, benchmark)  # the two-level bootstrap's own draws

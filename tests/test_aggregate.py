@@ -289,7 +289,10 @@ def test_load_scores_matrix(results):
     assert "arc_easy" not in matrix["Temporal_Reasoning"]
     assert math.isnan(matrix["Temporal_Reasoning"]["gsm8k"])
     assert profile.matrix(region="top-random")["Quantitative_Reasoning"]["arc_easy"] == pytest.approx(0.5)
-    assert math.isnan(profile.row("Quantitative_Reasoning", "arc_easy").ci_low)  # bootstrap 0: no interval
+    row = profile.row("Quantitative_Reasoning", "arc_easy")
+    assert math.isnan(row.ci_low)  # bootstrap 0: no interval
+    # ... but the paired documents and their test are there (n_docs was reported as 0)
+    assert row.n_docs == 5 and row.flips_lost == 1 and row.flips_gained == 0 and row.p_value == pytest.approx(1.0)
     assert profile.metrics == {"arc_easy": "acc_norm,none", "gsm8k": "exact_match,strict-match"}
 
 
@@ -309,6 +312,14 @@ def test_metric_override_and_missing_original(tmp_path):
     assert reasons[("gsm8k", "Quantitative_Reasoning/k0.01/top")] == "no usable original score"
     assert reasons[("arc_easy", "Temporal_Reasoning/k0.01/top")].startswith("unreadable")
     assert len(profile.missing) == 1 + 6 + 4 + 1  # original, all gsm8k variants, arc bottom/random, corrupt
+
+
+def test_an_unknown_metric_names_its_key(tmp_path):
+    path = write_config(tmp_path, metrics={"arc_easy": "f1"})
+    cfg = load_config(path)
+    arc(cfg, Variant(), ARC[None])
+    reasons = {(m.benchmark, m.variant): m.reason for m in load_scores(cfg, progress=False, bootstrap=0).missing}
+    assert reasons[("arc_easy", "original")].startswith("aggregate.metrics.arc_easy 'f1' not in results (has: ")
 
 
 def test_nothing_to_aggregate(tmp_path):
