@@ -473,7 +473,7 @@ def _validate(cfg: Config) -> None:
         if "size" in spec and (isinstance(size, bool) or not isinstance(size, int) or size < len(parts)):
             raise ConfigError(
                 f"evals.composites.{name}.size: {size!r} must be a whole number of items, at least one per ability "
-                f"(>= {len(parts)}); leave it out to take every ability's whole test split"
+                f"(>= {len(parts)}); leave it out for as many of each as the smallest test split has"
             )
     if cfg.extract.random_draws < 1:
         raise ConfigError(f"extract.random_draws: {cfg.extract.random_draws} must be at least 1")

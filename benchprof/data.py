@@ -84,9 +84,16 @@ def looks_like_path(name: str) -> bool:
 
 
 def is_hub_id(cfg: Config, ability: str) -> bool:
+    """A `datasets[i].path` that names a Hugging Face dataset ('org/name'): not a folder that exists, not
+    written as a path, and not under a folder beside the config ('mydata/QR' with mydata/ there is a missing
+    folder, not a hub id)."""
     spec = cfg.dataset(ability)
     return (
-        bool(spec.path) and not cfg.resolve(spec.path).exists() and "/" in spec.path and not looks_like_path(spec.path)
+        bool(spec.path)
+        and not cfg.resolve(spec.path).exists()
+        and "/" in spec.path
+        and not looks_like_path(spec.path)
+        and not cfg.resolve(spec.path.split("/")[0]).is_dir()
     )
 
 

@@ -136,8 +136,11 @@ def check_k_values(
                 f"than the {eligible} eligible in {spec.tag} (finetune.scope {scope}, layers "
                 f"{front}..{n_layers - back - 1}); lower k or front/back_removal"
             )
-        elif n == 0:
-            warnings.append(f"settings.k_values[{i}]: k={k} selects no weight of {spec.tag} (floor(k * {total}) = 0)")
+        elif n == 0:  # a region of no weight: every AIS would be +0.000, a wrong result, not a small one
+            problems.append(
+                f"settings.k_values[{i}]: k={k} selects no weight of {spec.tag}: n = floor(k * {total}) = 0 "
+                f"({eligible} eligible); raise k to at least {1 / total:.3g}"
+            )
 
 
 def check_benchmarks(cfg: Config, problems: list[str]) -> None:
@@ -192,6 +195,113 @@ def check_datasets(cfg: Config, problems: list[str], finetune: bool) -> None:
                 problems.append(f"datasets[{i}].path: {err}")
 
 
+def check_devices(cfg: Config, problems: list[str], warnings: list[str]) -> None:
+    """evals.device names a device torch knows and, for cuda, that this machine has; GPUs listed in
+    settings.cuda_visible_devices without CUDA are a warning (the stages then run on the CPU)."""
+    import torch
+
+    device = cfg.evals.device
+    if device != "auto":
+        try:
+            kind = torch.device(device).type
+        except (RuntimeError, ValueError):
+            problems.append(f"evals.device: {device!r} is not a device (auto, cpu, cuda, cuda:0, ...)")
+            return
+        if kind == "cuda" and not torch.cuda.is_available():
+            problems.append(f"evals.device: {device!r}, but CUDA is not available on this machine; use auto or cpu")
+    if cfg.settings.devices() and not torch.cuda.is_available():
+        warnings.append(
+            f"settings.cuda_visible_devices: {cfg.settings.cuda_visible_devices!r}, but CUDA is not available on "
+            "this machine; every stage runs on the CPU"
+        )
+
+
+def check_backend(cfg: Config, problems: list[str]) -> None:
+    import importlib.util
+
+    if cfg.evals.backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        problems.append(
+            "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
+        )
+
+
+def test_items(cfg: Config, ability: str) -> tuple[int, str] | None:
+    """(items, where that number comes from) of an ability's test split; None for a hub dataset or a file
+    that cannot be read (check_datasets names that one)."""
+    from .data import ability_folder, is_hub_id
+    from .layout import data_file
+
+    if not cfg.dataset(ability).path:
+        return cfg.data.test_size, "data.test_size"
+    if is_hub_id(cfg, ability):
+        return None
+    path = data_file(ability_folder(cfg, ability), "test")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return sum(1 for line in f if line.strip()), str(path)
+    except OSError:
+        return None
+
+
+def check_composites(cfg: Config, problems: list[str]) -> None:
+    """A composite's size takes size // #abilities items of each ability's test split: each must have them."""
+    for name, spec in cfg.evals.composites.items():
+        if name not in cfg.evals.benchmarks or spec.get("size") is None:
+            continue
+        share = int(spec["size"]) // len(spec["abilities"])
+        for ability in spec["abilities"]:
+            found = test_items(cfg, ability)
+            if found is not None and found[0] < share:
+                problems.append(
+                    f"evals.composites.{name}.size: {spec['size']} takes {share} test items of each of its "
+                    f"{len(spec['abilities'])} abilities, and {ability} has {found[0]} ({found[1]})"
+                )
+
+
+def yaml_problem(err: Exception) -> str:
+    """The first line of what a YAML reader raised, with the line of the file it stopped at."""
+    mark = getattr(err, "problem_mark", None)
+    text = getattr(err, "problem", None) or str(err).strip() or type(err).__name__
+    return (f"line {mark.line + 1}: " if mark is not None else "") + str(text).splitlines()[0]
+
+
+def check_user_tasks(cfg: Config, problems: list[str]) -> None:
+    """Every task YAML under evals.include_path can be read (lm-eval skips one it cannot read without a word:
+    its task is then 'unknown'), and the local data files of the benchmarks' own tasks exist."""
+    import glob
+
+    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
+
+    from .tasks import include_paths, user_tasks
+
+    for root in include_paths(cfg):
+        files = [root] if root.is_file() else sorted(root.glob("**/*.yaml"))
+        for path in files:
+            try:
+                load_yaml(path, resolve_func=False, recursive=True)
+            except Exception as err:  # yaml's errors, a missing include, not a mapping
+                problems.append(f"evals.include_path: {path}: lm-eval cannot read this task YAML ({yaml_problem(err)})")
+    own = user_tasks(cfg)
+    for i, benchmark in enumerate(cfg.evals.benchmarks):
+        if benchmark not in own or benchmark in cfg.evals.dataset_paths:
+            continue
+        try:
+            spec = load_yaml(own[benchmark], resolve_func=False, recursive=True)
+        except Exception:  # reported above
+            continue
+        data_files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
+        values = list(data_files.values()) if isinstance(data_files, dict) else [data_files]
+        names = [str(n) for value in values for n in (value if isinstance(value, list) else [value])]
+        local = str(spec.get("dataset_path") or "")
+        if local.startswith(("/", ".", "~")):
+            names.append(local)
+        for name in names:
+            if "://" in name or (glob.glob(os.path.expanduser(name)) if glob.has_magic(name) else Path(name).exists()):
+                continue
+            where = "" if Path(name).is_absolute() else f" (relative to the working directory {Path.cwd()})"
+            problems.append(f"evals.benchmarks[{i}]: {benchmark} ({own[benchmark]}): data {name} not found{where}")
+
+
 def check_writable(key: str, folder: Path, problems: list[str]) -> None:
     """`folder`, or the nearest existing folder above it, can be written (nothing is created)."""
     existing = Path(folder)
@@ -206,20 +316,26 @@ def check_writable(key: str, folder: Path, problems: list[str]) -> None:
 def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     """Check the whole plan before any heavy work; write nothing.
 
-    Checks: each model's folder (config.json) or hub id (in the local cache when offline), its
-    tokenizer (and chat template, else a warning), k values against the model's eligible parameter
-    count (from its config, on the meta device), every benchmark known to benchprof or lm-eval,
-    user dataset folders readable and well formed, output folders writable. Raises BenchprofError
-    with one line per problem; returns the warnings.
+    Checks: evals.device and evals.backend usable here (GPUs listed without CUDA: a warning), each model's
+    folder (config.json) or hub id (in the local cache when offline), its tokenizer (and chat template, else
+    a warning), k values against the model's eligible parameter count (from its config, on the meta device;
+    a k that selects no weight is refused), user dataset folders readable and well formed, composites no
+    larger than their abilities' test splits, the task YAMLs under evals.include_path readable and their
+    data files present, every benchmark known to benchprof or lm-eval, output folders writable. Raises
+    BenchprofError with one line per problem; returns the warnings.
     """
     problems: list[str] = []
     warnings: list[str] = []
     finetune = not eval_only and bool(cfg.abilities())
+    check_devices(cfg, problems, warnings)
+    check_backend(cfg, problems)
     for i, spec in enumerate(cfg.models):
         model_config = check_model(cfg, i, spec, problems, warnings, finetune)
         if model_config is not None and finetune:
             check_k_values(cfg, spec, model_config, problems, warnings)
     check_datasets(cfg, problems, finetune)
+    check_composites(cfg, problems)
+    check_user_tasks(cfg, problems)
     check_benchmarks(cfg, problems)
     check_writable("settings.output_dir", cfg.output_root, problems)
     if any(not cfg.dataset(a).path for a in needed_abilities(cfg)):

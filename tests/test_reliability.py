@@ -294,6 +294,77 @@ def test_preflight_checks_user_datasets(tiny_model_dir, tmp_path, reference):
     assert problems_of(config) == [f"datasets[0].path: {tmp_path / 'none'}: folder not found"]
 
 
+def own_task(folder: Path, data: Path) -> Path:
+    """A multiple-choice task YAML of the user's own (evals.include_path) reading `data`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    spec = {
+        "task": "mytask",
+        "dataset_path": "json",
+        "dataset_kwargs": {"data_files": {"test": str(data)}},
+        "test_split": "test",
+        "output_type": "multiple_choice",
+        "doc_to_text": "{{question}}",
+        "doc_to_choice": "{{options}}",
+        "doc_to_target": "label",
+        "metric_list": [{"metric": "acc"}],
+    }
+    (folder / "mytask.yaml").write_text(yaml.safe_dump(spec))
+    return folder
+
+
+def test_preflight_finds_what_the_stages_found_late(tiny_model_dir, tmp_path):
+    """Each of these was found only after finetune or evaluate (a traceback, or a wrong result); now one line each."""
+    assert problems_of(write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY], "device": "cuda"})) == [
+        "evals.device: 'cuda', but CUDA is not available on this machine; use auto or cpu"
+    ]
+    assert problems_of(write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY], "device": "gpu"})) == [
+        "evals.device: 'gpu' is not a device (auto, cpu, cuda, cuda:0, ...)"
+    ]
+    assert problems_of(write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY], "backend": "vllm"})) == [
+        "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
+    ]
+    mix = {"mix": {"abilities": [ABILITY, OTHER], "size": 30}}  # 15 of each; data.test_size is 12
+    config = write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY, "mix"], "composites": mix})
+    assert problems_of(config) == [
+        f"evals.composites.mix.size: 30 takes 15 test items of each of its 2 abilities, and {ABILITY} has 12 "
+        "(data.test_size)",
+        f"evals.composites.mix.size: 30 takes 15 test items of each of its 2 abilities, and {OTHER} has 12 "
+        "(data.test_size)",
+    ]
+    [line] = problems_of(write_config(tmp_path, tiny_model_dir, settings__k_values=[1e-9]))  # was a warning
+    assert line.startswith("settings.k_values[0]: k=1e-09 selects no weight of tiny: n = floor(k * ") and (
+        "eligible); raise k to at least" in line
+    )
+    (tmp_path / "mydata").mkdir()  # 'mydata/QR' is a folder under it, not a hub dataset id
+    config = write_config(tmp_path, tiny_model_dir, datasets=[{"name": ABILITY, "path": "mydata/QR"}])
+    assert problems_of(config) == [f"datasets[0].path: {tmp_path / 'mydata' / 'QR'}: folder not found"]
+
+
+def test_preflight_reads_the_users_task_yamls(tiny_model_dir, tmp_path):
+    tasks = own_task(tmp_path / "tasks_in", tmp_path / "gone.jsonl")
+    evals = {"benchmarks": [ABILITY, "mytask"], "include_path": [str(tasks)]}
+    assert problems_of(write_config(tmp_path, tiny_model_dir, evals=evals)) == [
+        f"evals.benchmarks[1]: mytask ({tasks / 'mytask.yaml'}): data {tmp_path / 'gone.jsonl'} not found"
+    ]
+    tasks = own_task(tmp_path / "broken", tmp_path / "gone.jsonl")  # a new folder: lm-eval's index is cached
+    (tasks / "mytask.yaml").write_text("task: mytask\ndataset_path: json\n  test_split: [test\n")
+    evals["include_path"] = [str(tasks)]
+    problems = problems_of(write_config(tmp_path, tiny_model_dir, evals=evals))
+    assert problems[0].startswith(  # "... here" or "... in this context", as libyaml or PyYAML says it
+        f"evals.include_path: {tasks / 'mytask.yaml'}: lm-eval cannot read this task YAML "
+        "(line 3: mapping values are not allowed "
+    )
+    assert problems[1].startswith("evals.benchmarks[1]: unknown benchmark 'mytask'") and len(problems) == 2
+
+
+def test_cuda_visible_devices_without_cuda_is_a_warning(tiny_model_dir, tmp_path):
+    """The GPUs listed are not there: the stages run on the CPU, which a user should know, but can go on."""
+    config = write_config(tmp_path, tiny_model_dir, settings__cuda_visible_devices="0")
+    assert preflight(load_config(config)) == [
+        "settings.cuda_visible_devices: '0', but CUDA is not available on this machine; every stage runs on the CPU"
+    ]
+
+
 def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_path, capsys):
     config = write_config(
         tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY, "arc_eazy"], "limit": 4}, settings__k_values=[0.9]
