@@ -1,0 +1,79 @@
+"""The whole pipeline on a real pretrained LLM (SmolLM2-135M-Instruct, fetched from its registry package)
+and a real lm-eval benchmark read from a local copy: two abilities, one k, twenty items."""
+
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.slow
+
+K = 0.01024
+ITEMS = 20
+
+
+def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
+    real_model_dir, real_benchmarks_dir, tmp_path
+):
+    """`benchprof run` end to end; the unablated model's per-document accuracies and log-likelihoods equal
+    those of lm-eval's own command line on the same model, task YAML and documents; the regions have
+    exactly floor(k * all parameters) weights, tied embeddings counted once, all in the MLP."""
+    from safetensors import safe_open
+
+    from benchprof.layout import Layout, Variant
+
+    config = {
+        "settings": {"k_values": [K], "output_dir": "outputs", "train_batch_size": 4, "eval_batch_size": 16},
+        "models": [{"name": str(real_model_dir), "tag": "smollm2", "dtype": "float32"}],
+        "datasets": [{"name": "Long_Term_Knowledge"}, {"name": "Commonsense_Causal"}],
+        "evals": {
+            "benchmarks": [{"name": "arc_easy", "limit": ITEMS}],
+            "device": "cpu",
+            "dataset_paths": {"arc_easy": str(real_benchmarks_dir / "arc_easy")},
+        },
+        "data": {"dir": "data", "train_size": ITEMS, "test_size": ITEMS},
+        "finetune": {"max_samples": ITEMS, "max_length": 256, "dtype": "float32"},
+        "extract": {"regions": ["top", "random"]},
+        "aggregate": {"report_k": K, "bootstrap": 200},
+    }
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(config))
+    done = subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", "config.yml"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "run: all stages done" in done.stdout
+
+    layout = Layout(tmp_path / "outputs", "smollm2")
+    with open(layout.profile_dir / "ais.csv") as f:
+        rows = list(csv.DictReader(f))
+    cells = {(r["ability"], r["benchmark"], r["region"]) for r in rows if r["benchmark"] == "arc_easy"}
+    for ability in ("Long_Term_Knowledge", "Commonsense_Causal"):
+        assert {(ability, "arc_easy", "top"), (ability, "arc_easy", "random")} <= cells
+
+    n = math.floor(K * 134_515_008)
+    for region in ("top", "random"):
+        with safe_open(str(layout.mask_file("Long_Term_Knowledge", K, region)), "pt") as f:
+            assert all(".mlp." in name for name in f.keys())
+            assert sum(f.get_slice(name).get_shape()[0] for name in f.keys()) == n
+
+    ours = [json.loads(line) for line in layout.samples_file(Variant(), "arc_easy").read_text().splitlines()]
+    cli_out = tmp_path / "cli"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    args = ["run", "--model", "hf", "--model_args", f"pretrained={real_model_dir},dtype=float32"]
+    args += ["--tasks", "benchprof_local_arc_easy", "--include_path", str(tmp_path / "outputs" / "tasks")]
+    args += ["--limit", str(ITEMS), "--log_samples", "--output_path", str(cli_out), "--batch_size", "16"]
+    args += ["--device", "cpu"]
+    cli = subprocess.run([sys.executable, "-m", "lm_eval", *args], capture_output=True, text=True, env=env)
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    [samples_file] = list(cli_out.rglob("samples_benchprof_local_arc_easy_*.jsonl"))
+    theirs = sorted((json.loads(line) for line in samples_file.read_text().splitlines()), key=lambda s: s["doc_id"])
+    assert [s["doc_id"] for s in theirs] == [r["doc_id"] for r in ours] == list(range(ITEMS))
+    for mine, cli_doc in zip(ours, theirs):
+        assert (mine["acc"], mine["acc_norm"]) == (cli_doc["acc"], cli_doc["acc_norm"])
+        cli_ll = [float(resp[0]) for resp in cli_doc["filtered_resps"]]
+        assert max(abs(a - b) for a, b in zip(mine["loglikelihoods"], cli_ll)) < 1e-4
