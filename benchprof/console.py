@@ -37,18 +37,39 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 class _Log:
     """The log files of the running stage (<model>/logs/<stage>.log). Where the model's folder existed when
     the stage began, written as it comes; else kept in memory and written at the end, unless the stage
-    stopped on bad input (a BenchprofError): a command refused before doing any work creates no folder."""
+    stopped on bad input (a BenchprofError): a command refused before doing any work creates no folder.
+
+    A log that cannot be written (a full or read-only disk) is one BenchprofError line: raised at once when the
+    files are opened, and kept in `error` when a write fails later (a print must not raise), for `quiet`."""
 
     def __init__(self, paths: list[Path]):
+        from .storage import write_error
+
         self.files: dict[Path, TextIO] = {}
+        self.error: BenchprofError | None = None
+        self.pending: list[str] = []
+        self.spool: io.BufferedRandom | None = None  # file descriptor 2's output while no log file exists yet
         self.later = [path for path in paths if not path.parent.parent.is_dir()]
         for path in paths:
             if path not in self.later:
-                path.parent.mkdir(exist_ok=True)
-                # line-buffered, so that what is written to file descriptor 2 directly lands in order
-                self.files[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed in close())
-        self.pending: list[str] = []
-        self.spool: io.BufferedRandom | None = None  # file descriptor 2's output while no log file exists yet
+                try:
+                    path.parent.mkdir(exist_ok=True)
+                    # line-buffered, so that what is written to file descriptor 2 directly lands in order
+                    self.files[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed in close())
+                except OSError as err:
+                    self.close(bad_input=True)
+                    raise write_error(path, err) from None
+
+    def failed(self, path: Path, err: OSError) -> None:
+        """Keep the first write error; the file is closed and written no more."""
+        from .storage import write_error
+
+        if self.error is None:
+            self.error = write_error(path, err)
+        handle = self.files.pop(path, None)
+        if handle is not None:
+            with contextlib.suppress(OSError):
+                handle.close()
 
     def descriptor(self) -> int:
         """A new file descriptor for file descriptor 2 to point at: the first log file, appended as written
@@ -61,14 +82,20 @@ class _Log:
     def write(self, text: str) -> None:
         if self.later:
             self.pending.append(text)
-        for handle in self.files.values():
-            handle.write(text)
+        for path, handle in list(self.files.items()):
+            try:
+                handle.write(text)
+            except OSError as err:
+                self.failed(path, err)
 
     def close(self, bad_input: bool) -> str:
         """Close the files and write what was kept for the end; returns what file descriptor 2 received that no
         log will hold (a stage refused on bad input writes none), for the terminal."""
-        for handle in self.files.values():
-            handle.close()
+        for path in list(self.files):
+            try:
+                self.files.pop(path).close()
+            except OSError as err:  # the last buffered line could not be written
+                self.failed(path, err)
         spooled = ""
         if self.spool is not None:
             self.spool.seek(0)
@@ -78,9 +105,12 @@ class _Log:
         if bad_input:
             return spooled
         for path in self.later:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as handle:
-                handle.write("".join(self.pending))
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with open(path, "a", encoding="utf-8") as handle:
+                    handle.write("".join(self.pending))
+            except OSError as err:
+                self.failed(path, err)
         return ""
 
 
@@ -237,7 +267,7 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
     outermost = _state.terminal is None
     stdout, stderr = sys.stdout, sys.stderr
     saved_fd2: int | None = None
-    owned_terminal = bad_input = False
+    owned_terminal = bad_input = failed = False
     try:
         saved_fd2 = _stderr_fd_redirect(log)  # the terminal, or the log of the stage around this one
         if outermost:
@@ -249,9 +279,14 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
             sys.stdout, sys.stderr = _Stream(stdout, echo=True), _Stream(stderr, echo=False)
         _state.log = log
         log.write(f"=== benchprof {stage} {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)}\n")
+        if log.error is not None:  # a full disk: stop before any work
+            raise log.error
         yield
     except BenchprofError:
         bad_input = True
+        raise
+    except BaseException:
+        failed = True
         raise
     finally:
         _state.log = outer_log
@@ -274,6 +309,8 @@ def quiet(stage: str, log_paths: list[Path], verbose: bool = False) -> Iterator[
         for message, n in count.counts.items():
             times = f" (x{n})" if n > 1 else ""
             print(f"{stage}: warning{times}: {message}", file=terminal())
+        if log.error is not None and not (bad_input or failed):  # the stage's work is done, its log is not
+            raise log.error
 
 
 class _LogWriter:

@@ -33,10 +33,21 @@ WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPE
 
 
 def write_error(path: Path, err: Exception) -> BenchprofError:
-    """One line naming the file that could not be written, and why."""
+    """One line naming the file that could not be written, and why (a file where a folder should be: which)."""
     text = str(err).strip()
     why = getattr(err, "strerror", None) or (text.splitlines()[0] if text else type(err).__name__)
+    if isinstance(err, OSError) and err.errno in (errno.ENOTDIR, errno.EEXIST):
+        blocker = next((p for p in [Path(path), *Path(path).parents] if p.exists() and not p.is_dir()), None)
+        why = f"{blocker} is a file, not a folder" if blocker is not None else why
     return BenchprofError(f"{path}: cannot write ({why}); no partial file left; rerun to resume")
+
+
+def make_folder(folder: Path) -> None:
+    """`mkdir -p folder`; a failure (a file in the way, a read-only or full disk) is one BenchprofError line."""
+    try:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise write_error(folder, err) from None
 
 
 def shared_mode(directory: bool = False) -> int:
@@ -58,10 +69,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         os.close(fd)
-    except OSError as err:
-        if err.errno in WRITE_ERRORS:
-            raise write_error(path, err) from err
-        raise
+    except OSError as err:  # nothing but the folder is touched here: any failure is one of writing
+        raise write_error(path, err) from err
     try:
         yield Path(tmp)
         os.chmod(tmp, shared_mode())  # mkstemp makes 0600; outputs are for the whole group to read
@@ -369,8 +378,10 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
     """One benchprof command at a time in a model's outputs folder (`.lock`, naming its holder's pid).
 
     A second command fails at once with one line naming the holder, so the work is done once; a lock
-    whose pid no longer runs on this machine is taken over. Re-entrant for this process and for the
-    processes it starts (they inherit BENCHPROF_LOCK_HOLDER), so `run` can call every stage.
+    whose process no longer runs on this machine is taken over (its pid gone, or now another process's: the
+    lock records the process's start, process_start). Re-entrant for this process and for the processes it
+    starts (they inherit BENCHPROF_LOCK_HOLDER), so `run` can call every stage. A folder or lock that cannot
+    be written is one BenchprofError line.
     """
     import json
     import socket
@@ -379,59 +390,105 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
     lock = lock_path(folder)
     mine = {str(os.getpid()), os.environ.get(LOCK_HOLDER, "")} - {""}
     created = [p for p in [folder, *folder.parents] if not p.exists()]  # removed again if left empty
-    folder.mkdir(parents=True, exist_ok=True)
-    while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, shared_mode())
-        except FileExistsError:
+    make_folder(folder)
+    held_by_us = False
+    try:
+        while True:
             try:
-                holder = json.loads(lock.read_text())
-            except (OSError, ValueError):
-                holder = {}  # being written, or garbage: a live holder rewrites it, retry once more below
-            pid, host = str(holder.get("pid", "")), holder.get("host")
-            if pid in mine:
-                yield  # ours already (an outer command of this run holds it)
-                return
-            if pid and host == socket.gethostname() and not _alive(int(pid)):
-                lock.unlink(missing_ok=True)  # a killed run's lock: take it over
-                continue
-            if not pid:  # being written this instant, or a corrupt lock: look once more, then take it
-                time.sleep(0.2)
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, shared_mode())
+            except FileExistsError:
                 try:
-                    again = json.loads(lock.read_text())
+                    holder = json.loads(lock.read_text())
                 except (OSError, ValueError):
-                    again = {}
-                if not (isinstance(again, dict) and again.get("pid")):
-                    lock.unlink(missing_ok=True)
-                continue
-            raise BenchprofError(
-                f"{folder}: in use by pid {pid} on {host} ({holder.get('command')}, since {holder.get('started')}); "
-                "wait for it to finish or stop it, then rerun"
-            ) from None
-        with os.fdopen(fd, "w") as f:
-            json.dump(
-                {
-                    "pid": os.getpid(),
-                    "host": socket.gethostname(),
-                    "command": command,
-                    "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                },
-                f,
-            )
-        break
+                    holder = {}  # being written, or garbage: a live holder rewrites it, retry once more below
+                holder = holder if isinstance(holder, dict) else {}
+                pid, host = str(holder.get("pid", "")), holder.get("host")
+                local = bool(pid) and host == socket.gethostname()
+                if local and pid in mine and _running(holder):
+                    held_by_us = True  # ours already (an outer command of this run holds it)
+                    break
+                if local and not _running(holder):
+                    lock.unlink(missing_ok=True)  # a killed run's lock: take it over
+                    continue
+                if not pid:  # being written this instant, or a corrupt lock: look once more, then take it
+                    time.sleep(0.2)
+                    try:
+                        again = json.loads(lock.read_text())
+                    except (OSError, ValueError):
+                        again = {}
+                    if not (isinstance(again, dict) and again.get("pid")):
+                        lock.unlink(missing_ok=True)
+                    continue
+                raise BenchprofError(
+                    f"{folder}: in use by pid {pid} on {host} ({holder.get('command')}, since "
+                    f"{holder.get('started')}); wait for it to finish or stop it, then rerun"
+                ) from None
+            except OSError as err:  # a read-only or full disk
+                raise write_error(lock, err) from None
+            record = {
+                "pid": os.getpid(),
+                "process": process_start(os.getpid()),
+                "host": socket.gethostname(),
+                "command": command,
+                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            }
+            try:
+                with os.fdopen(fd, "w") as f:
+                    json.dump(record, f)
+            except OSError as err:
+                lock.unlink(missing_ok=True)
+                raise write_error(lock, err) from None
+            break
+    except BaseException:
+        _remove_empty(created)
+        raise
+    if held_by_us:
+        yield
+        return
     previous = os.environ.get(LOCK_HOLDER)
     os.environ[LOCK_HOLDER] = str(os.getpid())
     try:
         yield
     finally:
         lock.unlink(missing_ok=True)
-        for path in created:  # a command that failed before writing anything leaves no folders
-            with contextlib.suppress(OSError):
-                path.rmdir()
+        _remove_empty(created)
         if previous is None:
             os.environ.pop(LOCK_HOLDER, None)
         else:
             os.environ[LOCK_HOLDER] = previous
+
+
+def _remove_empty(created: list[Path]) -> None:
+    """Remove the folders a command created, where it left them empty (a command that failed before writing
+    anything leaves no folders)."""
+    for path in created:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+
+
+def process_start(pid: int) -> str | None:
+    """What tells process `pid` from a later one given the same pid: this boot's id and the process's start
+    time (clock ticks since boot, field 22 of /proc/<pid>/stat); None where /proc cannot say."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+    fields = stat[stat.rindex(")") + 2 :].split()  # after the command name, which may hold spaces: field 3 on
+    return f"{boot}:{fields[19]}"
+
+
+def _running(holder: dict[str, Any]) -> bool:
+    """Whether a lock's holder still runs: its pid is alive and, where the lock recorded the process's start,
+    it is the same process (not a later one given the same pid)."""
+    try:
+        pid = int(holder["pid"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    if pid <= 0 or not _alive(pid):  # kill(0, ...) would ask about our own process group
+        return False
+    recorded, now = holder.get("process"), process_start(pid)
+    return recorded is None or now is None or recorded == now
 
 
 def _alive(pid: int) -> bool:

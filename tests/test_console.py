@@ -142,3 +142,32 @@ def test_the_stages_of_a_verbose_command_are_verbose_too(tmp_path, capfd):
     shown = capfd.readouterr().err
     assert NOISE in shown and "a library line" in shown
     assert not logs.exists()
+
+
+def test_a_log_on_a_full_disk_is_one_line_before_any_work(tmp_path, capsys):
+    """/dev/full answers every write with ENOSPC, as a full disk does: the stage's log cannot be written, so the
+    command stops with one line naming the log (a 30-42-line traceback from the log writer before)."""
+    import os
+
+    import yaml
+
+    from benchprof.cli import main
+
+    logs = tmp_path / "outputs" / "tiny" / "logs"
+    logs.mkdir(parents=True)
+    os.symlink("/dev/full", logs / "data.log")
+    raw = {
+        "models": [{"name": "some/model", "tag": "tiny"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "settings": {"output_dir": "outputs"},
+        "data": {"dir": "data", "train_size": 4, "test_size": 4},
+    }
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", str(tmp_path / "config.yml")])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"benchprof: error: {logs / 'data.log'}: cannot write (No space left on device); no partial file left; "
+        "rerun to resume"
+    ]
+    assert not (tmp_path / "data").exists()  # stopped before the stage's work

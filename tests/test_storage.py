@@ -164,3 +164,57 @@ def test_a_corrupt_lock_file_is_taken_over(tmp_path):
     with folder_lock(tmp_path, "benchprof run"):
         assert '"pid"' in (tmp_path / ".lock").read_text()
     assert not (tmp_path / ".lock").exists()
+
+
+def test_a_lock_whose_pid_now_belongs_to_another_process_is_taken_over(tmp_path):
+    """The holder was killed and its pid later given to an unrelated live process: the lock records the process's
+    start (boot id and start time), so a live pid alone does not keep every later command out."""
+    import json
+    import os
+
+    from benchprof.storage import folder_lock, process_start
+
+    proc = hold_lock(tmp_path, 60)
+    try:
+        lock = tmp_path / ".lock"
+        holder = json.loads(lock.read_text())
+        assert holder["pid"] == proc.pid and holder["process"] == process_start(proc.pid) is not None
+        lock.write_text(json.dumps({**holder, "process": "another-boot:12345"}))  # an earlier process, same pid
+        with folder_lock(tmp_path, "benchprof extract"):
+            assert json.loads(lock.read_text())["pid"] == os.getpid()
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    """A file where the outputs folder should be, or a disk that fills while the lock is written: one
+    BenchprofError line naming the path (tracebacks of 49-70 lines before), and no folder or lock left behind."""
+    import errno
+    import json
+    import os
+
+    from benchprof import BenchprofError
+    from benchprof.storage import folder_lock, write_text
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    model_dir = blocker / "outputs" / "tiny"
+    with pytest.raises(BenchprofError) as err:
+        with folder_lock(model_dir, "benchprof run"):
+            pass
+    assert str(err.value) == (
+        f"{model_dir}: cannot write ({blocker} is a file, not a folder); no partial file left; rerun to resume"
+    )
+    with pytest.raises(BenchprofError, match=rf"^{blocker / 'x.json'}: cannot write \({blocker} is a file"):
+        write_text(blocker / "x.json", "{}")
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(json, "dump", disk_full)
+    fresh = tmp_path / "outputs" / "tiny"
+    with pytest.raises(BenchprofError, match=rf"^{fresh / '.lock'}: cannot write \(No space left on device\)"):
+        with folder_lock(fresh, "benchprof run"):
+            pass
+    assert not (tmp_path / "outputs").exists()
