@@ -175,6 +175,37 @@ def progress(*args: Any, **kwargs: Any) -> tqdm:
     return tqdm(*args, **kwargs)
 
 
+def warn(text: str) -> None:
+    """A warning of benchprof's own that the user can act on (the preflight's): on the terminal once, also while
+    a stage is quiet, and in the stage's log."""
+    if _state.log is not None:
+        _state.log.write(text + "\n")
+    print(text, file=terminal(), flush=True)
+
+
+# lm-eval's warning whenever HFLM gets a model object, which benchprof hands it on purpose (one load, ablated in
+# place); its advice (no accelerate launch, no parallelize=True) is about settings benchprof never uses
+MODEL_OBJECT_WARNING = "`pretrained` model kwarg is not of type `str`"
+
+
+class _DropMessage(logging.Filter):
+    """Drops the records whose message starts with `start`; every other record passes."""
+
+    def __init__(self, start: str):
+        super().__init__()
+        self.start = start
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(self.start)
+
+
+def drop_model_object_warning() -> None:
+    """Filter exactly lm-eval's MODEL_OBJECT_WARNING from its HF model's logger (once per process)."""
+    logger = logging.getLogger("lm_eval.models.huggingface")
+    if not any(isinstance(f, _DropMessage) and f.start == MODEL_OBJECT_WARNING for f in logger.filters):
+        logger.addFilter(_DropMessage(MODEL_OBJECT_WARNING))
+
+
 def terminal_fd() -> int | None:
     """The terminal's file descriptor while a quiet stage has pointed file descriptor 2 at its log, else None: the
     stderr to give the processes benchprof starts itself (evaluate's shard workers, torchrun's ranks), so their own

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
 from .config import Config, ModelSpec, Selection, select
+from .console import drop_model_object_warning
 from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant, task_yaml_file
 from .regions import region_metadata
@@ -69,11 +70,11 @@ def shard_jobs(jobs: list[Job], i: int, n: int) -> list[Job]:
     return [job for j, job in enumerate(jobs) if j % n == i]
 
 
-def model_signature(cfg: Config, spec: ModelSpec) -> dict[str, Any]:
+def model_signature(cfg: Config, spec: ModelSpec, update_cache: bool = True) -> dict[str, Any]:
     """The checkpoint's identity from its content (modeling.model_identity), hashes cached per model."""
     from .modeling import model_identity
 
-    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir)
+    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, update_cache)
 
 
 def task_hash(
@@ -140,10 +141,11 @@ class JobInputs:
         backend: str,
         limit: int | None,  # --limit for every benchmark; None: each its own (evals.limit_for)
         planned: dict[Path, str] | None = None,
+        update_cache: bool = True,  # False: the model's hash cache is read only (`benchprof status` writes nothing)
     ):
         self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
         self.backend, self.limit, self.planned = backend, limit, planned
-        self.model = model_signature(cfg, spec)
+        self.model = model_signature(cfg, spec, update_cache)
         self.dtype = eval_dtype(cfg, spec)
         self._masks: dict[Variant, tuple[str | None, str | None]] = {}
         self._tasks: dict[str, str] = {}
@@ -362,6 +364,7 @@ def run_hf(
         *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
     )
     fp = fingerprint(model)  # of the unablated model: every mask is checked against it
+    drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
     for variant, jobs in by_variant(pending).items():
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)

@@ -113,14 +113,14 @@ def fingerprint(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
-def model_identity(source: str, cache_dir: Path | None = None) -> dict[str, Any]:
+def model_identity(source: str, cache_dir: Path | None = None, update_cache: bool = True) -> dict[str, Any]:
     """What a checkpoint is, without loading it: a content hash of each file of a local folder, or the
     hub commit of a hub id. Never its path or the files' times, so a moved or copied model (or project)
     is the same model.
 
     Hashing a large checkpoint takes a while (about 1 GB/s), so the hashes are cached in
     `cache_dir/model_files.json` by (file name, size, mtime): a touched file is hashed again and
-    found unchanged.
+    found unchanged. `update_cache=False` reads the cache and writes nothing (`benchprof status`).
     """
     from .storage import file_hash, read_json, write_json
 
@@ -149,7 +149,7 @@ def model_identity(source: str, cache_dir: Path | None = None) -> dict[str, Any]
         if key not in cache:
             cache[key], changed = file_hash(path), True
         files[path.name] = cache[key]
-    if changed and cache_file is not None:
+    if changed and cache_file is not None and update_cache:
         try:
             write_json(cache_file, {key: value for key, value in cache.items() if key.split("|")[0] in files})
         except BenchprofError:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 import time
 
 from .config import Config
@@ -28,7 +27,7 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     """
     from . import sharding
     from .aggregate import aggregate
-    from .console import quiet
+    from .console import quiet, warn
     from .data import write_data
     from .evaluate import cuda_available, evaluate
     from .extract import extract
@@ -37,8 +36,8 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     from .status import needed_abilities, preflight, status
 
     started = time.time()
-    for warning in preflight(cfg, eval_only=eval_only):
-        print(f"benchprof: warning: {warning}", file=sys.stderr)
+    for warning in preflight(cfg, eval_only=eval_only):  # on the terminal: run's own output goes to its log
+        warn(f"benchprof: warning: {warning}")
     if dry_run:
         status(cfg)
         return

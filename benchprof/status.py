@@ -449,7 +449,7 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
     except BenchprofError as err:  # a benchmark's data is not generated yet
         include_path, mapping, planned = tasks.tasks_dir(cfg), {}, {}
         planned_error = f"benchmark data pending ({err})"
-    job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, None, planned)
+    job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, None, planned, False)
     items = []
     for job in job_list(cfg):
         v = job.variant

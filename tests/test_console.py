@@ -171,3 +171,27 @@ def test_a_log_on_a_full_disk_is_one_line_before_any_work(tmp_path, capsys):
         "rerun to resume"
     ]
     assert not (tmp_path / "data").exists()  # stopped before the stage's work
+
+
+def test_lm_evals_warning_about_the_model_object_is_dropped_and_no_other(tmp_path, capfd, tiny_model_dir):
+    """benchprof hands HFLM a model object on purpose; lm-eval's warning about it (a pair of lines on the demo's
+    terminal) is one a user cannot act on. Exactly that message is filtered, lm-eval's other warnings still show."""
+    import logging
+
+    from lm_eval.models.huggingface import HFLM
+
+    from benchprof.console import MODEL_OBJECT_WARNING, drop_model_object_warning
+    from benchprof.modeling import load_model
+
+    model, tokenizer = load_model(str(tiny_model_dir))
+    log = tmp_path / "demo" / "logs" / "evaluate.log"
+    log.parent.mkdir(parents=True)
+    with quiet("evaluate", [log]):
+        drop_model_object_warning()
+        drop_model_object_warning()  # once per process, however often it is called
+        HFLM(pretrained=model, tokenizer=tokenizer, batch_size=1)
+        logging.getLogger("lm_eval.models.huggingface").warning("another warning")
+    shown = capfd.readouterr().err
+    assert MODEL_OBJECT_WARNING not in shown + log.read_text()
+    assert "evaluate: warning: lm_eval.models.huggingface: another warning" in shown
+    assert len(logging.getLogger("lm_eval.models.huggingface").filters) == 1

@@ -541,3 +541,16 @@ def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, mon
     assert items[("eval", f"original {ABILITY}")].state == "done"
     assert items[("profile", "ais")].state == "stale"
     assert layout.eval_file(Variant(ABILITY, K, "top"), ABILITY).is_file()
+
+
+def test_status_writes_nothing(reference, tiny_model_dir, tmp_path):
+    """status only reads: not even the model's hash cache (model_files.json), which evaluate keeps."""
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    (tmp_path / "outputs" / "tiny" / "model_files.json").unlink(missing_ok=True)
+
+    def tree() -> dict[str, int]:
+        return {str(p.relative_to(tmp_path)): p.stat().st_mtime_ns for p in sorted(tmp_path.rglob("*"))}
+
+    before = tree()
+    main(["status", str(config)])
+    assert tree() == before

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import pytest
 import torch
 from test_reliability import ABILITY, write_config
 
@@ -38,3 +39,24 @@ def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
         torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-5 * float(want[name].abs().max()))
     assert (Layout(two / "outputs", "tiny").profile_dir / "ais.csv").is_file()
     assert not (two / "outputs" / "tiny" / ".lock").exists()
+
+
+def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd, monkeypatch):
+    """run's own output goes to logs/run.log (console.quiet); the preflight's warnings are for the user, on the
+    terminal (they reached the log only, or nothing where the run then stopped on bad input)."""
+    import benchprof.data
+    import benchprof.status
+    from benchprof import BenchprofError
+    from benchprof.cli import main
+
+    def stop(*args, **kwargs):
+        raise BenchprofError("stopped after the preflight")
+
+    monkeypatch.setattr(benchprof.status, "preflight", lambda cfg, eval_only=False: ["a warning to act on"])
+    monkeypatch.setattr(benchprof.data, "write_data", stop)
+    config = write_config(tmp_path, tiny_model_dir)
+    with pytest.raises(SystemExit):
+        main(["run", str(config)])
+    err = capfd.readouterr().err.splitlines()
+    assert err.count("benchprof: warning: a warning to act on") == 1, err
+    assert err[-1] == "benchprof: error: stopped after the preflight"
