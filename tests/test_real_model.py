@@ -77,3 +77,52 @@ def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
         assert (mine["acc"], mine["acc_norm"]) == (cli_doc["acc"], cli_doc["acc_norm"])
         cli_ll = [float(resp[0]) for resp in cli_doc["filtered_resps"]]
         assert max(abs(a - b) for a, b in zip(mine["loglikelihoods"], cli_ll)) < 1e-4
+
+
+def test_the_real_tokenizer_s_chat_template_and_answer_tokens(real_model_dir):
+    """SmolLM2's own chat template renders the importance pass's conversation (our system prompt, not its
+    default one), and `loss_on: answer` picks exactly the tokens of the answer text."""
+    from transformers import AutoTokenizer
+
+    from benchprof.prompts import SYSTEM_PROMPT, encode_record
+
+    tokenizer = AutoTokenizer.from_pretrained(str(real_model_dir))
+    records = [
+        {"context": "Max owns a horse.", "question": "Who owns the horse?", "answer": "Max"},
+        {"context": "", "question": "Which element has 90 protons in each atom?", "answer": "thorium"},
+        {"context": "Val has 18 coins. Val gives 8 to Sam.", "question": "How many are left?", "answer": "10"},
+    ]
+    for record in records:
+        ids, start, end = encode_record(tokenizer, record, ("context", "question", "answer"), 256)
+        text = tokenizer.decode(ids)
+        assert text.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n")
+        assert text.endswith(f"<|im_start|>assistant\nAnswer: {record['answer']}<|im_end|>\n")
+        assert "SmolLM" not in text  # the template's default system prompt is replaced, not added
+        assert tokenizer.decode(ids[start:end]).strip() == record["answer"]
+
+
+def test_tied_embeddings_count_once_and_ablation_restores_bit_identically(real_model_dir):
+    """k's denominator counts the tied input/output embedding once; zeroing a region of the real model in
+    place touches exactly its weights and restores every tensor bit for bit, the tie intact."""
+    import torch
+
+    from benchprof.damage import ablated
+    from benchprof.modeling import eligible_names, load_model, num_layers, total_params
+
+    model, _ = load_model(str(real_model_dir), dtype="float32")
+    assert total_params(model) == 134_515_008
+    params = dict(model.named_parameters())
+    eligible = eligible_names(params, "mlp", num_layers(model))
+    assert "lm_head.weight" not in eligible and sum(params[n].numel() for n in eligible) == 79_626_240
+    before = {name: p.detach().clone() for name, p in model.state_dict().items()}
+    generator = torch.Generator().manual_seed(0)
+    region = {
+        name: torch.randperm(params[name].numel(), generator=generator)[:1000].sort().values for name in eligible[:3]
+    }
+    with ablated(model, region):
+        for name, indices in region.items():
+            assert torch.all(params[name].detach().reshape(-1)[indices] == 0)
+        changed = [n for n, p in model.state_dict().items() if not torch.equal(p, before[n])]
+        assert sorted(changed) == sorted(region)
+    assert all(torch.equal(p, before[n]) for n, p in model.state_dict().items())
+    assert model.lm_head.weight is model.model.embed_tokens.weight
