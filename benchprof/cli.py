@@ -140,8 +140,9 @@ def check_arguments(argv: list[str]) -> None:
     if name not in COMMANDS:
         raise BenchprofError(f"unknown command {name!r} (commands: {', '.join(COMMANDS)})")
     parameters = inspect.signature(COMMANDS[name]).parameters
-    is_bool = {p: parameters[p].annotation in (bool, "bool") for p in parameters if p != "config"}
+    is_bool = {p: parameters[p].annotation in (bool, "bool") for p in parameters}  # config too: --config, -c
     positional = 0
+    config_option = False  # the config given as --config (or -c) rather than by position
     takes_value = ""  # the option before, whose value the next argument is unless it is an option itself
     needs_value = False  # ... and that must have one: a non-boolean option
     for arg in args:
@@ -162,14 +163,18 @@ def check_arguments(argv: list[str]) -> None:
                 raise BenchprofError(f"{name}: unknown option --{option} (options: {known})")
             if "=" not in arg and not is_bool.get(option, True):
                 takes_value, needs_value = f"--{option}", True
+            config_option = config_option or option == "config"
         elif is_flag(arg):  # a short flag: fire reads -k as the one option starting with k, else complains
             matches = [p for p in is_bool if p.startswith(arg[1])]
             takes_value = arg if "=" not in arg else ""
             needs_value = bool(takes_value) and len(arg) == 2 and len(matches) == 1 and not is_bool[matches[0]]
+            config_option = config_option or matches == ["config"]
         else:
             positional += 1
             if positional > 1:
                 raise BenchprofError(f"{name}: unexpected argument {arg!r} (the config file is the only one)")
+        if config_option and positional:
+            raise BenchprofError(f"{name}: the config file is given twice (by position and as --config)")
     if needs_value:
         raise BenchprofError(f"{name}: {takes_value} needs a value")
 

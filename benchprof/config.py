@@ -284,7 +284,8 @@ class Config:
 def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
     """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
 
-    Raises BenchprofError naming the flag for a value that is not in `known`.
+    Raises BenchprofError naming the flag for a value that is not in `known`, or for an empty selection
+    (`--k=`, `--ability ,`), which would otherwise do nothing and succeed.
     """
     if given is None:
         return list(known)
@@ -295,6 +296,8 @@ def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any]
         values = list(given)
     else:
         values = [given]  # type: ignore[list-item]  # one number
+    if not values:
+        raise BenchprofError(f"{flag}: an empty selection; leave {flag} out for all ({', '.join(map(str, known))})")
     out: list[T] = []
     for raw in values:
         try:

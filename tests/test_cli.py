@@ -42,6 +42,10 @@ def test_every_stage_is_a_command_with_the_config_path_first():
         (["evaluate", "c.yml", "--limit", "--force"], "evaluate: --limit needs a value"),
         (["evaluate", "--benchmark", "--", "c.yml"], "evaluate: --benchmark needs a value"),
         (["extract", "c.yml", "-k"], "extract: -k needs a value"),
+        (["run", "--config"], "run: --config needs a value"),
+        (["run", "a.yml", "--config", "b.yml"], r"run: the config file is given twice \(by position and as --config\)"),
+        (["run", "--config=a.yml", "b.yml"], "run: the config file is given twice"),
+        (["run", "-c", "a.yml", "b.yml"], "run: the config file is given twice"),
     ],
 )
 def test_bad_arguments_are_refused_before_anything_runs(argv, message):
@@ -64,6 +68,10 @@ def test_bad_arguments_are_refused_before_anything_runs(argv, message):
         ["damage", "c.yml", "--save", "--k", "0.01"],
         ["evaluate", "c.yml", "--limit=5", "--noforce"],
         ["extract", "c.yml", "--k", "-1"],  # a negative number is a value (and refused as such by the config)
+        ["run", "--config", "c.yml"],  # as --help documents it
+        ["run", "--config=c.yml", "--dry_run"],
+        ["run", "-c", "c.yml"],
+        ["status", "--verbose", "--config", "c.yml"],
     ],
 )
 def test_good_arguments_pass(argv):
@@ -95,7 +103,7 @@ def test_dryrun_typo_writes_nothing_and_exits_nonzero(tmp_path):
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "benchprof: error: run: unknown option --dryrun (options: --eval_only, --force, --dry_run, --verbose)"
+        "benchprof: error: run: unknown option --dryrun (options: --config, --eval_only, --force, --dry_run, --verbose)"
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
 
@@ -109,6 +117,41 @@ def test_an_option_without_its_value_writes_nothing_and_exits_nonzero(tmp_path, 
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [f"benchprof: error: {command}: {option} needs a value"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
+
+
+def test_config_as_an_option_is_the_same_as_by_position(tmp_path):
+    """`--config demo.yml` and `--config=demo.yml` as --help documents them (refused as unknown options before)."""
+    config = demo_config(tmp_path)
+    outputs = []
+    for args in ([str(config)], ["--config", str(config)], [f"--config={config}"], ["-c", str(config)]):
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchprof", "run", *args, "--dry_run"], capture_output=True, text=True
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outputs.append(proc.stdout)
+    assert outputs[0].splitlines()[-1].startswith("status: 0 done") and len(set(outputs)) == 1
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["extract", "--k="], "--k"),
+        (["extract", "--ability", ","], "--ability"),
+        (["evaluate", "--benchmark", ""], "--benchmark"),
+        (["finetune", "--ability="], "--ability"),
+    ],
+)
+def test_an_empty_selection_is_refused(tmp_path, capsys, argv, flag):
+    """An empty --k, --ability or --benchmark selected nothing, did nothing and exited 0."""
+    from benchprof.cli import main
+
+    config = demo_config(tmp_path)
+    with pytest.raises(SystemExit) as exit_info:
+        main([argv[0], str(config), *argv[1:]])
+    assert exit_info.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"benchprof: error: {flag}: an empty selection; leave {flag} out for all ("), line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.yml"]  # no data, no outputs
 
 
