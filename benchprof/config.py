@@ -438,6 +438,12 @@ def _validate(cfg: Config) -> None:
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
         raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
     for i, name in enumerate(ev.benchmarks):
+        if (name in ABILITIES or name in ev.composites) and ev.fewshot(name) > 0:
+            raise ConfigError(
+                f"evals.num_fewshot[{i}]: {name} is a generated task with its test split only, so its "
+                f"{ev.fewshot(name)} examples would come from the split it scores; use 0"
+            )
+    for i, name in enumerate(ev.benchmarks):
         if not name.strip():
             raise ConfigError(f"evals.benchmarks[{i}]: an empty name")
     if len(set(ev.benchmarks)) != len(ev.benchmarks):

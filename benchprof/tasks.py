@@ -215,6 +215,7 @@ def task_yaml(name: str, data_file: Path) -> str:
         "dataset_path": "json",
         "dataset_kwargs": {"data_files": {"test": str(Path(data_file).resolve())}},
         "test_split": "test",
+        "num_fewshot": 0,  # its only split is the scored one (config refuses more); lm-eval then warns of no override
         "output_type": "multiple_choice",
         "doc_to_text": DOC_TO_TEXT,
         "doc_to_choice": "{{options}}",

@@ -1,0 +1,48 @@
+"""tasks: the lm-eval task YAMLs benchprof writes for ability splits and composites."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from benchprof.tasks import task_yaml
+
+
+def test_a_generated_task_fixes_its_num_fewshot_so_lm_eval_warns_nothing(tmp_path, tiny_model_dir):
+    """lm-eval warned 'Overwriting default num_fewshot of benchprof_... from None to 0' once per generated task
+    on the demo's terminal, a warning no user can act on: the YAML benchprof writes says 0 itself (its only
+    split is the scored one, so the config refuses more), and the task is scored as before."""
+    from lm_eval.models.huggingface import HFLM
+    from lm_eval.tasks import TaskManager
+
+    from benchprof.evaluate import run_lm_eval
+    from benchprof.modeling import load_model
+
+    record = {
+        "id": "1",
+        "ability": "Spatial_Reasoning",
+        "question_type": "spatial_relation",
+        "context": "",
+        "question": "Where is the sun at noon?",
+        "options": ["up", "down"],
+        "answer": "up",
+        "label": 0,
+    }
+    data = tmp_path / "test.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    (tmp_path / "tasks").mkdir()
+    (tmp_path / "tasks" / "benchprof_mine.yaml").write_text(task_yaml("benchprof_mine", data))
+    model, tokenizer = load_model(str(tiny_model_dir))
+    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=1)
+    warned: list[logging.LogRecord] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = warned.append  # type: ignore[method-assign]
+    logger = logging.getLogger("lm_eval")
+    logger.addHandler(handler)
+    try:
+        manager = TaskManager(include_path=[str(tmp_path / "tasks")], include_defaults=False)
+        output = run_lm_eval(lm, "benchprof_mine", 0, None, manager, 0)
+    finally:
+        logger.removeHandler(handler)
+    assert output["results"]["benchprof_mine"]["acc,none"] in (0.0, 1.0)
+    assert not [r.getMessage() for r in warned if "num_fewshot" in r.getMessage()]
