@@ -11,6 +11,7 @@ but was computed from something that changed (itself or upstream), *pending* whe
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -157,9 +158,7 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
     standard = [b for b in cfg.evals.benchmarks if is_standard(cfg, b)]
     if not standard:
         return
-    from lm_eval.tasks import TaskManager
-
-    known = set(TaskManager(include_defaults=True).all_tasks)
+    known = set(builtin_tasks())
     for i, benchmark in enumerate(cfg.evals.benchmarks):
         if benchmark in standard and benchmark not in known:
             close = difflib.get_close_matches(benchmark, sorted(known) + list(ABILITIES), n=1)
@@ -167,6 +166,41 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
             problems.append(
                 f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "
                 f"an ability, an evals.composites entry or a task under evals.include_path{hint})"
+            )
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_tasks() -> dict[str, Path | None]:
+    """lm-eval's own tasks, groups and tags: name -> YAML (None for a tag), indexed once per process."""
+    from lm_eval.tasks import TaskManager
+
+    index = TaskManager(include_defaults=True).task_index
+    return {name: Path(entry.yaml_path) if entry.yaml_path else None for name, entry in index.items()}
+
+
+def check_metrics(cfg: Config, problems: list[str]) -> None:
+    """Each aggregate.metrics override is a metric its benchmark's task reports (the task YAML's metric_list;
+    a group, a tag or a task without one is not checked here, aggregate says so)."""
+    import json
+
+    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
+
+    from .tasks import is_local, is_standard, task_yaml, user_tasks
+
+    for benchmark, override in cfg.aggregate.metrics.items():
+        if is_local(cfg, benchmark):
+            spec = json.loads(task_yaml(benchmark, Path(benchmark)))
+        else:
+            path = (builtin_tasks() if is_standard(cfg, benchmark) else user_tasks(cfg)).get(benchmark)
+            try:
+                spec = load_yaml(path, resolve_func=False, recursive=True) if path is not None else {}
+            except Exception:  # an unreadable YAML: check_user_tasks or lm-eval names it
+                continue
+        known = [str(m["metric"]) for m in spec.get("metric_list") or [] if isinstance(m, dict) and "metric" in m]
+        if known and override.split(",")[0] not in known:
+            problems.append(
+                f"aggregate.metrics.{benchmark}: {override!r} is not a metric of its task (it reports "
+                f"{', '.join(known)})"
             )
 
 
@@ -321,7 +355,8 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     a warning), k values against the model's eligible parameter count (from its config, on the meta device;
     a k that selects no weight is refused), user dataset folders readable and well formed, composites no
     larger than their abilities' test splits, the task YAMLs under evals.include_path readable and their
-    data files present, every benchmark known to benchprof or lm-eval, output folders writable. Raises
+    data files present, every benchmark known to benchprof or lm-eval (and each aggregate.metrics override a metric
+    its task reports), output folders writable. Raises
     BenchprofError with one line per problem; returns the warnings.
     """
     problems: list[str] = []
@@ -337,6 +372,7 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     check_composites(cfg, problems)
     check_user_tasks(cfg, problems)
     check_benchmarks(cfg, problems)
+    check_metrics(cfg, problems)
     check_writable("settings.output_dir", cfg.output_root, problems)
     if any(not cfg.dataset(a).path for a in needed_abilities(cfg)):
         check_writable("data.dir", cfg.resolve(cfg.data.dir), problems)

@@ -335,6 +335,15 @@ def test_preflight_finds_what_the_stages_found_late(tiny_model_dir, tmp_path):
     assert line.startswith("settings.k_values[0]: k=1e-09 selects no weight of tiny: n = floor(k * ") and (
         "eligible); raise k to at least" in line
     )
+    evals = {"benchmarks": [ABILITY, "arc_easy"], "limit": 4}  # a metric the task does not report: found in aggregate
+    metrics = {ABILITY: "exact_match", "arc_easy": "f1,none"}
+    config = write_config(tmp_path, tiny_model_dir, evals=evals, aggregate={"metrics": metrics})
+    assert problems_of(config) == [
+        f"aggregate.metrics.{ABILITY}: 'exact_match' is not a metric of its task (it reports acc, acc_norm)",
+        "aggregate.metrics.arc_easy: 'f1,none' is not a metric of its task (it reports acc, acc_norm)",
+    ]
+    config = write_config(tmp_path, tiny_model_dir, evals=evals, aggregate={"metrics": {"arc_easy": "acc,none"}})
+    assert preflight(load_config(config)) == []
     (tmp_path / "mydata").mkdir()  # 'mydata/QR' is a folder under it, not a hub dataset id
     config = write_config(tmp_path, tiny_model_dir, datasets=[{"name": ABILITY, "path": "mydata/QR"}])
     assert problems_of(config) == [f"datasets[0].path: {tmp_path / 'mydata' / 'QR'}: folder not found"]
