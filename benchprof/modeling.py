@@ -57,11 +57,19 @@ def torch_dtype(name: str) -> torch.dtype | str:
 
 
 def pick_device(device: str = "auto") -> str:
+    """evals.device made concrete: auto is cuda where CUDA is available, else cpu. A name torch does not know,
+    or cuda on a machine without CUDA, is one BenchprofError line (it was a 65-line traceback at model load)."""
     import torch
 
-    if device != "auto":
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, ValueError):
+        raise BenchprofError(f"evals.device: {device!r} is not a device (auto, cpu, cuda, cuda:0, ...)") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise BenchprofError(f"evals.device: {device!r}, but CUDA is not available on this machine; use auto or cpu")
+    return device
 
 
 def load_model(

@@ -234,15 +234,12 @@ def check_devices(cfg: Config, problems: list[str], warnings: list[str]) -> None
     settings.cuda_visible_devices without CUDA are a warning (the stages then run on the CPU)."""
     import torch
 
-    device = cfg.evals.device
-    if device != "auto":
-        try:
-            kind = torch.device(device).type
-        except (RuntimeError, ValueError):
-            problems.append(f"evals.device: {device!r} is not a device (auto, cpu, cuda, cuda:0, ...)")
-            return
-        if kind == "cuda" and not torch.cuda.is_available():
-            problems.append(f"evals.device: {device!r}, but CUDA is not available on this machine; use auto or cpu")
+    from .modeling import pick_device
+
+    try:
+        pick_device(cfg.evals.device)
+    except BenchprofError as err:
+        problems.append(str(err))
     if cfg.settings.devices() and not torch.cuda.is_available():
         warnings.append(
             f"settings.cuda_visible_devices: {cfg.settings.cuda_visible_devices!r}, but CUDA is not available on "

@@ -102,3 +102,19 @@ def test_model_identity_is_content_cached_by_time(tmp_path, tiny_model_dir):
     assert (
         model_identity(str(b), cache)["files"]["config.json"] != model_identity(str(a), cache)["files"]["config.json"]
     )
+
+
+def test_a_device_this_machine_lacks_is_one_line():
+    """evals.device: cuda on a CPU machine was a 65-line traceback at model load in evaluate and damage."""
+    import torch
+
+    from benchprof import BenchprofError
+    from benchprof.modeling import pick_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(BenchprofError, match=r"^evals.device: 'cuda:1', but CUDA is not available on this machine"):
+        pick_device("cuda:1")
+    with pytest.raises(BenchprofError, match=r"^evals.device: 'gpu' is not a device \(auto, cpu, cuda, cuda:0, ...\)$"):
+        pick_device("gpu")
+    assert pick_device("auto") == pick_device("cpu") == "cpu"
