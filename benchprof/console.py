@@ -183,27 +183,30 @@ def warn(text: str) -> None:
     print(text, file=terminal(), flush=True)
 
 
-# lm-eval's warning whenever HFLM gets a model object, which benchprof hands it on purpose (one load, ablated in
-# place); its advice (no accelerate launch, no parallelize=True) is about settings benchprof never uses
-MODEL_OBJECT_WARNING = "`pretrained` model kwarg is not of type `str`"
+# lm-eval's pair of warnings whenever HFLM gets a model object, which benchprof hands it on purpose (one load,
+# ablated in place); their advice (no accelerate launch, no parallelize=True) is about settings benchprof never uses
+MODEL_OBJECT_WARNINGS = (
+    "`pretrained` model kwarg is not of type `str`",
+    "Passed an already-initialized model through `pretrained`",
+)
 
 
-class _DropMessage(logging.Filter):
-    """Drops the records whose message starts with `start`; every other record passes."""
+class _DropMessages(logging.Filter):
+    """Drops the records whose message starts with one of `starts`; every other record passes."""
 
-    def __init__(self, start: str):
+    def __init__(self, starts: tuple[str, ...]):
         super().__init__()
-        self.start = start
+        self.starts = starts
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(self.start)
+        return not record.getMessage().startswith(self.starts)
 
 
 def drop_model_object_warning() -> None:
-    """Filter exactly lm-eval's MODEL_OBJECT_WARNING from its HF model's logger (once per process)."""
+    """Filter exactly lm-eval's MODEL_OBJECT_WARNINGS from its HF model's logger (once per process)."""
     logger = logging.getLogger("lm_eval.models.huggingface")
-    if not any(isinstance(f, _DropMessage) and f.start == MODEL_OBJECT_WARNING for f in logger.filters):
-        logger.addFilter(_DropMessage(MODEL_OBJECT_WARNING))
+    if not any(isinstance(f, _DropMessages) and f.starts == MODEL_OBJECT_WARNINGS for f in logger.filters):
+        logger.addFilter(_DropMessages(MODEL_OBJECT_WARNINGS))
 
 
 def terminal_fd() -> int | None:
