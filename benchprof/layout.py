@@ -98,7 +98,8 @@ def data_output(folder: Path, ability: str) -> Output:
 
 
 def tasks_dir(root: Path) -> Path:
-    """Generated lm-eval task YAMLs and their data, beside the models' folders: <root>/tasks."""
+    """Generated lm-eval task YAMLs and their data, beside the models' folders: <root>/tasks, one sub-folder
+    per plan (tasks.plan_tasks)."""
     return Path(root) / TASKS_FOLDER
 
 

@@ -204,7 +204,8 @@ def local_copy_files(cfg: Config, benchmark: str, folder: Path) -> dict[Path, st
 
 
 def tasks_dir(cfg: Config) -> Path:
-    """Generated task YAMLs and composite data live beside the models' folders under outputs/."""
+    """Generated task YAMLs and composite data live beside the models' folders under outputs/tasks/,
+    one sub-folder per plan (plan_tasks)."""
     return layout.tasks_dir(cfg.output_root)
 
 
@@ -247,14 +248,30 @@ def composite_records(cfg: Config, name: str) -> list[dict[str, Any]]:
     return records
 
 
+# where plan_tasks first lays the files out, before their content names the folder
+_PLACEHOLDER = Path("/benchprof-tasks-placeholder")
+
+
 def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
-    """(include path, benchmark -> task name, file -> text) of every local benchmark, nothing written."""
+    """(include path, benchmark -> task name, file -> text) of every local benchmark, nothing written.
+
+    The include path is `outputs/tasks/<hash of the files' content>`: two configs (or two models' runs)
+    sharing an output_dir never write each other's task files, and the same plan always finds its own.
+    """
+    from .storage import value_hash
+
+    mapping, files = _plan(cfg, _PLACEHOLDER)
+    folder = tasks_dir(cfg) / value_hash({str(p.relative_to(_PLACEHOLDER)): text for p, text in files.items()})
+    old, new = (json.dumps(str(path))[1:-1] for path in (_PLACEHOLDER, folder))  # as the JSON texts spell them
+    return folder, mapping, {folder / p.relative_to(_PLACEHOLDER): text.replace(old, new) for p, text in files.items()}
+
+
+def _plan(cfg: Config, folder: Path) -> tuple[dict[str, str], dict[Path, str]]:
     from .data import ability_folder, is_hub_id, load_split
 
     def jsonl(records: list[dict[str, Any]]) -> str:
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
 
-    folder = tasks_dir(cfg)
     mapping: dict[str, str] = {}
     files: dict[Path, str] = {}
     for benchmark in cfg.evals.benchmarks:
@@ -277,7 +294,7 @@ def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
             data_file = layout.data_file(ability_folder(cfg, benchmark), "test")
         files[layout.task_yaml_file(folder, name)] = task_yaml(name, data_file)
         mapping[benchmark] = name
-    return folder, mapping, files
+    return mapping, files
 
 
 def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:

@@ -300,10 +300,47 @@ def test_mmlu_as_a_group_from_per_subject_copies(tmp_path):
         "datasets": [{"name": "Spatial_Reasoning"}],
         "evals": {"benchmarks": [{"name": "mmlu", "num_fewshot": 1}], "dataset_paths": {"mmlu": "mmlu"}},
     }
-    loaded = _loaded(parse_config(raw, tmp_path / "config.yml"), "mmlu")
+    cfg = parse_config(raw, tmp_path / "config.yml")
+    loaded = _loaded(cfg, "mmlu")
     assert len(loaded) == 57
     anatomy = next(t for t in loaded if t.config.task == "benchprof_local_mmlu__mmlu_anatomy")
     assert [d["question"] for d in anatomy.test_docs()] == ["anatomy q0?", "anatomy q1?"]
     assert anatomy.config.fewshot_split == "dev" and anatomy.config.description.startswith("The following")
-    group = json.loads((tmp_path / "out" / "tasks" / "benchprof_local_mmlu.yaml").read_text())
+    from benchprof.tasks import plan_tasks
+
+    group = json.loads((plan_tasks(cfg)[0] / "benchprof_local_mmlu.yaml").read_text())
     assert group["aggregate_metric_list"] == [{"metric": "acc", "weight_by_size": True}]
+
+
+def test_two_plans_sharing_an_output_dir_never_share_task_files(tmp_path):
+    """Two configs whose composite differs (60 against 100 items) in one output_dir each get their own
+    task folder, named by its content, holding their own composite; the same config finds the same folder,
+    and a moved project's plan keeps the job hashes (the folder's path is not in them)."""
+    from benchprof.data import write_data
+    from benchprof.evaluate import task_hash
+    from benchprof.tasks import plan_tasks, write_tasks
+
+    def config(size: int, where: Path):
+        raw = {
+            "settings": {"output_dir": str(tmp_path / "shared")},
+            "models": [{"name": "m"}],
+            "datasets": [{"name": "Spatial_Reasoning"}, {"name": "Temporal_Reasoning"}],
+            "evals": {
+                "benchmarks": ["mix"],
+                "composites": {"mix": {"abilities": ["Spatial_Reasoning", "Temporal_Reasoning"], "size": size}},
+            },
+            "data": {"dir": str(tmp_path / "data"), "train_size": 10, "test_size": 50},
+        }
+        where.mkdir(exist_ok=True)
+        return parse_config(raw, where / "config.yml")
+
+    small, large = config(60, tmp_path / "a"), config(100, tmp_path / "b")
+    write_data(small, ["Spatial_Reasoning", "Temporal_Reasoning"])
+    (folder_small, mapping), (folder_large, _) = write_tasks(small), write_tasks(large)
+    assert folder_small != folder_large and folder_small.parent == folder_large.parent
+    for folder, size in ((folder_small, 60), (folder_large, 100)):
+        spec = json.loads((folder / "benchprof_mix.yaml").read_text())
+        data = Path(spec["dataset_kwargs"]["data_files"]["test"])
+        assert data.parent == folder and len(data.read_text().splitlines()) == size
+    assert plan_tasks(config(60, tmp_path / "c"))[0] == folder_small
+    assert task_hash(folder_small, mapping["mix"]) != task_hash(folder_large, mapping["mix"])

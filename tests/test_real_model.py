@@ -65,7 +65,8 @@ def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
     cli_out = tmp_path / "cli"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
     args = ["run", "--model", "hf", "--model_args", f"pretrained={real_model_dir},dtype=float32"]
-    args += ["--tasks", "benchprof_local_arc_easy", "--include_path", str(tmp_path / "outputs" / "tasks")]
+    [tasks] = list((tmp_path / "outputs" / "tasks").iterdir())  # the one plan's folder
+    args += ["--tasks", "benchprof_local_arc_easy", "--include_path", str(tasks)]
     args += ["--limit", str(ITEMS), "--log_samples", "--output_path", str(cli_out), "--batch_size", "16"]
     args += ["--device", "cpu"]
     cli = subprocess.run([sys.executable, "-m", "lm_eval", *args], capture_output=True, text=True, env=env)
