@@ -20,6 +20,12 @@ rows are left out: their one-process set-up here is the CPU's (gloo); gpu_check.
 
     .venv/bin/python perf/importance.py [--hidden 256] [--layers 4] [--items 64] [--batch 8]
         [--repeats 3] [--threads 2] [--dtype float32] [--skip fsdp,deepspeed]
+        [--model real/SmolLM2-135M-Instruct --ability Long_Term_Knowledge]
+
+`--model` times a real checkpoint (its own tokenizer and chat template) instead of the tiny one, and
+`--ability` uses that ability's generated training items (benchprof's generator, seed 1234) instead of
+the spatial ones. The padding waste (padded positions / all positions of the batches) is printed: the
+forward and backward run over padded positions too, so it is time every method spends alike.
 """
 
 from __future__ import annotations
@@ -93,12 +99,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"])
     parser.add_argument("--skip", default="", help="comma-separated: fsdp, deepspeed")
+    parser.add_argument("--model", default="", help="a real checkpoint folder instead of the tiny model")
+    parser.add_argument("--ability", default="", help="this ability's generated train items")
     args = parser.parse_args()
 
     import torch
 
+    from benchprof.abilities import generate
     from benchprof.finetune import batch_loss, encode_batches, importance_score
-    from benchprof.modeling import eligible_names, load_model
+    from benchprof.modeling import eligible_names, load_model, num_layers
     from benchprof.sharding import gradient_sums, shard_deepspeed, shard_fsdp, start_process_group
     from benchprof.tinymodel import make_tiny_model
 
@@ -107,28 +116,34 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cuda":
         skip |= {"fsdp", "deepspeed"}
-    folder = Path(tempfile.mkdtemp(prefix="benchprof_importance_"))
-    model_dir = make_tiny_model(
-        folder / "model",
-        hidden_size=args.hidden,
-        num_layers=args.layers,
-        intermediate_size=int(args.hidden * 2.6875),
-        seed=0,
-    )
+    if args.model:
+        model_dir = Path(args.model)
+    else:
+        model_dir = make_tiny_model(
+            Path(tempfile.mkdtemp(prefix="benchprof_importance_")) / "model",
+            hidden_size=args.hidden,
+            num_layers=args.layers,
+            intermediate_size=int(args.hidden * 2.6875),
+            seed=0,
+        )
     model, tok = load_model(str(model_dir), dtype=args.dtype, device=device)
     names = [n for n, _ in model.named_parameters()]
-    eligible = eligible_names(names, "mlp", args.layers)
-    batches, n_loss_tokens = encode_batches(
-        tok, items(args.items), ["context", "question", "answer"], 256, args.batch, "all"
-    )
+    eligible = eligible_names(names, "mlp", num_layers(model))
+    if args.ability:
+        records = generate(args.ability, args.items, 0, 1234)[0]
+    else:
+        records = items(args.items)
+    batches, n_loss_tokens = encode_batches(tok, records, ["context", "question", "answer"], 256, args.batch, "all")
     batches = [{key: value.to(device) for key, value in batch.items()} for batch in batches]
     tokens = sum(int(b["attention_mask"].sum()) for b in batches)
+    positions = sum(b["attention_mask"].numel() for b in batches)
     n_params = sum(p.numel() for p in model.parameters())
     n_eligible = sum(p.numel() for n, p in model.named_parameters() if n in set(eligible))
     print(
-        f"model: hidden {args.hidden}, {args.layers} layers, {n_params / 1e6:.2f} M params "
+        f"model: {model_dir.name if args.model else 'tiny'}, hidden {model.config.hidden_size}, "
+        f"{num_layers(model)} layers, {n_params / 1e6:.2f} M params "
         f"({n_eligible / 1e6:.2f} M eligible MLP), {args.dtype}; {len(batches)} batches of {args.batch}, "
-        f"{tokens} tokens per pass; torch {torch.__version__}, "
+        f"{tokens} tokens per pass, padding waste {1 - tokens / positions:.1%}; torch {torch.__version__}, "
         + (torch.cuda.get_device_name(0) if device == "cuda" else f"{args.threads} threads, CPU")
     )
 
@@ -184,7 +199,8 @@ def main() -> None:
             f"{name:<22}{r['seconds']:>9.3f}{r['tokens_per_s']:>11,.0f}{(r['seconds'] / base - 1) * 100:>+18.1f}%"
             f"{(r['seconds'] / eligible_only - 1) * 100:>+18.1f}%"
         )
-    print(json.dumps({"args": vars(args), "tokens_per_pass": tokens, "results": results}))
+    summary = {"args": vars(args), "tokens_per_pass": tokens, "padded_positions": positions, "results": results}
+    print(json.dumps(summary))
 
 
 if __name__ == "__main__":
