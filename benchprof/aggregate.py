@@ -1,7 +1,7 @@
 """Stage `aggregate`: a model's evaluations -> Ability Impact Scores with intervals -> tables and plots.
 
 Reads the result JSONs and per-sample files (results.py), computes every AIS and its paired bootstrap
-interval (ais.py) and the region specificity rows, then writes the profile (report.py, plots.py) and the
+interval (stats/) and the region specificity rows, then writes the profile (report.py, plots.py) and the
 overlap of the regions (overlap.py) into <model>/profile/ (file names: layout.py). `load_scores` returns
 the same numbers as a Profile for notebooks and the demo.
 """
@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError
-from .ais import chance_level, chance_test
 from .analyses import JointCell, JointDraws, compare_models, profile_analyses, write_analyses, write_comparison
 from .cells import (
     Cell,
@@ -32,12 +31,13 @@ from .cells import (
     specificity_rows,
 )
 from .config import Config
+from .formatting import counted
 from .layout import CompareLayout, Layout, Variant, format_k
 from .overlap import mask_score, model_overlap, overlap_summary
 from .plots import write_plots
 from .profile import P_CORRECT, MissingEval, Profile, ability_benchmarks
 from .regions import region_metadata
-from .report import ais_table, breadth_summary, counted, specificity_summary, write_tables
+from .report import ais_table, breadth_summary, specificity_summary, write_tables
 from .results import (
     PerDoc,
     Score,
@@ -50,6 +50,7 @@ from .results import (
     read_p_correct,
     read_results,
 )
+from .stats.impact import chance_level, chance_test
 from .storage import clear_manifest, write_manifest
 
 if TYPE_CHECKING:

@@ -2,9 +2,9 @@
 the same mixture of abilities (similarity), and which of these findings hold in every model (comparison).
 
 Part of the aggregate stage and, like it, opens no evaluation itself: `aggregate.load_scores` hands over each
-benchmark's per-item scores (`JointCell`) and the profile with its q-values. The statistics are ais.py's
-(`breadth_bootstrap`, `positive_mass_entropy`, `profile_similarity`), the tables report.py's, the figures plots.py's;
-docs/analyses.md defines every number.
+benchmark's per-item scores (`JointCell`) and the profile with its q-values. The statistics are stats/profiles.py's
+(`breadth_bootstrap`, `positive_mass_entropy`, `profile_similarity`), the tables report.py's and compare_report.py's,
+the figures plots.py's; docs/analyses.md defines every number.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .ais import breadth_bootstrap, cell_rng, count_above, percentile_ci, positive_mass_entropy, profile_similarity
+from .compare_report import write_comparison_tables
 from .layout import CompareLayout, Layout, format_k
 from .plots import plot_comparison, plot_similarity
 from .profile import SAME_MIXTURE, Breadth, Comparison, Consensus, Profile, Similarity
-from .report import write_analysis_tables, write_comparison_tables
+from .report import write_analysis_tables
+from .stats.profiles import breadth_bootstrap, count_above, positive_mass_entropy, profile_similarity
+from .stats.resampling import cell_rng, percentile_ci
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,8 +57,9 @@ def _key(benchmark: str, k: float) -> tuple[str, str]:
 
 
 def joint_draws(cells: Sequence[JointCell], resamples: int, seed: int) -> JointDraws:
-    """ais.breadth_bootstrap of every cell, each with its own generator cell_rng(seed + SEED_OFFSET, "breadth", k,
-    benchmark): independent across benchmarks, and the same draws in every model for the same items."""
+    """stats.profiles.breadth_bootstrap of every cell, each with its own generator
+    cell_rng(seed + SEED_OFFSET, "breadth", k, benchmark): independent across benchmarks, and the same draws in every
+    model for the same items."""
     out: JointDraws = {}
     if resamples <= 0:
         return out
@@ -79,9 +82,9 @@ def _point(profile: Profile, benchmark: str, k: float) -> NDArray[np.float64]:
 
 def breadth(profile: Profile, draws: JointDraws) -> list[Breadth]:
     """benchmarks.csv: per benchmark and k, the significantly positive and negative abilities (top region, q <
-    alpha) and the spread of the positive AIS mass (ais.positive_mass_entropy) with 95% percentile intervals over
-    the joint resamples, and the number of abilities whose AIS exceeds aggregate.threshold (the paper's ribbons)
-    with its interval over the same resamples. A benchmark at chance gets a line saying so and nothing else."""
+    alpha) and the spread of the positive AIS mass (stats.profiles.positive_mass_entropy) with 95% percentile
+    intervals over the joint resamples, and the number of abilities whose AIS exceeds aggregate.threshold (the paper's
+    ribbons) with its interval over the same resamples. A benchmark at chance gets a line saying so and nothing else."""
     import numpy as np
 
     out = []
@@ -159,8 +162,8 @@ def _similarity(
     y_draws: NDArray[np.float64] | None,
     line: Similarity,
 ) -> Similarity:
-    """Point estimates of ais.profile_similarity over the abilities x and y both have, and percentile intervals
-    pairing resample r of x with resample r of y (none where either lacks an ability's resamples)."""
+    """Point estimates of stats.profiles.profile_similarity over the abilities x and y both have, and percentile
+    intervals pairing resample r of x with resample r of y (none where either lacks an ability's resamples)."""
     import numpy as np
 
     both = np.isfinite(x) & np.isfinite(y)
@@ -227,10 +230,10 @@ def _consensus(kind: str, benchmark: str, k: float, per_model: dict[str, list[st
 
 def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> Comparison:
     """Several models' profiles side by side: per benchmark above chance in every model, k and pair of models the
-    similarity of the benchmark's profiles (ais.profile_similarity; resample r of both models drawn by the same
-    generator, so on the same items when both scored the same ones: `paired`), and the findings that hold in every
-    model: each benchmark's significantly positive and negative abilities, and the benchmark pairs judged the same
-    mixture or different."""
+    similarity of the benchmark's profiles (stats.profiles.profile_similarity; resample r of both models drawn by the
+    same generator, so on the same items when both scored the same ones: `paired`), and the findings that hold in
+    every model: each benchmark's significantly positive and negative abilities, and the benchmark pairs judged the
+    same mixture or different."""
     at_chance = sorted({b for p in profiles for b in p.at_chance})
     benchmarks = [
         b for b in profiles[0].benchmarks if b not in at_chance and all(b in p.original_scores for p in profiles)

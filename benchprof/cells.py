@@ -1,9 +1,9 @@
-"""A profile's rows from its loaded evaluations: the glue between results.Score and ais.py's arrays.
+"""A profile's rows from its loaded evaluations: the glue between results.Score and the arrays of stats/.
 
 Per (ability, k, benchmark) cell, on one metric: each region's AIS with its paired bootstrap interval and
 paired test, and top-random against the pool of every ability's random draws at k (`cell_rows`); the null
 calibration of that pool; the specificity rows; the joint cell of a benchmark's profile (analyses.py); and the
-multiplicity correction over the whole profile. Numbers only: every formula is in ais.py, and nothing here
+multiplicity correction over the whole profile. Numbers only: every formula is in stats/, and nothing here
 reads or writes a file.
 """
 
@@ -14,24 +14,6 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .ais import (
-    adjusted_ais,
-    ais_above_chance,
-    bh_qvalues,
-    bootstrap_ais,
-    bootstrap_p_value,
-    cell_rng,
-    impact_score,
-    material_drop,
-    mean_specificity_bootstrap,
-    minimum_detectable_ais,
-    minimum_detectable_ais_continuous,
-    null_calibration,
-    paired_test,
-    percentile_ci,
-    specificity_score,
-    two_level_bootstrap,
-)
 from .analyses import JointCell
 from .config import AggregateSettings, random_draw
 from .layout import format_k
@@ -47,6 +29,20 @@ from .profile import (
     ability_benchmarks,
 )
 from .results import DocId, DocKey, PerDoc, Score
+from .stats.impact import adjusted_ais, ais_above_chance, impact_score, specificity_score
+from .stats.multitest import bh_qvalues
+from .stats.paired import paired_test
+from .stats.power import minimum_detectable_ais, minimum_detectable_ais_continuous
+from .stats.resampling import (
+    bootstrap_ais,
+    bootstrap_p_value,
+    cell_rng,
+    material_drop,
+    mean_specificity_bootstrap,
+    null_calibration,
+    percentile_ci,
+    two_level_bootstrap,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -190,7 +186,7 @@ def pool_calibration(
     settings: AggregateSettings,
     clusters: dict[DocId, str],
 ) -> NullCalibration | None:
-    """ais.null_calibration on one benchmark at k: each random draw of the pool tested, as a top region
+    """stats.resampling.null_calibration on one benchmark at k: each random draw of the pool tested, as a top region
     would be, against the others; None with fewer than two draws with per-document values."""
     import numpy as np
 
@@ -226,7 +222,7 @@ class Cell:
     clusters: dict[DocId, str]  # (task, doc_id) -> cluster, where the documents carry one
 
     def groups(self, docs: list[DocKey]) -> tuple[list[str] | None, list[str] | None]:
-        """(cluster ids, stratum ids) of `docs` for ais.resample_counts, None where there are none: a
+        """(cluster ids, stratum ids) of `docs` for stats.resampling.resample_counts, None where there are none: a
         document's cluster within its task (a document without one is its own), the task as stratum when
         the benchmark is a group of several subtasks."""
         tasks = [str(task) for task, _, _ in docs]
@@ -251,8 +247,8 @@ def cell_rows(
 
     top-random = AIS(top) − the mean AIS of the `pool` of random draws at k (every ability's; default
     this cell's own draws), its interval the two-level bootstrap over items and draws
-    (ais.two_level_bootstrap) and a bootstrap p-value. Each region row gets its paired test against the
-    original (ais.paired_test). `samples_out[(ability,
+    (stats.resampling.two_level_bootstrap) and a bootstrap p-value. Each region row gets its paired test against the
+    original (stats.paired.paired_test). `samples_out[(ability,
     k, benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
     a continuous row's paired differences (for its minimum detectable AIS)."""
     import numpy as np
@@ -382,7 +378,7 @@ def mean_specificity_rows(
 ) -> list[AisRow]:
     """Rows of ability MEAN: the mean of the abilities' specificity per (k, region), over the abilities
     with a specificity row whose every cell (ability, each ability split) was evaluated; the interval
-    from ais.mean_specificity_bootstrap over the documents every per-sample file of a split holds.
+    from stats.resampling.mean_specificity_bootstrap over the documents every per-sample file of a split holds.
 
     `original_docs[split]` holds the original per-document values of an ability split,
     `ablated_docs[(split, ability, k, region)]` the ablated ones.
@@ -448,7 +444,7 @@ def _mean_specificity_draws(
     resamples: int,
     seed: int,
 ) -> NDArray[np.float64] | None:
-    """The documents of each split as arrays for ais.mean_specificity_bootstrap, and its samples; None
+    """The documents of each split as arrays for stats.resampling.mean_specificity_bootstrap, and its samples; None
     when a per-sample file is missing or a split has no document every file holds."""
     import numpy as np
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .formatting import MISSING_CELL, UNDEFINED_CELL, fmt_ais
 from .layout import Layout, format_k
 from .profile import ADJUSTED, SAME_MIXTURE, Comparison, Profile
-from .report import MISSING_CELL, UNDEFINED_CELL, fmt_ais
 from .results import split_key
 from .storage import atomic_path
 

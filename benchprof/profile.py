@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from . import ais
 from .config import ABILITIES, random_draw
 from .layout import format_k
+from .stats.impact import diagonal_dominance
 
 ADJUSTED = "top-random"  # region name of the control-adjusted rows in ais.csv / ais.json
 SPECIFICITY = "specificity"  # the benchmark name of specificity rows in ais.csv
@@ -53,7 +53,8 @@ class AisRow:
 
 @dataclass
 class NullCalibration:
-    """One benchmark at one k: each random draw tested against the pool of the others (ais.null_calibration)."""
+    """One benchmark at one k: each random draw tested against the pool of the others
+    (stats.resampling.null_calibration)."""
 
     benchmark: str
     k: float
@@ -78,9 +79,10 @@ class Breadth:
     """One line of benchmarks.csv: how many abilities a benchmark draws on, at one k (top region, headline metric).
 
     positive / negative: the abilities whose top-region AIS is significantly above / below 0 (q < alpha in the
-    profile's Benjamini-Hochberg family). normalised_entropy and effective_abilities: ais.positive_mass_entropy of
-    the AIS vector over the abilities, their 95% intervals from ais.breadth_bootstrap (one joint resample of the
-    items for every ability); dropped: resamples without a value (no positive AIS, or original mean 0).
+    profile's Benjamini-Hochberg family). normalised_entropy and effective_abilities:
+    stats.profiles.positive_mass_entropy of the AIS vector over the abilities, their 95% intervals from
+    stats.profiles.breadth_bootstrap (one joint resample of the items for every ability); dropped: resamples without a
+    value (no positive AIS, or original mean 0).
     headline False: the original is not above chance there, and no breadth is computed."""
 
     model: str
@@ -108,7 +110,8 @@ class Breadth:
 @dataclass
 class Similarity:
     """One line of similarity.csv (or, with model_b, of the cross-model correlation): how alike two ability
-    profiles are (ais.profile_similarity over the abilities both have an AIS for), with 95% bootstrap intervals.
+    profiles are (stats.profiles.profile_similarity over the abilities both have an AIS for), with 95% bootstrap
+    intervals.
 
     Within a model: two benchmarks' profiles, their resamples independent (one generator per benchmark).
     Across models: one benchmark's profile in two models, resample r of each drawn from the same generator, so
@@ -239,9 +242,9 @@ class Profile:
 
     def diagonal_dominance(self, k: float, region: str = "top") -> dict[str, bool | None]:
         """ability -> whether its own split has the largest AIS in its row (over the ability splits with
-        an AIS); None when its own split or every other one lacks an AIS (ais.diagonal_dominance)."""
+        an AIS); None when its own split or every other one lacks an AIS (stats.impact.diagonal_dominance)."""
         splits = ability_benchmarks(self.benchmarks)
-        return ais.diagonal_dominance(
+        return diagonal_dominance(
             {
                 ability: {b: r.ais for b in splits if (r := self.row(ability, b, k, region)) is not None}
                 for ability in self.abilities

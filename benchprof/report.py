@@ -1,5 +1,5 @@
-"""Tables out: the CSV writer (ais.csv, overlap.csv, layers.csv, benchmarks.csv, similarity.csv), ais.json, ais.md,
-the terminal table, and the comparison of several models (outputs/compare/).
+"""Tables out: the CSV writer (ais.csv, overlap.csv, layers.csv, benchmarks.csv, similarity.csv), ais.json, ais.md
+and the terminal table of one model (several models: compare_report.py; the text of a cell: formatting.py).
 
 Cells: NaN and None are written empty in CSV and null in JSON; in Markdown `–` is a cell with no
 evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a row whose Benjamini-Hochberg
@@ -13,7 +13,8 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
-from .layout import CompareLayout, Layout, format_k
+from .formatting import MISSING_CELL, UNDEFINED_CELL, counted, fmt_ais, fmt_interval, fmt_names, md_table
+from .layout import Layout, format_k
 from .profile import (
     ADJUSTED,
     MEAN,
@@ -22,7 +23,6 @@ from .profile import (
     SPECIFICITY,
     AisRow,
     Breadth,
-    Comparison,
     Profile,
     Similarity,
     ability_benchmarks,
@@ -32,24 +32,6 @@ from .storage import write_csv, write_json, write_text
 CSV_COLUMNS = tuple(f.name for f in fields(AisRow))  # ais.csv: one column per AisRow field, in order
 BREADTH_COLUMNS = tuple(f.name for f in fields(Breadth))  # benchmarks.csv; lists of abilities joined by ";"
 SIMILARITY_COLUMNS = tuple(f.name for f in fields(Similarity) if f.name not in ("model_b", "paired"))
-CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in two models
-    "benchmark",
-    "k",
-    "model_a",
-    "model_b",
-    "abilities",
-    "cosine",
-    "cosine_ci_low",
-    "cosine_ci_high",
-    "spearman",
-    "spearman_ci_low",
-    "spearman_ci_high",
-    "verdict",
-    "paired",
-)
-COMPARE_PROFILE_COLUMNS = ("benchmark", "k", "ability", "model", "ais", "ci_low", "ci_high", "q_value", "significant")
-MISSING_CELL = "–"  # no evaluation to compute from
-UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
 
 
 def _no_nan(record: dict[str, Any]) -> dict[str, Any]:
@@ -85,27 +67,6 @@ def write_tables(profile: Profile, layout: Layout) -> list[Path]:
     return [layout.ais_csv, layout.ais_json, layout.ais_md]
 
 
-def fmt_ais(row: AisRow | None) -> str:
-    """A table cell: the AIS to 3 decimals, `*` when its q-value is below aggregate.alpha."""
-    if row is None:
-        return MISSING_CELL
-    if math.isnan(row.ais):
-        return UNDEFINED_CELL
-    return f"{row.ais:+.3f}" + ("*" if row.significant else "")
-
-
-def counted(n: int, noun: str) -> str:
-    """'1 evaluation', '2 evaluations'."""
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def md_table(header: list[str], rows: list[list[str]]) -> str:
-    """A Markdown table."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
-    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
-    return "\n".join(lines)
-
-
 def ais_table(profile: Profile, k: float | None = None, region: str = "top", p_correct: bool = False) -> str:
     """Markdown table abilities x headline benchmarks (not those at chance) of AIS at k ('*': q < alpha),
     on each benchmark's primary metric or, with `p_correct`, on p_correct."""
@@ -120,7 +81,7 @@ def ais_table(profile: Profile, k: float | None = None, region: str = "top", p_c
 def known_answer_markdown(profile: Profile) -> list[str]:
     """The small pre-registered family: each profiled ability's top region on its own split, at each k
     (the region should hurt its own ability). Holm's step-down correction over just these rows."""
-    from .ais import holm
+    from .stats.multitest import holm
 
     known = [
         (ability, k, row)
@@ -169,7 +130,7 @@ def null_calibration_markdown(profile: Profile) -> list[str]:
 
 def statistics_markdown(profile: Profile) -> list[str]:
     """ais.md's statistics section: what a star means, the benchmarks at chance, and the items needed."""
-    from .ais import items_needed
+    from .stats.power import items_needed
 
     parts = [
         "",
@@ -401,23 +362,11 @@ def specificity_summary(profile: Profile, k: float) -> list[str]:
     ]
 
 
-def _interval(value: float, low: float, high: float, digits: int = 2) -> str:
-    """'0.81 [0.62, 0.93]', the point alone without an interval, '–' without a value."""
-    if math.isnan(value):
-        return MISSING_CELL
-    text = f"{value:.{digits}f}"
-    return text if math.isnan(low) else f"{text} [{low:.{digits}f}, {high:.{digits}f}]"
-
-
-def _names(names: list[str]) -> str:
-    return ", ".join(names) if names else "none"
-
-
 def _pair_line(line: Similarity) -> str:
     first = f"{line.benchmark_a} ~ {line.benchmark_b}" if not line.model_b else f"{line.model} ~ {line.model_b}"
     return (
-        f"- {first}: cosine {_interval(line.cosine, line.cosine_ci_low, line.cosine_ci_high)}, "
-        f"Spearman {_interval(line.spearman, line.spearman_ci_low, line.spearman_ci_high)} "
+        f"- {first}: cosine {fmt_interval(line.cosine, line.cosine_ci_low, line.cosine_ci_high)}, "
+        f"Spearman {fmt_interval(line.spearman, line.spearman_ci_low, line.spearman_ci_high)} "
         f"({line.abilities} abilities)"
     )
 
@@ -455,11 +404,11 @@ def analyses_markdown(profile: Profile) -> list[str]:
                 [
                     line.benchmark,
                     format_k(line.k),
-                    f"{line.n_positive}: {_names(line.positive)}",
-                    f"{line.n_negative}: {_names(line.negative)}",
-                    _interval(line.n_above, line.above_ci_low, line.above_ci_high, digits=0),
-                    _interval(line.normalised_entropy, line.entropy_ci_low, line.entropy_ci_high),
-                    _interval(line.effective_abilities, line.effective_ci_low, line.effective_ci_high),
+                    f"{line.n_positive}: {fmt_names(line.positive)}",
+                    f"{line.n_negative}: {fmt_names(line.negative)}",
+                    fmt_interval(line.n_above, line.above_ci_low, line.above_ci_high, digits=0),
+                    fmt_interval(line.normalised_entropy, line.entropy_ci_low, line.entropy_ci_high),
+                    fmt_interval(line.effective_abilities, line.effective_ci_low, line.effective_ci_high),
                 ]
                 for line in headline
                 if math.isclose(line.k, profile.report_k)
@@ -500,110 +449,6 @@ def analyses_markdown(profile: Profile) -> list[str]:
     return parts
 
 
-def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> list[Path]:
-    """outputs/compare/: profiles.csv (every model's top-region AIS per benchmark, ability and k), correlation.csv
-    (each benchmark's profile in two models) and compare.md."""
-    rows = []
-    for benchmark in comparison.benchmarks:
-        for profile in comparison.profiles:
-            for k in profile.k_values:
-                for ability in profile.abilities:
-                    row = profile.row(ability, benchmark, k, "top")
-                    if row is None:
-                        continue
-                    rows.append(
-                        {
-                            "benchmark": benchmark,
-                            "k": k,
-                            "ability": ability,
-                            "model": profile.model,
-                            "ais": row.ais,
-                            "ci_low": row.ci_low,
-                            "ci_high": row.ci_high,
-                            "q_value": row.q_value,
-                            "significant": row.significant,
-                        }
-                    )
-    write_csv(layout.profiles_csv, COMPARE_PROFILE_COLUMNS, rows)
-    write_csv(
-        layout.correlation_csv,
-        CORRELATION_COLUMNS,
-        (
-            {**asdict(line), "benchmark": line.benchmark_a, "model_a": line.model, "model_b": line.model_b}
-            for line in comparison.correlations
-        ),
-    )
-    write_text(layout.compare_md, render_comparison(comparison))
-    return [layout.profiles_csv, layout.correlation_csv, layout.compare_md]
-
-
-def render_comparison(comparison: Comparison) -> str:
-    """compare.md: each benchmark's profile side by side per model at the report k, the similarity of the profiles
-    between models, and which findings hold in every model."""
-    k = comparison.report_k
-    models = comparison.models
-    parts = [
-        f"# Profiles across models: {', '.join(f'`{m}`' for m in models)}",
-        "",
-        f"Top region, primary metric, k = {format_k(k)} (every k in profiles.csv and correlation.csv; profiles.png "
-        f"draws this k). `*`: q < alpha in that model's own profile. Benchmarks at chance in any model are left "
-        f"out: {_names(comparison.at_chance)}.",
-        "",
-        "## Each benchmark's profile per model",
-    ]
-    abilities = comparison.profiles[0].abilities
-    for benchmark in comparison.benchmarks:
-        parts += [
-            "",
-            f"### {benchmark}",
-            "",
-            md_table(
-                ["ability"] + models,
-                [[a] + [fmt_ais(p.row(a, benchmark, k, "top")) for p in comparison.profiles] for a in abilities],
-            ),
-        ]
-    parts += [
-        "",
-        "## Does a benchmark's profile hold across models?",
-        "",
-        "Cosine and Spearman correlation of the benchmark's AIS vector over the abilities in two models, with 95% "
-        "bootstrap intervals (both models' resamples drawn by one generator per benchmark and k: on the same items, "
-        f"paired, where both scored the same items). Same mixture: the cosine's interval lies above {SAME_MIXTURE:g}; "
-        "differ: below it; no profile: no significantly positive ability in one of the models.",
-        "",
-    ]
-    lines = [c for c in comparison.correlations if math.isclose(c.k, k)]
-    parts.append(
-        md_table(
-            ["benchmark", "models", "cosine", "Spearman", "abilities", "verdict", "paired"],
-            [
-                [
-                    c.benchmark_a,
-                    f"{c.model} ~ {c.model_b}",
-                    _interval(c.cosine, c.cosine_ci_low, c.cosine_ci_high),
-                    _interval(c.spearman, c.spearman_ci_low, c.spearman_ci_high),
-                    str(c.abilities),
-                    c.verdict or MISSING_CELL,
-                    "yes" if c.paired else "no",
-                ]
-                for c in lines
-            ],
-        )
-    )
-    parts += ["", "## Findings in every model", ""]
-    for entry in comparison.consensus:
-        if not math.isclose(entry.k, k):
-            continue
-        each = "; ".join(f"{m}: {_names(v)}" for m, v in entry.per_model.items())
-        if entry.kind in ("breadth", "negative"):
-            what = "significantly positive" if entry.kind == "breadth" else "significantly negative"
-            same = " (the same set in every model)" if entry.identical and entry.common else ""
-            parts.append(f"- {entry.benchmark}, {what} in every model: {_names(entry.common)}{same} ({each})")
-        else:
-            parts.append(f"- benchmark pairs judged {entry.kind} in every model: {_names(entry.common)} ({each})")
-    return "\n".join(parts) + "\n"
-
-
 def breadth_summary(profile: Profile, k: float) -> list[str]:
     """The line `aggregate` prints: per benchmark above chance at k, its significantly positive abilities and the
     effective number of abilities."""
@@ -614,7 +459,7 @@ def breadth_summary(profile: Profile, k: float) -> list[str]:
         f"{profile.model} k={format_k(k)} breadth (significantly positive abilities; effective number): "
         + "; ".join(
             f"{b.benchmark} {b.n_positive}, "
-            + _interval(b.effective_abilities, b.effective_ci_low, b.effective_ci_high, 1)
+            + fmt_interval(b.effective_abilities, b.effective_ci_low, b.effective_ci_high, 1)
             for b in lines
         )
     ]

@@ -226,10 +226,10 @@ def read_samples(path: Path, metric_key: str) -> tuple[PerDoc | None, str | None
 
 def read_p_correct(path: Path, metric_key: str) -> tuple[PerDoc | None, str | None]:
     """Per-document p_correct from a samples JSONL: the softmax of the options' log-likelihoods at the
-    target (ais.p_correct), length-normalised when the metric is acc_norm (each option's `option_lengths`,
+    target (stats.impact.p_correct), length-normalised when the metric is acc_norm (each option's `option_lengths`,
     lm-eval's len(choice)). (values, None) or (None, why not): a generation task, a file without
     log-likelihoods, a target that is not an option index, or acc_norm without option lengths."""
-    from .ais import p_correct
+    from .stats.impact import p_correct
 
     if not path.is_file():
         return None, "no per-sample file"

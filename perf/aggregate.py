@@ -1,4 +1,4 @@
-"""The statistics of `aggregate` (benchprof.ais) on a synthetic profile, against the straightforward per-resample loop.
+"""The statistics of `aggregate` (benchprof.stats) on a synthetic profile, against a straightforward per-resample loop.
 
 A profile of C cells (default 2,000: 200 benchmarks x 10 abilities at one k), each an original and two ablated
 runs (top, random) over n items (default 1,000) of 0/1 scores, with B bootstrap resamples (default 1,000). What
@@ -7,9 +7,9 @@ exact McNemar tests, and top-random against the pool of the benchmark's ten rand
 bootstrap over items and draws, its interval and bootstrap p); per benchmark, the null calibration of that pool
 (each draw against the other nine); then Benjamini-Hochberg over every row.
 
-  (a) benchprof: `ais.bootstrap_ais`, `ais.two_level_bootstrap` and `ais.null_calibration` (each resample's
-      item counts drawn at once and every run averaged by one matrix product per chunk), `ais.mcnemar_p`,
-      `ais.bh_qvalues`.
+  (a) benchprof: `stats.resampling.bootstrap_ais`, `two_level_bootstrap` and `null_calibration` (each
+      resample's item counts drawn at once and every run averaged by one matrix product per chunk),
+      `stats.paired.mcnemar_p`, `stats.multitest.bh_qvalues`.
   (b) straightforward: per benchmark, a Python loop over the resamples that draws each resample's item
       indices and averages every run on them, picks the pool's draws for the second level, then the same tests.
 
@@ -33,12 +33,12 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
-from benchprof.ais import (
-    bh_qvalues,
+from benchprof.stats.multitest import bh_qvalues
+from benchprof.stats.paired import mcnemar_exact
+from benchprof.stats.resampling import (
     bootstrap_ais,
     bootstrap_p_value,
     cell_rng,
-    mcnemar_exact,
     null_calibration,
     percentile_ci,
     two_level_bootstrap,
@@ -85,7 +85,7 @@ def _finish(rows: Rows, tests: list[float]) -> Rows:
 
 
 def vectorised(profile: list[Benchmark], resamples: int) -> Rows:
-    """The rows as aggregate computes them (benchprof.ais)."""
+    """The rows as aggregate computes them (benchprof.stats)."""
     rows = Rows([], [], [], np.empty(0))
     tests: list[float] = []
     for b, bench in enumerate(profile):
@@ -182,7 +182,7 @@ def main() -> None:
     )
     print(f"{'':38}{'cells':>7}{'wall s':>10}{'peak MiB':>10}{'s / cell':>10}")
     for label, n, wall, peak in (
-        ("(a) benchprof (ais)", len(subset) * cells, t_fast, m_fast),
+        ("(a) benchprof (stats)", len(subset) * cells, t_fast, m_fast),
         ("(b) per-resample loop", len(subset) * cells, t_slow, m_slow),
         ("(a) benchprof, whole profile", len(profile) * cells, t_all, m_all),
     ):

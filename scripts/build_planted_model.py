@@ -4,7 +4,7 @@
 A base model learns the abilities' prompt formats with answers shuffled between items (chance accuracy),
 with the reserved neurons held at zero; then each ability's disjoint reserved neurons R_a (rows of
 gate/up, columns of down, in --layers) are trained alone on that ability's real data, every other
-weight reset to its base value after each step (benchprof/planted.py has the detail). Saves the
+weight reset to its base value after each step (benchprof/planting.py has the detail). Saves the
 model, its tokenizer, planted/<ability>.safetensors (region format) and planted.json, then runs the
 own check: zeroing R_a against zeroing an equal random set of weights and of base neurons.
 
@@ -18,7 +18,8 @@ import argparse
 import json
 from pathlib import Path
 
-from benchprof.planted import PlantSettings, build
+from benchprof.planted import PlantSettings
+from benchprof.planting import build
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ABILITIES = "Commonsense_Causal,Long_Term_Knowledge,Analogical_Reasoning,Semantic_Relationship"

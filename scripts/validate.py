@@ -158,8 +158,8 @@ def ais_matrix(
     original: dict[str, Any],
 ) -> dict[str, dict[str, float]]:
     """AIS (acc_norm) of each benchmark when each ability's region is zeroed."""
-    from benchprof.ais import impact_score
     from benchprof.damage import ablated
+    from benchprof.stats.impact import impact_score
 
     out: dict[str, dict[str, float]] = {}
     for a, region in regions.items():
@@ -172,7 +172,7 @@ def ais_matrix(
 
 
 def summarize_ais(matrix: dict[str, dict[str, float]], random_own: dict[str, float]) -> dict[str, Any]:
-    from benchprof.ais import diagonal_dominance
+    from benchprof.stats.impact import diagonal_dominance
 
     dominance = diagonal_dominance(matrix)
     own = [matrix[a][a] for a in matrix]

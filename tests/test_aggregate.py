@@ -9,11 +9,13 @@ import yaml
 
 from benchprof import BenchprofError
 from benchprof.aggregate import aggregate, load_scores
-from benchprof.ais import bh_qvalues, bootstrap_ais, cell_rng, impact_score, percentile_ci
 from benchprof.config import load_config
 from benchprof.layout import Layout, Variant
 from benchprof.report import CSV_COLUMNS
 from benchprof.results import primary_metric
+from benchprof.stats.impact import impact_score
+from benchprof.stats.multitest import bh_qvalues
+from benchprof.stats.resampling import bootstrap_ais, cell_rng, percentile_ci
 
 K = 0.01
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning"]
@@ -334,8 +336,8 @@ def test_report_k_must_be_a_configured_k(results):
 
 def test_chance_level_is_the_mean_of_one_over_the_options(tmp_path):
     """Read from the original's samples (a document per line and filter, its options' log-likelihoods)."""
-    from benchprof.ais import chance_level
     from benchprof.results import option_counts
+    from benchprof.stats.impact import chance_level
 
     path = tmp_path / "b.samples.jsonl"
     rows = [

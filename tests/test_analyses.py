@@ -1,5 +1,5 @@
-"""benchprof/analyses.py and its statistics in ais.py: breadth, similarity and the comparison across models, against
-hand computations on small AIS tables and on synthetic evaluations whose answer is known."""
+"""benchprof/analyses.py: breadth, similarity and the comparison across models, against hand computations on small
+AIS tables and on synthetic evaluations whose answer is known (their statistics: tests/test_stats_profiles.py)."""
 
 import csv
 import json
@@ -11,40 +11,15 @@ import yaml
 
 from benchprof import BenchprofError
 from benchprof.aggregate import aggregate, load_scores
-from benchprof.ais import breadth_bootstrap, percentile_ci, positive_mass_entropy, profile_similarity
 from benchprof.analyses import verdict
 from benchprof.config import load_config
 from benchprof.layout import CompareLayout, Layout, Variant
+from benchprof.stats.profiles import breadth_bootstrap, profile_similarity
+from benchprof.stats.resampling import percentile_ci
 
 K = 0.01
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
 N = 100  # items per synthetic benchmark
-
-
-def test_positive_mass_entropy_by_hand():
-    # mass 0.3 and 0.1 over 4 abilities with an AIS: shares 3/4 and 1/4
-    h = -(0.75 * math.log(0.75) + 0.25 * math.log(0.25))
-    normalised, effective = positive_mass_entropy([0.3, 0.1, -0.2, 0.0])
-    assert float(normalised) == pytest.approx(h / math.log(4))
-    assert float(effective) == pytest.approx(math.exp(h))
-    # a NaN ability is left out of A; rows are resamples
-    normalised, effective = positive_mass_entropy([[0.3, 0.1, np.nan], [0.2, 0.2, 0.2], [0.5, -0.1, 0.0]])
-    assert normalised == pytest.approx([h / math.log(2), 1.0, 0.0])
-    assert effective == pytest.approx([math.exp(h), 3.0, 1.0])
-    # no positive mass, or a resample without any AIS: undefined
-    normalised, effective = positive_mass_entropy([[-0.1, 0.0, -0.3], [np.nan] * 3])
-    assert np.isnan(normalised).all() and np.isnan(effective).all()
-
-
-def test_profile_similarity_by_hand():
-    x, y = [0.1, 0.2, 0.2, 0.5], [0.4, 0.3, 0.1, 0.2]
-    cosine, rho = profile_similarity(x, y)
-    assert float(cosine) == pytest.approx(0.22 / math.sqrt(0.34 * 0.30))
-    # average ranks x: 1, 2.5, 2.5, 4; y: 4, 3, 1, 2; centred products sum to -3, squares 4.5 and 5
-    assert float(rho) == pytest.approx(-3 / math.sqrt(4.5 * 5))
-    cosine, rho = profile_similarity([[1, 2, 3], [1, 0, 0], [0, 0, 0]], [[2, 4, 6], [0, 1, 0], [1, 2, 3]])
-    assert cosine[:2] == pytest.approx([1.0, 0.0]) and np.isnan(cosine[2])  # a zero vector has no direction
-    assert rho[:2] == pytest.approx([1.0, -0.5]) and np.isnan(rho[2])  # [1, 0, 0] vs [0, 1, 0]: ties; constant
 
 
 def test_identical_profiles_have_similarity_one_with_a_degenerate_interval():
@@ -56,23 +31,6 @@ def test_identical_profiles_have_similarity_one_with_a_degenerate_interval():
     assert percentile_ci(cosine) == pytest.approx((1.0, 1.0), abs=1e-12)
     assert percentile_ci(rho) == pytest.approx((1.0, 1.0), abs=1e-12)
     assert verdict(*percentile_ci(cosine)) == "same mixture"
-
-
-def test_breadth_bootstrap_is_the_per_cell_bootstrap_on_shared_draws():
-    """One generator for every ability: each row is bootstrap_ais of that ability alone on the same draws."""
-    from benchprof.ais import bootstrap_ais
-
-    rng = np.random.default_rng(3)
-    original = rng.integers(0, 2, size=50).astype(float)
-    ablated = np.array([np.where(rng.random(50) < p, 0.0, original) for p in (0.5, 0.1, 0.0)])
-    ais, normalised, effective = breadth_bootstrap(original, ablated, 200, np.random.default_rng(9))
-    for i in range(3):
-        alone = bootstrap_ais(original, ablated[i], 200, np.random.default_rng(9))
-        np.testing.assert_allclose(ais[i], alone[0])
-    assert np.all(ais[2] == 0)  # an ablation that changes nothing has AIS 0 in every resample
-    expected = positive_mass_entropy(ais.T)
-    np.testing.assert_allclose(normalised, expected[0])
-    np.testing.assert_allclose(effective, expected[1])
 
 
 def write_config(tmp_path, models=("t",), **aggregate_settings):

@@ -1,4 +1,4 @@
-"""Region specificity (aggregate's specificity rows, ais.py's specificity math): specificity and diagonal
+"""Region specificity (aggregate's specificity rows, stats/impact.py's specificity math): specificity and diagonal
 dominance against hand computations, and a score switch on the tiny model end to end."""
 
 import json
@@ -11,12 +11,12 @@ import torch
 import yaml
 
 from benchprof.aggregate import load_scores
-from benchprof.ais import bootstrap_ais, cell_rng, percentile_ci
 from benchprof.config import load_config
 from benchprof.extract import extract
 from benchprof.layout import Layout, Variant
 from benchprof.profile import MEAN, SPECIFICITY
 from benchprof.report import render_markdown
+from benchprof.stats.resampling import bootstrap_ais, cell_rng, percentile_ci
 from benchprof.storage import file_hash, save_tensors
 
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
@@ -261,7 +261,8 @@ def test_samples_rows_lacking_the_metric_give_no_interval_and_say_so(result_file
 
 
 def test_known_answer_rows_get_holm_over_their_own_small_family(result_files):
-    from benchprof.ais import holm, mcnemar_p
+    from benchprof.stats.multitest import holm
+    from benchprof.stats.paired import mcnemar_p
 
     profile = load_scores(load_config(result_files), progress=False)
     # own split, top region: Quantitative 8 -> 4 correct (4 lost), Temporal 8 -> 6, Spatial 8 -> 6

@@ -1,24 +1,14 @@
-"""Recovery metrics against hand computations, and the planted model's construction (issue 19)."""
+"""benchprof/validation.py: the recovery metrics against hand computations (the planted model: tests/test_planted.py,
+tests/test_planting.py)."""
 
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-from benchprof.planted import (
-    PlantSettings,
-    build,
-    load_planted,
-    neuron_region,
-    neuron_sets,
-    planted_json_file,
-    region_masks,
-    state_hash,
-)
 from benchprof.validation import (
     auroc,
     jaccard_pairs,
@@ -33,9 +23,6 @@ from benchprof.validation import (
     top_n,
     top_neurons,
 )
-
-ROOT = Path(__file__).resolve().parents[1]
-SHIPPED = ROOT / "benchprof" / "assets" / "planted-model"
 
 
 def idx(*values: int) -> torch.Tensor:
@@ -86,21 +73,6 @@ def test_neuron_set_by_hand() -> None:
     assert top_neurons(counts, 3) == {(p0, 0), (p0, 1), (p0, 3)}  # tie at 1: the smaller name first
 
 
-def test_neuron_region_is_rows_and_columns() -> None:
-    hidden, inter = 3, 5
-    region = neuron_region({2: [1, 4]}, hidden, inter)
-    gate = torch.zeros(inter, hidden, dtype=torch.bool)
-    gate[[1, 4], :] = True
-    down = torch.zeros(hidden, inter, dtype=torch.bool)
-    down[:, [1, 4]] = True
-    for module in ("gate_proj", "up_proj"):
-        assert torch.equal(region[f"model.layers.2.mlp.{module}.weight"], torch.nonzero(gate.view(-1)).flatten())
-    assert torch.equal(region["model.layers.2.mlp.down_proj.weight"], torch.nonzero(down.view(-1)).flatten())
-    shapes = {f"model.layers.2.mlp.{m}.weight": (inter, hidden) for m in ("gate_proj", "up_proj")}
-    shapes["model.layers.2.mlp.down_proj.weight"] = (hidden, inter)
-    assert neuron_set(region, shapes) == {("model.layers.2.mlp", 1), ("model.layers.2.mlp", 4)}
-
-
 def brute_auroc(scores: np.ndarray, positive: np.ndarray) -> float:
     pos, neg = scores[positive], scores[~positive]
     wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p, n in itertools.product(pos, neg))
@@ -132,61 +104,3 @@ def test_region_mask_top_n_and_jaccard() -> None:
     assert (a, b, j) == ("x", "y", 1 / 4)
     shared = 3 * 2 / 10
     assert chance == pytest.approx(shared / (3 + 2 - shared))
-
-
-def test_neuron_sets_disjoint() -> None:
-    s = PlantSettings(abilities=["a", "b", "c"], layers=[0, 2], neurons_per_layer=5, intermediate=16)
-    sets = neuron_sets(s)
-    for layer in (0, 2):
-        ids = [j for a in "abc" for j in sets[a][layer]]
-        assert len(ids) == len(set(ids)) == 15
-    with pytest.raises(Exception, match="exceed"):
-        neuron_sets(PlantSettings(abilities=["a", "b"], layers=[0], neurons_per_layer=9, intermediate=16))
-
-
-def check_planted_folder(folder: Path) -> None:
-    """The planted sets are disjoint, and zeroing their union gives back the base model bit for bit."""
-    from transformers import AutoModelForCausalLM
-
-    regions, info = load_planted(folder)
-    abilities = list(regions)
-    for a, b in itertools.combinations(abilities, 2):
-        assert shared_count(regions[a], regions[b]) == 0
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    union = region_masks(model, list(regions.values()))
-    params = dict(model.named_parameters())
-    for a in abilities:  # training changed every planted tensor (the fresh neurons are not zero)
-        for name, mask in region_masks(model, [regions[a]]).items():
-            assert bool(params[name].detach()[mask].ne(0).any())
-    assert state_hash(model) != info["base_sha256"]
-    with torch.no_grad():
-        for name, mask in union.items():
-            params[name][mask] = 0.0
-    assert state_hash(model) == info["base_sha256"]
-
-
-def test_tiny_planted_model_outside_weights_identical(tmp_path: Path) -> None:
-    settings = PlantSettings(
-        abilities=["Commonsense_Causal", "Long_Term_Knowledge"],
-        layers=[0, 1],
-        neurons_per_layer=4,
-        hidden=32,
-        intermediate=64,
-        num_layers=2,
-        heads=2,
-        train_size=48,
-        test_size=8,
-        base_steps=4,
-        plant_steps=4,
-        batch_size=8,
-        threads=1,
-        tokenizer=str(ROOT / "benchprof" / "assets" / "demo-model"),
-    )
-    info = build(settings, tmp_path / "m", check=False, log=lambda _: None)
-    assert info["planted_weights"] == {a: 2 * 4 * 3 * 32 for a in settings.abilities}
-    check_planted_folder(tmp_path / "m")
-
-
-@pytest.mark.skipif(not planted_json_file(SHIPPED).is_file(), reason="no shipped planted model")
-def test_shipped_planted_model() -> None:
-    check_planted_folder(SHIPPED)

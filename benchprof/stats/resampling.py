@@ -1,0 +1,320 @@
+"""Resampling of items: arrays in, numbers out; no files, no plots.
+
+The paired bootstrap of AIS over a benchmark's documents (bootstrap_ais), with whole clusters and within strata
+(resample_counts, resampled_means; Davison and Hinkley 1997, §3.7–3.8; Field and Welsh 2007), the mean specificity's
+bootstrap, the two-level bootstrap of top − random against a pool of random draws and its null calibration
+(Davison and Hinkley 1997, §3.8), percentile intervals (Efron and Tibshirani 1993, ch. 13), bootstrap p-values
+(Davison and Hinkley 1997, §4.4), the material-drop rule, and each cell's generator (cell_rng).
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ..layout import format_k
+from .impact import ais_above_chance, impact_score, specificity_score
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
+
+
+def bootstrap_ais(
+    original: ArrayLike,
+    ablated: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    max_elements: int = 2_000_000,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+) -> NDArray[np.float64]:
+    """AIS on `resamples` paired bootstrap resamples of one benchmark's documents (the population).
+
+    original: per-document metric of the original model, shape (n,); ablated: shape (R, n), one row
+    per region, the same documents in the same order. Each resample draws n document indices with
+    replacement (`rng.integers(0, n, size=(chunk, n))`, chunks of at most `max_elements` indices)
+    and applies `impact_score` to the resampled means; every row shares the resample's indices, so the
+    rows stay paired with the original and with each other. With `clusters` or `strata` (one id per
+    document) the resamples are those of `resample_counts` instead: whole clusters, within strata. Returns
+    shape (R, resamples); NaN where a resample's original mean is 0.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    ablated = np.atleast_2d(np.asarray(ablated, dtype=float))
+    n = original.shape[0]
+    if ablated.shape[1] != n:
+        raise ValueError(f"bootstrap_ais: {ablated.shape[1]} ablated documents for {n} original ones")
+    values = np.vstack([original[None, :], ablated])  # (1 + R, n)
+    if clusters is not None or strata is not None:
+        means = resampled_means(values, resamples, rng, clusters, strata, 2 * max_elements)  # (resamples, 1 + R)
+        return np.asarray(impact_score(means[:, 0], means[:, 1:].T))
+    out = np.empty((ablated.shape[0], resamples))
+    chunk = max(1, max_elements // max(1, n * values.shape[0]))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        idx = rng.integers(0, n, size=(stop - start, n))
+        # each run's mean over the drawn documents, as draw counts times values: one matrix product instead
+        # of gathering every run's values (3.5x faster at n = 1,000; exact for 0/1 scores)
+        means = (_rowwise_bincount(idx, n) @ values.T).T / n  # (1 + R, chunk)
+        out[:, start:stop] = impact_score(means[0], means[1:])
+    return out
+
+
+def percentile_ci(samples: ArrayLike, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval (Efron & Tibshirani 1993, ch. 13) of one statistic's bootstrap samples.
+
+    The population is whatever the samples resampled (the documents, for AIS); each interval stands alone,
+    with no correction over the cells of a table. NaN samples are ignored; (nan, nan) when none is finite.
+    """
+    import numpy as np
+
+    samples = np.asarray(samples, dtype=float)
+    finite = samples[np.isfinite(samples)]
+    if finite.size == 0:
+        return math.nan, math.nan
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(finite, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def cell_rng(seed: int, ability: str, k: float, benchmark: str) -> np.random.Generator:
+    """The bootstrap generator of one (ability, k, benchmark) cell: reproducible whatever else exists.
+
+    All regions of the cell (and the original) share its resamples, which pairs the control-adjusted
+    interval. The mean specificity's resamples of split b use cell_rng(seed, "mean", k, b).
+    """
+    import numpy as np
+
+    key = zlib.crc32(f"{ability}|{format_k(k)}|{benchmark}".encode())
+    return np.random.default_rng([int(seed), key])
+
+
+def mean_specificity_bootstrap(
+    original: Sequence[ArrayLike],
+    ablated: Sequence[ArrayLike],
+    own: Sequence[int],
+    resamples: int,
+    rngs: Sequence[np.random.Generator],
+) -> NDArray[np.float64]:
+    """Bootstrap samples of the mean specificity mean_a spec_a over M abilities and S ability splits.
+
+    original[s]: the original model's per-document scores on split s, shape (n_s,); ablated[s]: shape
+    (M, P, n_s), ability a's ablated scores there, P = 1 region, or P = 2 for (top, random) whose AIS
+    difference is the control-adjusted AIS; own[a]: the index of a's own split; rngs[s]: split s's generator.
+    The abilities' AIS on one split share that split's documents (the population), so each resample draws
+    one set of document indices per split and applies it to the original and to every ability's scores
+    there; the splits' resamples are independent. Returns shape (resamples,).
+    """
+    import numpy as np
+
+    ais = []  # per split: (M, resamples)
+    for s, (base, scores) in enumerate(zip(original, ablated)):
+        scores = np.asarray(scores, dtype=float)
+        members, parts, n = scores.shape
+        values = bootstrap_ais(base, scores.reshape(members * parts, n), resamples, rngs[s])
+        values = values.reshape(members, parts, resamples)
+        ais.append(values[:, 0] - values[:, 1] if parts == 2 else values[:, 0])
+    spec = [
+        specificity_score(ais[own_split][a], [ais[s][a] for s in range(len(ais)) if s != own_split])
+        for a, own_split in enumerate(own)
+    ]
+    return np.mean(spec, axis=0)
+
+
+def _rowwise_bincount(indices: NDArray[np.intp], size: int) -> NDArray[np.int64]:
+    """counts[r, u] = how often u appears in indices[r]."""
+    import numpy as np
+
+    rows = indices.shape[0]
+    offsets = indices + size * np.arange(rows)[:, None]
+    return np.bincount(offsets.ravel(), minlength=rows * size).reshape(rows, size)
+
+
+def resample_counts(
+    n: int,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+) -> NDArray[np.int64]:
+    """Bootstrap resamples of n items as counts: out[r, i] = how many times item i is drawn in resample r.
+
+    Items (the default): each resample draws n item indices with replacement, exactly
+    `rng.integers(0, n, size=(resamples, n))`, the draws of the existing paired bootstrap. clusters (one id per
+    item, e.g. the template and fact an ability item was generated from): draws whole clusters with replacement,
+    as many as there are (the cluster bootstrap, Davison and Hinkley 1997, §3.8; Field and Welsh 2007), so items
+    sharing a cluster enter or leave together. strata (one id per item, e.g. mmlu's subjects): draws within each
+    stratum as many units as it holds (Davison and Hinkley 1997, §3.7), so each stratum keeps its weight; a cluster
+    must lie within one stratum. The mean of x on resample r is counts[r] @ x / counts[r].sum(); counts rather
+    than indices because cluster resamples differ in length.
+    """
+    import numpy as np
+
+    if clusters is None:
+        unit_of_item = np.arange(n)
+    else:
+        cluster_ids = np.asarray(clusters).ravel()
+        if cluster_ids.shape != (n,):
+            raise ValueError(f"resample_counts: {cluster_ids.size} cluster ids for {n} items")
+        _, unit_of_item = np.unique(cluster_ids, return_inverse=True)
+    n_units = int(unit_of_item.max(initial=-1)) + 1
+    if strata is None:
+        stratum_units = [np.arange(n_units)]
+    else:
+        stratum_ids = np.asarray(strata).ravel()
+        if stratum_ids.shape != (n,):
+            raise ValueError(f"resample_counts: {stratum_ids.size} stratum ids for {n} items")
+        _, stratum_of_item = np.unique(stratum_ids, return_inverse=True)
+        stratum_of_unit = np.full(n_units, -1)
+        stratum_of_unit[unit_of_item] = stratum_of_item
+        if np.any(stratum_of_unit[unit_of_item] != stratum_of_item):
+            raise ValueError("resample_counts: a cluster spans more than one stratum")
+        stratum_units = [np.flatnonzero(stratum_of_unit == s) for s in range(int(stratum_of_item.max()) + 1)]
+    unit_counts = np.zeros((resamples, n_units), dtype=np.int64)
+    for units in stratum_units:
+        picks = units[rng.integers(0, units.size, size=(resamples, units.size))]
+        unit_counts += _rowwise_bincount(picks, n_units)
+    return unit_counts[:, unit_of_item]
+
+
+def resampled_means(
+    values: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    max_elements: int = 4_000_000,
+) -> NDArray[np.float64]:
+    """Means of paired per-item scores on bootstrap resamples of the items: shape (resamples, V).
+
+    values (V, n): one row per run (the original model, each region), the same n items in the same order; every
+    row is averaged over the same resampled items (`resample_counts`, with its clusters and strata), which pairs
+    them. Resamples are drawn in chunks of at most `max_elements` counts to bound memory.
+    """
+    import numpy as np
+
+    values = np.atleast_2d(np.asarray(values, dtype=float))
+    n = values.shape[1]
+    means = np.empty((resamples, values.shape[0]))
+    chunk = max(1, max_elements // max(1, n))
+    for start in range(0, resamples, chunk):
+        stop = min(resamples, start + chunk)
+        weights = resample_counts(n, stop - start, rng, clusters, strata).astype(float)
+        means[start:stop] = (weights @ values.T) / weights.sum(axis=1, keepdims=True)
+    return means
+
+
+def two_level_bootstrap(
+    original: ArrayLike,
+    top: ArrayLike,
+    random_draws: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    chance: float = 0.0,
+    max_elements: int = 4_000_000,
+) -> NDArray[np.float64]:
+    """Bootstrap distribution of AIS(top) − mean AIS(random) against a pool of random-region draws.
+
+    original (n,): per-item scores of the original model; top (n,) or (T, n): of the model without each top region;
+    random_draws (D, n): of the model without each of D independently drawn random regions of the same size (k),
+    e.g. every random draw at k, pooled across abilities. All on the same n items in the same order. AIS is
+    `ais_above_chance(s, s′, chance)` on the resampled means (chance = 0: the paper's AIS). Two levels per resample
+    (Davison and Hinkley 1997, §3.8): items drawn with replacement by `resample_counts` (paired: the same draw for the
+    original, the top and every random region; clusters and strata as there), and D random draws drawn with
+    replacement from the pool, so both the item noise and the draw-to-draw variation of random regions are inside
+    the interval. The estimand is AIS(top) − E[AIS(random region)] over the population of items and of random
+    regions at that k. Returns (resamples,) or (T, resamples); NaN where a resample's original mean is at or below
+    chance (count them: they are dropped from the percentile interval).
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    top = np.asarray(top, dtype=float)
+    random_draws = np.atleast_2d(np.asarray(random_draws, dtype=float))
+    n = original.shape[0]
+    tops = np.atleast_2d(top)
+    if original.ndim != 1 or tops.shape[1] != n or random_draws.shape[1] != n:
+        raise ValueError(
+            f"two_level_bootstrap: original {original.shape}, top {top.shape} and random_draws "
+            f"{random_draws.shape} must share the last axis (the items)"
+        )
+    n_tops, n_draws = tops.shape[0], random_draws.shape[0]
+    values = np.vstack([original[None, :], tops, random_draws])  # (1 + T + D, n)
+    means = resampled_means(values, resamples, rng, clusters, strata, max_elements)
+    ais = np.asarray(ais_above_chance(means[:, :1], means[:, 1:], chance))  # (resamples, T + D)
+    picks = rng.integers(0, n_draws, size=(resamples, n_draws))  # the second level: draws from the pool
+    pool_mean = np.take_along_axis(ais[:, n_tops:], picks, axis=1).mean(axis=1)
+    out = (ais[:, :n_tops] - pool_mean[:, None]).T
+    return out[0] if top.ndim == 1 else out
+
+
+MATERIAL_DROP = 0.05  # a row whose bootstrap lost more than this share of its resamples gets no star
+
+
+def material_drop(dropped: int, resamples: int) -> bool:
+    """Whether a row's bootstrap dropped a material share of its resamples (those whose original mean was 0,
+    where AIS is undefined): its interval is then over a selected subset, so its test is not trusted."""
+    return resamples > 0 and dropped > MATERIAL_DROP * resamples
+
+
+def bootstrap_p_value(samples: ArrayLike, null: float = 0.0) -> float | NDArray[np.float64]:
+    """Two-sided bootstrap p-value of `null` from bootstrap samples of a statistic, along the last axis.
+
+    p = min(1, 2·(min(#{x ≤ null}, #{x ≥ null}) + 1) / (B + 1)) over the B finite samples (NaN ones are ignored;
+    count them separately): the smallest alpha whose equal-tailed percentile interval excludes `null` (Davison and
+    Hinkley 1997, §4.4), with the +1 of a Monte Carlo p-value. NaN where no sample is finite.
+    """
+    import numpy as np
+
+    samples = np.asarray(samples, dtype=float)
+    finite = np.isfinite(samples)
+    b = finite.sum(axis=-1)
+    below = (finite & (samples <= null)).sum(axis=-1)
+    above = (finite & (samples >= null)).sum(axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(b > 0, np.minimum(1.0, 2.0 * (np.minimum(below, above) + 1) / (b + 1)), np.nan)
+    return float(p) if p.ndim == 0 else p
+
+
+def null_calibration(
+    original: ArrayLike,
+    random_draws: ArrayLike,
+    resamples: int,
+    rng: np.random.Generator,
+    alpha: float = 0.05,
+    clusters: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+    chance: float = 0.0,
+    max_elements: int = 4_000_000,
+) -> tuple[NDArray[np.float64], float]:
+    """Each random draw tested as if it were a top region against the pool of the other draws (leave-one-out).
+
+    original (n,), random_draws (D ≥ 2, n): as in `two_level_bootstrap`, whose test this is: per draw d, the
+    two-level bootstrap of AIS(d) − mean AIS(pool without d) and its `bootstrap_p_value` at 0. Returns the D raw
+    p-values and the share below `alpha`: the false-positive rate of the top − random test when the "top" region is
+    one more random region. A share well above alpha means random regions of that size differ from each other beyond
+    item noise, so a top region beating the pool mean is weak evidence of specificity.
+    """
+    import numpy as np
+
+    original = np.asarray(original, dtype=float)
+    random_draws = np.asarray(random_draws, dtype=float)
+    if random_draws.ndim != 2 or random_draws.shape[0] < 2:
+        raise ValueError("null_calibration: needs at least two random draws, shape (D, n)")
+    n_draws = random_draws.shape[0]
+    values = np.vstack([original[None, :], random_draws])  # (1 + D, n)
+    means = resampled_means(values, resamples, rng, clusters, strata, max_elements)
+    ais = np.asarray(ais_above_chance(means[:, :1], means[:, 1:], chance))  # (resamples, D)
+    p_values = np.empty(n_draws)
+    for d in range(n_draws):
+        picks = rng.integers(0, n_draws - 1, size=(resamples, n_draws - 1))
+        picks += picks >= d  # indices of the other draws
+        pool_mean = np.take_along_axis(ais, picks, axis=1).mean(axis=1)
+        p_values[d] = bootstrap_p_value(ais[:, d] - pool_mean)
+    return p_values, float(np.mean(p_values < alpha))

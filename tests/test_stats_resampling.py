@@ -1,0 +1,142 @@
+"""Tests of benchprof/stats/resampling.py: the item, cluster and stratified resamples, the two-level bootstrap and
+its null calibration, bootstrap p-values, against hand computations and simulations with known truth."""
+
+import math
+
+import numpy as np
+import pytest
+
+from benchprof.stats.resampling import (
+    bootstrap_p_value,
+    material_drop,
+    null_calibration,
+    resample_counts,
+    resampled_means,
+    two_level_bootstrap,
+)
+
+
+def test_material_drop():
+    assert not material_drop(10, 200) and material_drop(11, 200)  # more than 5% of the resamples
+    assert not material_drop(5, 0)  # no bootstrap, nothing dropped that matters
+
+
+def test_resample_counts_draw_items_clusters_and_strata():
+    n, resamples = 12, 500
+    counts = resample_counts(n, resamples, np.random.default_rng(5))
+    indices = np.random.default_rng(5).integers(0, n, size=(resamples, n))  # the existing bootstrap's draws
+    np.testing.assert_array_equal(counts, np.stack([np.bincount(row, minlength=n) for row in indices]))
+
+    clusters = np.repeat([10, 20, 30, 40, 50, 60], 2)  # pairs of items
+    strata = np.repeat(["a", "b"], 6)  # clusters 10-30 in a, 40-60 in b
+    counts = resample_counts(n, resamples, np.random.default_rng(6), clusters=clusters)
+    np.testing.assert_array_equal(counts[:, 0::2], counts[:, 1::2])  # a cluster enters whole
+    assert (counts[:, 0::2].sum(axis=1) == 6).all()  # six clusters drawn per resample
+    counts = resample_counts(n, resamples, np.random.default_rng(7), strata=strata)
+    assert (counts[:, :6].sum(axis=1) == 6).all() and (counts[:, 6:].sum(axis=1) == 6).all()
+    assert counts[:, :6].std() > 0  # and resampled within the stratum
+    counts = resample_counts(n, resamples, np.random.default_rng(8), clusters=clusters, strata=strata)
+    assert (counts[:, 0:6:2].sum(axis=1) == 3).all() and (counts[:, 6::2].sum(axis=1) == 3).all()
+    with pytest.raises(ValueError, match="spans"):
+        resample_counts(4, 10, np.random.default_rng(0), clusters=[1, 1, 2, 2], strata=[0, 1, 1, 1])
+
+
+def test_bootstrap_p_value():
+    assert bootstrap_p_value(np.arange(1.0, 100.0)) == pytest.approx(2 / 100)  # no sample at or below 0
+    assert bootstrap_p_value(np.linspace(-1, 1, 99)) == 1.0
+    assert bootstrap_p_value([1.0, math.nan, -1.0, 2.0]) == pytest.approx(min(1, 2 * 2 / 4))
+    assert math.isnan(bootstrap_p_value([math.nan]))
+
+
+def simulate_cell(rng, n, n_draws, truth):
+    """Per-item scores with known variance components: item effects, per-run noise, draw-to-draw spread."""
+    original = truth["mean"] + rng.normal(0, truth["item_sd"], n)
+    top = original - truth["top_drop"] + rng.normal(0, truth["noise_sd"], n)
+    draw_drops = rng.normal(truth["random_drop"], truth["draw_sd"], n_draws)  # each random region's own effect
+    draws = original - draw_drops[:, None] + rng.normal(0, truth["noise_sd"], (n_draws, n))
+    return original, top, draws
+
+
+def test_two_level_bootstrap_covers_the_true_difference():
+    truth = {"mean": 0.6, "item_sd": 0.15, "noise_sd": 0.05, "top_drop": 0.06, "random_drop": 0.02, "draw_sd": 0.015}
+    target = (truth["top_drop"] - truth["random_drop"]) / truth["mean"]  # AIS(top) − E[AIS(random region)]
+    rng = np.random.default_rng(2024)
+    covered = covered_items_only = 0
+    datasets = 200
+    for _ in range(datasets):
+        original, top, draws = simulate_cell(rng, n=200, n_draws=10, truth=truth)
+        low, high = np.percentile(two_level_bootstrap(original, top, draws, 1000, rng), [2.5, 97.5])
+        covered += low <= target <= high
+        # items only: the same bootstrap with the pool fixed at its mean (AIS is linear in s′ at fixed s)
+        fixed_pool = draws.mean(axis=0, keepdims=True)
+        low, high = np.percentile(two_level_bootstrap(original, top, fixed_pool, 1000, rng), [2.5, 97.5])
+        covered_items_only += low <= target <= high
+    coverage, coverage_items_only = covered / datasets, covered_items_only / datasets
+    print(f"two-level coverage {coverage:.3f}, items-only coverage {coverage_items_only:.3f}")
+    assert 0.90 <= coverage <= 0.99
+    assert coverage_items_only < 0.90  # the draw-to-draw variation is what the second level adds
+
+
+def test_cluster_bootstrap_covers_where_items_share_a_cluster_effect():
+    clusters = np.repeat(np.arange(40), 5)  # 40 templates × 5 items; the ablation hits a template's items alike
+    target = 0.04 / 0.6
+    rng = np.random.default_rng(7)
+    covered = covered_items = 0
+    for _ in range(200):
+        original = 0.6 + rng.normal(0, 0.1, 40)[clusters] + rng.normal(0, 0.1, 200)
+        top = original - 0.06 - rng.normal(0, 0.04, 40)[clusters] + rng.normal(0, 0.02, 200)
+        draws = original - 0.02 + rng.normal(0, 0.02, (10, 200))
+        low, high = np.percentile(two_level_bootstrap(original, top, draws, 500, rng, clusters=clusters), [2.5, 97.5])
+        covered += low <= target <= high
+        low, high = np.percentile(two_level_bootstrap(original, top, draws, 500, rng), [2.5, 97.5])
+        covered_items += low <= target <= high
+    print(f"clustered items: cluster bootstrap coverage {covered / 200:.3f}, item bootstrap {covered_items / 200:.3f}")
+    assert 0.90 <= covered / 200 <= 0.99
+    assert covered_items / 200 < 0.85
+
+
+def test_resampled_means_pair_the_rows_and_chunk_alike():
+    values = np.random.default_rng(0).random((3, 40))
+    means = resampled_means(values, 300, np.random.default_rng(1))
+    counts = resample_counts(40, 300, np.random.default_rng(1))
+    np.testing.assert_allclose(means, counts @ values.T / 40)
+    chunked = resampled_means(values, 300, np.random.default_rng(1), max_elements=400)  # ten resamples a chunk
+    assert chunked.shape == (300, 3)
+    np.testing.assert_allclose(chunked.mean(axis=0), values.mean(axis=1), atol=0.03)
+
+
+def test_two_level_bootstrap_shapes_and_paired_items():
+    rng = np.random.default_rng(0)
+    original = rng.random(50)
+    tops = np.stack([original * 0.9, original * 0.5])
+    out = two_level_bootstrap(original, tops, original[None, :] * 0.9, 200, rng, max_elements=500)
+    assert out.shape == (2, 200)
+    # top 0 equals the only random draw on every item, so every paired resample gives exactly 0
+    np.testing.assert_allclose(out[0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(out[1], 0.4, atol=1e-12)  # (s − 0.5s)/s − (s − 0.9s)/s
+    with pytest.raises(ValueError, match="items"):
+        two_level_bootstrap(original, tops[:, :10], original[None, :], 10, rng)
+
+
+def test_null_calibration_flags_few_exchangeable_random_draws():
+    rng = np.random.default_rng(12)
+    pvals = []
+    for _ in range(30):
+        original = (rng.random(300) < 0.6).astype(float)
+        flips = rng.random((10, 300)) < 0.05  # every random region flips 5% of the items: the same effect
+        draws = np.where(flips, 1 - original, original)
+        draw_pvals, share = null_calibration(original, draws, 1000, rng)
+        assert share == np.mean(draw_pvals < 0.05)
+        pvals.extend(draw_pvals)
+    null_share = np.mean(np.array(pvals) < 0.05)
+
+    varied = []
+    for _ in range(30):
+        original = (rng.random(300) < 0.6).astype(float)
+        rates = rng.uniform(0.0, 0.3, 10)  # random regions that really differ from each other
+        draws = np.where(rng.random((10, 300)) < rates[:, None], 1 - original, original)
+        varied.extend(null_calibration(original, draws, 1000, rng)[0])
+    varied_share = np.mean(np.array(varied) < 0.05)
+    print(f"null calibration: exchangeable draws flagged {null_share:.3f}, differing draws {varied_share:.3f}")
+    assert null_share <= 0.06
+    assert varied_share > 0.1
