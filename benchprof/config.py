@@ -172,11 +172,16 @@ class EvalSettings:
     ability name (its generated test split), or a name under `composites`. Each entry of `benchmarks`
     is a name or a mapping {name, num_fewshot, limit, metric} (parse_config spreads the mapping into
     num_fewshot, limits and aggregate.metrics).
+
+    `scorer` (backend hf): how loglikelihood requests are scored. shared_prefix (default): benchprof's
+    scoring.SharedPrefixLM, which computes a prefix shared by several requests (a question's context, for
+    each of its options) once, with HFLM's results up to rounding; lm_eval: lm-eval's own HFLM.
     """
 
     benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
     num_fewshot: list[int] = field(default_factory=list)
     backend: Literal["hf", "vllm"] = "hf"
+    scorer: Literal["shared_prefix", "lm_eval"] = "shared_prefix"
     limit: int | None = None
     limits: dict[str, int] = field(default_factory=dict)  # benchmark -> its own limit (else `limit`)
     include_path: list[str] = field(default_factory=list)  # folders (or YAML files) of your lm-eval tasks

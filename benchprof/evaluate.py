@@ -176,6 +176,7 @@ class JobInputs:
             "limit": self.limit if self.limit is not None else self.cfg.evals.limit_for(job.benchmark),
             "seed": self.cfg.settings.seed,
             "backend": self.backend,
+            "scorer": self.cfg.evals.scorer if self.backend == "hf" else None,
             "model": self.model,
             "dtype": self.dtype,
             "variant": job.variant.label(),
@@ -353,19 +354,21 @@ def run_hf(
     task_manager: TaskManager,
     progress: tqdm,
 ) -> int:
-    """Load once, wrap in one HFLM, and for each variant: apply, run its benchmarks, restore.
-    Returns the number of model loads (1)."""
+    """Load once, wrap in one HFLM (benchprof's SharedPrefixLM unless evals.scorer is lm_eval), and for each
+    variant: apply, run its benchmarks, restore. Returns the number of model loads (1)."""
     from lm_eval.models.huggingface import HFLM
 
     from .damage import ablated, load_region
     from .modeling import fingerprint, load_model, pick_device
+    from .scoring import SharedPrefixLM
 
     model, tokenizer = load_model(
         *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
     )
     fp = fingerprint(model)  # of the unablated model: every mask is checked against it
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
-    lm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
+    scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
+    lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
     for variant, jobs in by_variant(pending).items():
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
         with ablated(model, region):
