@@ -289,8 +289,9 @@ class Config:
 def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
     """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
 
-    Raises BenchprofError naming the flag for a value that is not in `known`, or for an empty selection
-    (`--k=`, `--ability ,`), which would otherwise do nothing and succeed.
+    Raises BenchprofError naming the flag for a value that is not in `known`, or for a command line's
+    empty selection (`--k=`, `--ability ,`), which would otherwise do nothing and succeed. An empty list
+    from Python selects none on purpose (`evaluate(cfg, k=[])`: the original model only).
     """
     if given is None:
         return list(known)
@@ -299,6 +300,8 @@ def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any]
         values = [v.strip() for v in given.split(",") if v.strip()]
     elif isinstance(given, (list, tuple)):
         values = list(given)
+        if not values:
+            return []
     else:
         values = [given]  # type: ignore[list-item]  # one number
     if not values:
