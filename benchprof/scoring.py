@@ -143,6 +143,8 @@ class SharedPrefixLM(HFLM):
         self.packing_checked = False  # the first packed row with a branch is checked against HFLM's path
         self.packing_works = True
         self.plain_path = False  # set while loglikelihood_rolling runs: HFLM's path for its windows
+        # the model takes logits_to_keep (transformers' models do): logits only where a token is predicted
+        self.keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
 
     def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
         """HFLM's own: a document's windows share no prefix, packing would save nothing."""
@@ -222,7 +224,7 @@ class SharedPrefixLM(HFLM):
                 keep[b, [pad + n for n in nodes]] = True
         dtype = self.model.dtype
         mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
-        kwargs = {"logits_to_keep": keep.to(self.device)} if self.keeps_logits() else {}
+        kwargs = {"logits_to_keep": keep.to(self.device)} if self.keeps_logits else {}
         with (
             torch.no_grad(),
             torch.autocast(
@@ -241,22 +243,25 @@ class SharedPrefixLM(HFLM):
         if logits.dim() == 3:  # a model that computed every position's logits
             logits = logits[keep.to(logits.device)]
         logprobs = F.log_softmax(logits, dim=-1, dtype=self.softmax_dtype)  # [kept positions, vocab]
-        greedy = logprobs.argmax(dim=-1)
         # kept positions are numbered row by row, left to right: a node's index among them
         flat = (torch.cumsum(keep.reshape(-1), 0) - 1).reshape(keep.shape)
-        answers = []
-        for b, row in enumerate(rows):
-            pad = width - len(row)
-            for request, nodes in row.scored:
-                at = flat[b, [pad + n for n in nodes]].to(logprobs.device)
-                continuation = torch.tensor(requests[request][2], dtype=torch.long, device=logprobs.device)
-                logprob = float(logprobs[at, continuation].sum())
-                answers.append((request, (logprob, bool((greedy[at] == continuation).all()))))
-        return answers
-
-    def keeps_logits(self) -> bool:
-        """The model takes logits_to_keep (transformers' models do): logits only where a token is predicted."""
-        return "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        scored = [(b, width - len(row), request, nodes) for b, row in enumerate(rows) for request, nodes in row.scored]
+        longest = max(len(nodes) for _, _, _, nodes in scored)
+        # one [request, continuation token] table, padded: gathered and summed at once (one transfer, deterministic)
+        at = torch.zeros((len(scored), longest), dtype=torch.long)
+        target = torch.zeros((len(scored), longest), dtype=torch.long)
+        real = torch.zeros((len(scored), longest), dtype=torch.bool)
+        for j, (b, pad, request, nodes) in enumerate(scored):
+            at[j, : len(nodes)] = flat[b, [pad + n for n in nodes]]
+            target[j, : len(nodes)] = torch.tensor(requests[request][2])
+            real[j, : len(nodes)] = True
+        at, target, real = at.to(logprobs.device), target.to(logprobs.device), real.to(logprobs.device)
+        logprob = torch.where(real, logprobs[at, target], 0.0).sum(dim=1)
+        greedy = ((logprobs.argmax(dim=-1)[at] == target) | ~real).all(dim=1)
+        return [
+            (request, (value, flag))
+            for (_, _, request, _), value, flag in zip(scored, logprob.tolist(), greedy.tolist())
+        ]
 
     def check_packing(
         self, rows: list[TokenTrie], requests: list[Request], results: list[tuple[float, bool] | None]
