@@ -2,11 +2,13 @@
 
 The work is a list of (variant, benchmark) jobs: the original model first, then each
 (ability, k, region) in config order, each with every benchmark. A worker loads the model once,
-wraps it in one lm-eval HFLM, and for each variant zeroes the region in place, runs all of the
-variant's benchmarks and restores the weights (damage.ablated). `--shard i/n` keeps the jobs
-j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker process runs
-per GPU. A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last, so the JSON
-marks it done; it records a hash of its inputs and a rerun skips jobs whose hash still matches.
+wraps it in one lm-eval HFLM (scoring.SharedPrefixLM, which computes a prefix shared by several
+requests once, unless evals.scorer is lm_eval), and for each variant zeroes the region in place,
+runs all of the variant's benchmarks and restores the weights (damage.ablated). `--shard i/n`
+keeps the jobs j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker
+process runs per GPU. A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last,
+so the JSON marks it done; it records a hash of its inputs and a rerun skips jobs whose hash still
+matches.
 """
 
 from __future__ import annotations
@@ -511,11 +513,12 @@ def evaluate(
 
     Jobs are (variant, benchmark) pairs: the original model (scored once, under original/eval/)
     and every (ability, k, region) of the config. A worker loads the model once, wraps it in one
-    lm-eval HFLM and for each variant zeroes the region in place, runs its benchmarks and restores
-    the weights. Each job writes <benchmark>.samples.jsonl (one line per scored document) and
-    then <benchmark>.json (lm-eval results, a hash of the job's inputs); a rerun skips jobs whose
-    hash matches. With several GPUs in settings.cuda_visible_devices and no --shard, one worker
-    process runs per GPU (per tensor_parallel_size GPUs with vllm).
+    lm-eval HFLM (benchprof's SharedPrefixLM unless evals.scorer is lm_eval) and for each variant
+    zeroes the region in place, runs its benchmarks and restores the weights. Each job writes
+    <benchmark>.samples.jsonl (one line per scored document) and then <benchmark>.json (lm-eval
+    results, a hash of the job's inputs); a rerun skips jobs whose hash matches. With several GPUs
+    in settings.cuda_visible_devices and no --shard, one worker process runs per GPU (per
+    tensor_parallel_size GPUs with vllm).
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
