@@ -134,7 +134,8 @@ class SharedPrefixLM(HFLM):
     Takes HFLM's arguments, plus `row_tokens`: the most trie nodes a packed row holds when it joins requests
     with different contexts (a row can be as long as twice the longest request regardless). A forward pass holds
     at most batch_size x the longest request's tokens, padding included: no more than HFLM's widest batch.
-    loglikelihood_rolling and generate_until are HFLM's own.
+    loglikelihood_rolling and generate_until are HFLM's own, and so is every request with batch_size "auto", a
+    seq2seq model, or an attention the packing does not fit (module docstring).
     """
 
     def __init__(self, *args: object, row_tokens: int = 2048, **kwargs: object) -> None:
