@@ -376,9 +376,7 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
     """
     started = time.time()
     specs = cfg.selected_models(model)
-    compare_dir = CompareLayout(cfg.output_root).compare_dir
-    if len(specs) > 1 and any(Path(cfg.output_root) / spec.tag == compare_dir for spec in specs):
-        raise BenchprofError(f"models: the tag {compare_dir.name!r} is the folder of the comparison; rename the model")
+    compare_dir = CompareLayout(cfg.output_root).compare_dir  # no model is tagged so (config: layout.SHARED_FOLDERS)
     k = default_report_k(cfg, report_k)
     done: list[tuple[Profile, Path, int]] = []
     draws: dict[str, JointDraws] = {}  # model -> its benchmarks' joint resamples
