@@ -127,10 +127,12 @@ def model_identity(source: str, cache_dir: Path | None = None, update_cache: boo
     is the same model.
 
     Hashing a large checkpoint takes a while (about 1 GB/s), so the hashes are cached in
-    `cache_dir/model_files.json` by (file name, size, mtime): a touched file is hashed again and
-    found unchanged. `update_cache=False` reads the cache and writes nothing (`benchprof status`).
+    `cache_dir/model_files.json` by file name and storage.stat_key (inode, size, mtime, ctime): a file
+    edited in place, even with its size and mtime put back, is hashed again; a touched or copied one
+    is hashed again and found unchanged. `update_cache=False` reads the cache and writes nothing
+    (`benchprof status`).
     """
-    from .storage import file_hash, read_json, write_json
+    from .storage import file_hash, read_json, stat_key, write_json
 
     folder = Path(source)
     if not folder.is_dir():
@@ -152,11 +154,13 @@ def model_identity(source: str, cache_dir: Path | None = None, update_cache: boo
             cache = {}
     files, changed = {}, False
     for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
-        stat = path.stat()
-        key = f"{path.name}|{stat.st_size}|{stat.st_mtime_ns}"
-        if key not in cache:
-            cache[key], changed = file_hash(path), True
-        files[path.name] = cache[key]
+        key = f"{path.name}|{stat_key(path)}"
+        if key in cache:
+            files[path.name] = cache[key]
+            continue
+        files[path.name] = file_hash(path)
+        if stat_key(path) == key.split("|", 1)[1]:  # not written to while it was read
+            cache[key], changed = files[path.name], True
     if changed and cache_file is not None and update_cache:
         try:
             write_json(cache_file, {key: value for key, value in cache.items() if key.split("|")[0] in files})

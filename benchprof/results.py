@@ -152,7 +152,7 @@ def load_score(
     cannot serve: missing, unreadable, the metric absent, its samples file changed since it was written, or
     (with `current_mask`, the hash of the mask file now on disk) evaluated on a mask extract has since replaced.
     A samples file without usable values adds a line to `notes` (`label` names the evaluation there)."""
-    from .storage import content_record
+    from .storage import matches_record
 
     if not path.is_file():
         raise Unusable("missing")
@@ -167,9 +167,7 @@ def load_score(
         raise Unusable(f"metric {metric_key!r} not in results")
     recorded_files = payload.get("files")
     recorded_files = recorded_files if isinstance(recorded_files, dict) else {}
-    if samples.name in recorded_files and (
-        not samples.is_file() or content_record(samples) != recorded_files[samples.name]
-    ):
+    if samples.name in recorded_files and not matches_record(samples, recorded_files[samples.name]):
         raise Unusable("per-sample file damaged since it was written (rerun `benchprof evaluate`)")
     per_doc, why = read_samples(samples, metric_key)
     if why and why != "no per-sample file":

@@ -200,23 +200,41 @@ def file_hash(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()[:16]
 
 
-SAMPLED_ABOVE = 64 << 20  # files larger than this are hashed on sampled blocks (size always counts)
+def stat_key(path: Path) -> str:
+    """What the file system says about a file's current bytes: inode, size, mtime and ctime in ns.
+
+    Any write, truncation, rename or `os.utime` sets ctime to now, and no user call can set it back,
+    so while this key is unchanged the bytes a hash was taken of are still the bytes on disk. A copy
+    or a move gets a new key (and is hashed again, not redone). The one gap is the kernel's clock
+    tick (a few ms): an edit in the same tick as the hash would keep the key.
+    """
+    st = Path(path).stat()
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def content_record(path: Path) -> dict[str, Any]:
-    """{size, hash} of a file as a manifest records it: a full hash up to 64 MiB, above that a hash of
-    64 blocks of 64 KiB spread over the file (a truncated or rewritten file changes its size or a block;
-    fast enough to check on every rerun even for an 8B model's 22 GB importance file)."""
-    size = Path(path).stat().st_size
-    if size <= SAMPLED_ABOVE:
-        return {"size": size, "hash": file_hash(path)}
-    h = hashlib.sha256()
-    block = 64 << 10
-    with open(path, "rb") as f:
-        for i in range(64):
-            f.seek((size - block) * i // 63)
-            h.update(f.read(block))
-    return {"size": size, "sampled_hash": h.hexdigest()[:16]}
+    """{size, hash, stat} of a file as a manifest records it: a sha256 of every byte, and the stat_key
+    it was taken under, so that `matches_record` can trust the hash without reading the file again."""
+    before = stat_key(path)
+    digest = file_hash(path)
+    record: dict[str, Any] = {"size": Path(path).stat().st_size, "hash": digest}
+    if stat_key(path) == before:  # not written to while it was read
+        record["stat"] = before
+    return record
+
+
+def matches_record(path: Path, recorded: Any) -> bool:
+    """Whether the file on disk is the one `recorded` (a content_record) describes: same size and either
+    the same stat_key (untouched since it was hashed) or, when the key moved (copied, moved, touched,
+    edited), the same full hash. A same-size edit with the mtime put back changes ctime, so it is hashed
+    and seen."""
+    if not isinstance(recorded, dict) or not Path(path).is_file():
+        return False
+    if Path(path).stat().st_size != recorded.get("size"):
+        return False
+    if recorded.get("stat") is not None and recorded["stat"] == stat_key(path):
+        return True
+    return "hash" in recorded and file_hash(path) == recorded["hash"]
 
 
 def value_hash(obj: Any) -> str:
@@ -319,9 +337,7 @@ def damaged_files(output: Output, record: dict[str, Any]) -> list[str]:
     return [
         path.name
         for path in output.files
-        if path != output.manifest
-        and path.name in recorded
-        and (not path.is_file() or content_record(path) != recorded[path.name])
+        if path != output.manifest and path.name in recorded and not matches_record(path, recorded[path.name])
     ]
 
 

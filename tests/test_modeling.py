@@ -104,6 +104,27 @@ def test_model_identity_is_content_cached_by_time(tmp_path, tiny_model_dir):
     )
 
 
+def test_model_identity_sees_a_same_size_edit_with_the_mtime_put_back(tmp_path, tiny_model_dir):
+    """The cache was keyed by name, size and mtime: such an edit kept the old identity, so the unablated
+    evaluation of the old weights was reused beside importance and masks from the new ones."""
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    before = model_identity(str(model), cache)
+    weights = model / "model.safetensors"
+    st = weights.stat()
+    with open(weights, "r+b") as f:
+        f.seek(st.st_size - 3)
+        last = f.read(1)
+        f.seek(st.st_size - 3)
+        f.write(bytes([last[0] ^ 0x40]))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = model_identity(str(model), cache)
+    assert after["files"]["model.safetensors"] != before["files"]["model.safetensors"]
+    assert after["files"]["config.json"] == before["files"]["config.json"]
+
+
 def test_a_device_this_machine_lacks_is_one_line():
     """evals.device: cuda on a CPU machine was a 65-line traceback at model load in evaluate and damage."""
     import torch

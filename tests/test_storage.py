@@ -3,6 +3,7 @@ trusted: the skip check recomputes it, status calls it damaged, aggregate refuse
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -15,7 +16,7 @@ from benchprof.finetune import finetune
 from benchprof.layout import Layout, Variant
 from benchprof.run import run
 from benchprof.status import plan_status
-from benchprof.storage import SAMPLED_ABOVE, content_record, shared_mode, write_csv
+from benchprof.storage import content_record, matches_record, shared_mode, write_csv
 
 
 @pytest.fixture(scope="module")
@@ -36,19 +37,44 @@ def state(config, stage: str, what: str) -> tuple[str, str]:
     return next((i.state, i.why) for i in plan_status(load_config(config)) if (i.stage, i.what) == (stage, what))
 
 
-def test_content_record_sees_truncation_and_one_changed_byte(tmp_path):
+def same_size_edit(path, offset: int) -> None:
+    """Flip one byte in place and put the mtime back, as a careless tool (or person) might."""
+    st = path.stat()
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)
+        f.seek(offset)
+        f.write(bytes([byte[0] ^ 1]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+
+
+def test_a_same_size_edit_with_the_mtime_put_back_is_seen_in_any_file_size(tmp_path):
+    """Files over 64 MiB were hashed on 64 sampled blocks: a 4 KiB edit between them kept the record."""
     small, large = tmp_path / "small", tmp_path / "large"
     small.write_bytes(b"abc\n" * 100)
-    large.write_bytes(bytes(range(256)) * ((SAMPLED_ABOVE + 1) // 256 + 1))
-    for path in (small, large):
-        before = content_record(path)
-        data = bytearray(path.read_bytes())
-        data[0] ^= 1  # the first block is always among the sampled ones
-        path.write_bytes(bytes(data))
-        assert content_record(path) != before
-        path.write_bytes(bytes(data[:-1]))
-        assert content_record(path)["size"] == len(data) - 1
-    assert "sampled_hash" in content_record(large) and "hash" in content_record(small)
+    large.write_bytes(bytes(range(256)) * (100 * 2**20 // 256))  # 100 MiB
+    for path, offset in ((small, 7), (large, 37 * 2**20 + 12345)):
+        record = content_record(path)
+        assert record["size"] == path.stat().st_size and matches_record(path, record)
+        same_size_edit(path, offset)
+        assert not matches_record(path, record)
+        same_size_edit(path, offset)  # the bytes are back: a copy's content is the same file
+        assert matches_record(path, record)
+        path.write_bytes(path.read_bytes()[:-1])
+        assert not matches_record(path, record)
+    assert not matches_record(tmp_path / "gone", content_record(small))
+
+
+def test_a_copied_or_moved_file_matches_its_record_by_content(tmp_path):
+    path = tmp_path / "a"
+    path.write_bytes(os.urandom(1000))
+    record = content_record(path)
+    copied = tmp_path / "b"
+    shutil.copy2(path, copied)  # cp -a: same mtime, new inode and ctime
+    assert matches_record(copied, record)
+    copied.write_bytes(os.urandom(1000))
+    assert not matches_record(copied, record)
 
 
 @pytest.mark.parametrize("cut", ["line", "mid-line"])
