@@ -528,7 +528,7 @@ def _validate(cfg: Config) -> None:
     for name, metric in cfg.aggregate.metrics.items():
         if not metric.strip():  # an empty override would silently fall back to the default metric
             raise ConfigError(f"aggregate.metrics.{name}: an empty metric name")
-        if name not in ev.benchmarks:  # the metric of each benchmark's task: status.preflight
+        if name not in ev.benchmarks:  # the metric of each benchmark's task: preflight.preflight
             raise ConfigError(f"aggregate.metrics.{name}: not one of evals.benchmarks")
     for name, level in cfg.aggregate.chance.items():
         if not 0.0 <= level < 1.0:

@@ -224,15 +224,22 @@ def ensure_checkpoints(
 ) -> tuple[int, int]:
     """Write the checkpoint of every variant in `todo` that is missing or stale; return (written, skipped).
 
-    Loads the model only if something has to be written (or uses the one given).
+    A checkpoint is current when its manifest matches the mask, the model and the dtype and every file
+    it recorded is still the file it wrote (a truncated or deleted model.safetensors is rewritten).
+    Loads the model only if something has to be written (or uses the one given). Call it under the
+    model folder's lock: it removes the temporary folders that killed saves left.
     """
     from .console import progress
     from .modeling import fingerprint, load_model
-    from .storage import is_current
+    from .storage import is_current, remove_temps
 
     layout = Layout(cfg.output_root, spec.tag)
     require_masks(layout, todo)
     dtype = eval_dtype(cfg, spec)
+    for v in todo:  # a killed save's checkpoint-sized temporary folder, even where nothing is rewritten
+        out_dir = layout.damaged_dir(*v.parts())
+        if out_dir.parent.is_dir():
+            remove_temps(out_dir.parent, out_dir.name)
 
     def stale(v: Variant, fp: str) -> bool:
         out = layout.checkpoint_output(*v.parts())

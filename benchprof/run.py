@@ -13,7 +13,7 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     """Run every stage in order: data, finetune, extract, evaluate, aggregate.
 
     The whole plan is checked first (models, tokenizers, benchmarks, datasets, k values, output
-    folders; see status.preflight) and nothing is written if a check fails. Each stage then skips
+    folders; see preflight.preflight) and nothing is written if a check fails. Each stage then skips
     work whose manifest still matches, so a rerun, after a crash or a kill, resumes where it stopped.
     The importance pass runs in finetune.processes processes (default: one per GPU in
     settings.cuda_visible_devices), which run starts itself with torchrun and the configured strategy.
@@ -33,7 +33,8 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     from .extract import extract
     from .finetune import finetune
     from .layout import Layout
-    from .status import needed_abilities, preflight, status
+    from .preflight import needed_abilities, preflight
+    from .status import status
 
     started = time.time()
     for warning in preflight(cfg, eval_only=eval_only):  # on the terminal: run's own output goes to its log

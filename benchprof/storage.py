@@ -329,16 +329,16 @@ def recorded_inputs(output: Output) -> dict[str, Any] | None:
 
 
 def damaged_files(output: Output, record: dict[str, Any]) -> list[str]:
-    """The output's files whose size or content differs from what its manifest recorded (truncated,
-    rewritten or replaced since); files a manifest did not record (older manifests) are not checked."""
+    """The files `record` (an output's manifest) vouches for that are now missing, truncated or rewritten.
+
+    Every recorded file is checked, beside the manifest, whether or not the Output names it: a
+    checkpoint's weights are known only from its manifest. Files a manifest did not record (older
+    manifests) are not checked."""
     recorded = record.get("files")
     if not isinstance(recorded, dict):
         return []
-    return [
-        path.name
-        for path in output.files
-        if path != output.manifest and path.name in recorded and not matches_record(path, recorded[path.name])
-    ]
+    folder = output.manifest.parent
+    return sorted(name for name, entry in recorded.items() if not matches_record(folder / name, entry))
 
 
 def is_current(output: Output, inputs: dict[str, Any]) -> bool:
@@ -377,10 +377,15 @@ def judge(
     changed = changed_keys(recorded, expected, ignore)
     if changed:
         return "stale", "changed: " + ", ".join(changed)
+    record = _read_record(output.manifest) or {}
+    listed = record.get("files")
+    folder = output.manifest.parent
     missing = [f.name for f in output.files if not f.is_file()]
+    if isinstance(listed, dict):  # a checkpoint's weights are known only from its manifest
+        missing += [name for name in sorted(listed) if name not in missing and not (folder / name).is_file()]
     if missing:
         return "stale", "missing " + ", ".join(missing)
-    damaged = damaged_files(output, _read_record(output.manifest) or {})
+    damaged = damaged_files(output, record)
     if damaged:
         return "stale", "damaged " + ", ".join(damaged) + " (not the file its manifest recorded)"
     return "done", ""

@@ -242,7 +242,7 @@ def test_a_validation_only_copy_is_scored_on_validation_and_refuses_few_shot(tmp
     preflight, before any model is loaded, with one line naming the benchmark and the splits."""
     import datasets
 
-    from benchprof.status import check_benchmarks
+    from benchprof.preflight import check_benchmarks
 
     datasets.Dataset.from_dict(ARC_ROWS).save_to_disk(str(tmp_path / "arc" / "validation"))
     [task] = _loaded(_arc_config(tmp_path, "arc"))

@@ -19,8 +19,9 @@ from benchprof import BenchprofError
 from benchprof.cli import main
 from benchprof.config import load_config
 from benchprof.layout import Layout, Variant
+from benchprof.preflight import parameter_counts, preflight
 from benchprof.run import run
-from benchprof.status import parameter_counts, plan_status, preflight
+from benchprof.status import plan_status
 from benchprof.storage import read_json, save_tensors, write_json
 
 ABILITY = "Spatial_Reasoning"

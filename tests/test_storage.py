@@ -77,6 +77,40 @@ def test_a_copied_or_moved_file_matches_its_record_by_content(tmp_path):
     assert not matches_record(copied, record)
 
 
+def test_a_damaged_checkpoint_is_listed_stale_and_rewritten(finished, tmp_path, tiny_model_dir, capsys):
+    """A checkpoint whose weights were truncated or deleted was kept ("0 written, 1 current kept"), and
+    `status` did not list checkpoints; with backend vllm it is what gets evaluated."""
+    from benchprof.damage import damage
+
+    config, layout = copy(finished, tmp_path, tiny_model_dir)
+
+    def checkpoint_state() -> list[tuple[str, str]]:
+        return [(i.state, i.why) for i in plan_status(load_config(config)) if i.stage == "checkpoint"]
+
+    assert checkpoint_state() == []  # backend hf: optional, not listed before one is written
+    damage(load_config(config), region="top", save=True)
+    assert checkpoint_state() == [("done", "")]
+    weights = layout.damaged_dir(ABILITY, K, "top") / "model.safetensors"
+    whole = weights.read_bytes()
+    leftover = weights.parent.parent / ".top.killed.tmp"  # what a save killed halfway leaves
+    for harm, why in (
+        (lambda: weights.write_bytes(whole[:5000]), "damaged model.safetensors (not the file its manifest recorded)"),
+        (weights.unlink, "missing model.safetensors"),
+    ):
+        leftover.mkdir()
+        (leftover / "model.safetensors").write_bytes(whole[:100])
+        harm()
+        assert checkpoint_state() == [("stale", why)]
+        capsys.readouterr()
+        damage(load_config(config), region="top", save=True)
+        assert "1 checkpoint(s) written, 0 current kept" in capsys.readouterr().out
+        assert weights.read_bytes() == whole and checkpoint_state() == [("done", "")]
+        assert not leftover.exists()
+    leftover.mkdir()  # beside a current checkpoint (a killed --force): removed, nothing rewritten
+    damage(load_config(config), region="top", save=True)
+    assert "0 checkpoint(s) written, 1 current kept" in capsys.readouterr().out and not leftover.exists()
+
+
 @pytest.mark.parametrize("cut", ["line", "mid-line"])
 def test_truncated_samples_file_is_named_refused_and_recomputed(finished, tmp_path, tiny_model_dir, cut):
     config, layout = copy(finished, tmp_path, tiny_model_dir)
