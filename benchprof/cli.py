@@ -26,7 +26,7 @@ from collections.abc import Callable
 
 from . import BenchprofError
 from .aggregate import aggregate
-from .config import load_config
+from .configfile import load_config
 from .console import quiet
 from .damage import damage
 from .data import data

@@ -1,8 +1,9 @@
-"""config.yml, parsed once into typed dataclasses.
+"""config.yml's schema: typed dataclasses, each value checked (`build`, `validate`).
 
 The top-level sections `settings`, `models`, `datasets` and `evals` keep the shape of the authors'
 config; `data`, `finetune`, `extract` and `aggregate` hold what benchprof adds. Every value is
-checked at load time and a bad one raises `ConfigError` with the YAML key in its message.
+checked at load time (configfile.load_config reads the file) and a bad one raises `ConfigError` with
+the YAML key in its message.
 """
 
 from __future__ import annotations
@@ -274,7 +275,7 @@ class Config:
             given = {key: _cast(value, hints[key], f"--{key}") for key, value in values.items() if value is not None}
             updated[section] = dataclasses.replace(current, **given)
         cfg = dataclasses.replace(self, **updated)
-        _validate(cfg)
+        validate(cfg)
         return cfg
 
     def model(self, name_or_tag: str | None = None) -> ModelSpec:
@@ -364,11 +365,11 @@ def _cast(value: Any, hint: Any, key: str) -> Any:
             raise ConfigError(f"{key}: expected a string, got {value!r}")
         return str(value)
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return _build(hint, value, key)
+        return build(hint, value, key)
     raise ConfigError(f"{key}: unsupported type {hint}")  # a bug in this module, not in the YAML
 
 
-def _build(cls: type, raw: Any, key: str) -> Any:
+def build(cls: type, raw: Any, key: str) -> Any:
     """Build dataclass `cls` from the mapping `raw`, rejecting unknown keys."""
     if raw is None:
         raw = {}
@@ -394,7 +395,7 @@ def _build(cls: type, raw: Any, key: str) -> Any:
     return cls(**kwargs)
 
 
-def _validate(cfg: Config) -> None:
+def validate(cfg: Config) -> None:
     if not cfg.settings.k_values:
         raise ConfigError("settings.k_values: at least one region size k is required")
     if not cfg.datasets:
@@ -533,120 +534,3 @@ def _validate(cfg: Config) -> None:
     for name, level in cfg.aggregate.chance.items():
         if not 0.0 <= level < 1.0:
             raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
-
-
-BENCHMARK_ENTRY_KEYS = ("name", "num_fewshot", "limit", "metric")
-
-
-def _spread_benchmark_entries(raw: dict[str, Any]) -> None:
-    """The per-benchmark form of `evals.benchmarks` ({name, num_fewshot, limit, metric} entries) spread
-    into the parallel list evals.num_fewshot, evals.limits and aggregate.metrics; a lone include_path
-    string made a list. In place; the checks of the values' types are the dataclasses' as usual."""
-    evals = raw.get("evals")
-    if not isinstance(evals, dict):
-        return
-    evals = raw["evals"] = dict(evals)
-    if isinstance(evals.get("include_path"), str):
-        evals["include_path"] = [evals["include_path"]]
-    entries = evals.get("benchmarks")
-    if not isinstance(entries, list) or not any(isinstance(e, dict) for e in entries):
-        return
-    if evals.get("num_fewshot"):
-        raise ConfigError("evals.num_fewshot: give num_fewshot in the benchmarks' entries or as a list, not both")
-    names, fewshot = [], []
-    limits = dict(evals.get("limits") or {})
-    aggregate = raw["aggregate"] = dict(raw.get("aggregate") or {})
-    metrics = aggregate["metrics"] = dict(aggregate.get("metrics") or {})
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            names.append(entry)
-            fewshot.append(0)
-            continue
-        unknown = sorted(set(entry) - set(BENCHMARK_ENTRY_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"evals.benchmarks[{i}].{unknown[0]}: unknown key (known: {', '.join(BENCHMARK_ENTRY_KEYS)})"
-            )
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"evals.benchmarks[{i}].name: required, the benchmark's name")
-        names.append(name)
-        fewshot.append(entry.get("num_fewshot", 0))
-        if "limit" in entry:
-            limits[name] = entry["limit"]
-        if "metric" in entry:
-            if isinstance(entry["metric"], str) and not entry["metric"].strip():
-                raise ConfigError(f"evals.benchmarks[{i}].metric: an empty metric name")
-            metrics[name] = entry["metric"]
-    evals.update(benchmarks=names, num_fewshot=fewshot, limits=limits)
-
-
-def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:
-    """Build and validate a Config from an already-parsed YAML mapping."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: the top level must be a mapping of sections")
-    raw = dict(raw)
-    _spread_benchmark_entries(raw)
-    if "datasets" in raw:
-        ds = raw["datasets"]
-        if not isinstance(ds, list):
-            raise ConfigError("datasets: expected a list of {name, path, key} entries")
-    cfg = _build(Config, raw, "")
-    cfg.path = path.resolve()
-    _validate(cfg)
-    return cfg
-
-
-def load_config(path: str | Path = "config.yml") -> Config:
-    """Read, parse and validate config.yml; raise ConfigError naming the key on any problem."""
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"{path}: config file not found")
-    try:
-        raw = _read_yaml(path)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', err)})") from None
-    return parse_config(raw, path)
-
-
-def _read_yaml(path: Path) -> Any:
-    """yaml.safe_load of the file, refusing a key given twice in one mapping (YAML keeps the last silently)."""
-    import yaml
-
-    loader = yaml.SafeLoader(path.read_text())
-    try:
-        node = loader.get_single_node()
-        if node is not None:
-            _refuse_duplicate_keys(node, "", path, set())
-        return loader.construct_document(node) if node is not None else None
-    finally:
-        loader.dispose()
-
-
-def _refuse_duplicate_keys(node: Any, key: str, path: Path, seen: set[int]) -> None:
-    """ConfigError naming the key path and lines of the first key given twice in a mapping under `node`."""
-    import yaml
-
-    if id(node) in seen:  # an alias to a node already checked
-        return
-    seen.add(id(node))
-    if isinstance(node, yaml.MappingNode):
-        lines: dict[str, int] = {}
-        for key_node, value_node in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":  # <<: *anchor merges, it does not repeat
-                _refuse_duplicate_keys(value_node, key, path, seen)
-                continue
-            name = str(key_node.value)
-            sub = f"{key}.{name}" if key else name
-            line = key_node.start_mark.line + 1
-            if name in lines:
-                raise ConfigError(f"{sub}: duplicate key ({path} line {line}; first on line {lines[name]})")
-            lines[name] = line
-            _refuse_duplicate_keys(value_node, sub, path, seen)
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            _refuse_duplicate_keys(item, f"{key}[{i}]", path, seen)

@@ -14,7 +14,6 @@ matches.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from .console import drop_model_object_warning
 from .damage import eval_dtype, require_masks, variants
 from .layout import Layout, Variant, task_yaml_file
 from .regions import region_metadata
+from .results import write_result
 from .storage import is_current
 
 if TYPE_CHECKING:
@@ -187,132 +187,6 @@ class JobInputs:
         }
 
 
-def plain(value: Any) -> Any:
-    """lm-eval output made JSON-safe: numpy scalars to numbers, tuples to lists, NaN to null."""
-    if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):  # numpy or torch scalar
-        try:
-            value = value.item()
-        except (ValueError, RuntimeError):
-            return str(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return str(value)
-
-
-def option_lengths(arguments: Any, delimiter: str, mutual_info: bool = False) -> list[int] | None:
-    """Each option's length in characters, the divisor of lm-eval's acc_norm (len(choice)).
-
-    A multiple-choice request is (context, target_delimiter + choice) per option (lm-eval 0.4's
-    ConfigurableTask.construct_requests); with acc_mutual_info the options' unconditional requests
-    follow as a second half. None where the options are not the continuations (a multiple-input task
-    such as winogrande puts them in the contexts) or a continuation lacks the delimiter.
-    """
-    if not isinstance(arguments, (list, tuple)) or not arguments:
-        return None
-    if not all(isinstance(a, (list, tuple)) and len(a) >= 2 and isinstance(a[1], str) for a in arguments):
-        return None
-    if mutual_info:
-        arguments = arguments[: len(arguments) // 2]
-    if len({str(a[0]) for a in arguments}) > 1 or not all(a[1].startswith(delimiter) for a in arguments):
-        return None
-    return [len(a[1]) - len(delimiter) for a in arguments]
-
-
-def sample_rows(
-    samples: dict[str, list[dict[str, Any]]], configs: dict[str, dict[str, Any]] | None = None
-) -> list[dict[str, Any]]:
-    """One row per scored document and filter: its task, doc_id, filter and metric values.
-
-    Multiple-choice rows also keep the per-option loglikelihoods and `option_lengths` (each option's
-    length in characters, as acc_norm normalises; the task's target_delimiter comes from lm-eval's
-    `configs`), generation rows the response. `cluster` is the document's cluster field (generated
-    ability items: template and fact). Keys absent when unknown.
-    """
-    configs = configs or {}
-    rows = []
-    for task, docs in samples.items():
-        delimiter = (configs.get(task) or {}).get("target_delimiter", " ")
-        for s in docs:
-            row = {"task": task, "doc_id": int(s["doc_id"]), "filter": s.get("filter", "none")}
-            row.update({m: plain(s[m]) for m in s.get("metrics", []) if m in s})
-            resps = s.get("filtered_resps")
-            if isinstance(resps, list) and resps and all(isinstance(r, tuple) and len(r) == 2 for r in resps):
-                row["loglikelihoods"] = [float(r[0]) for r in resps]
-            elif isinstance(resps, list) and len(resps) == 1 and isinstance(resps[0], str):
-                row["response"] = resps[0]
-            if isinstance(s.get("target"), (int, str)):
-                row["target"] = s["target"]
-            if "doc_hash" in s:
-                row["doc_hash"] = s["doc_hash"]
-            if "loglikelihoods" in row and isinstance(delimiter, str):
-                mutual_info = "acc_mutual_info" in s.get("metrics", [])
-                lengths = option_lengths(s.get("arguments"), delimiter, mutual_info)
-                if lengths is not None:
-                    row["option_lengths"] = lengths
-            cluster = s["doc"].get("cluster") if isinstance(s.get("doc"), dict) else None
-            if isinstance(cluster, (str, int)) and not isinstance(cluster, bool):
-                row["cluster"] = cluster
-            rows.append(row)
-    return sorted(rows, key=lambda r: (r["task"], r["doc_id"], r["filter"]))
-
-
-def write_job(
-    layout: Layout,
-    job: Job,
-    spec: ModelSpec,
-    task: str,
-    output: dict[str, Any],
-    inputs: dict[str, Any],
-    model_fingerprint: str | None,
-    wall_seconds: float,
-) -> None:
-    """Samples first, then the JSON (its presence marks the job done); both atomic."""
-    from .storage import content_record, remove_temps, value_hash, versions, write_json, write_text
-
-    rows = sample_rows(output.get("samples") or {}, output.get("configs"))
-    # the JSON marks the job done: remove an old one first, so a run killed between the two writes
-    # never leaves an old JSON beside new samples
-    layout.eval_file(job.variant, job.benchmark).unlink(missing_ok=True)
-    for path in (layout.eval_file(job.variant, job.benchmark), layout.samples_file(job.variant, job.benchmark)):
-        remove_temps(path.parent, path.name)  # left by a killed run; each job has one writer
-    samples = layout.samples_file(job.variant, job.benchmark)
-    write_text(samples, "".join(json.dumps(r, allow_nan=False) + "\n" for r in rows))
-    results = plain({**output.get("groups", {}), **output["results"]})
-    if task not in results and len(results) == 1:
-        task = next(iter(results))  # e.g. a tag that expands to one task
-    v = job.variant
-    write_json(
-        layout.eval_file(job.variant, job.benchmark),
-        {
-            "benchmark": job.benchmark,
-            "primary_task": task,
-            "results": results,
-            "higher_is_better": plain(output.get("higher_is_better", {})),
-            "group_subtasks": plain(output.get("group_subtasks", {})),
-            "n_samples": sum(int(n.get("effective", 0)) for n in output.get("n-samples", {}).values()),
-            "num_fewshot": inputs["num_fewshot"],
-            "limit": inputs["limit"],
-            "variant": {"ability": v.ability, "k": v.k, "region": v.region},
-            "model": spec.tag,
-            "model_fingerprint": model_fingerprint,
-            "backend": inputs["backend"],
-            "wall_seconds": round(wall_seconds, 3),
-            "inputs": inputs,
-            "inputs_hash": value_hash(inputs),
-            # the samples file as written: a truncated or edited one is caught before it is trusted
-            "files": {samples.name: content_record(samples)},
-            "versions": versions(),
-            "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        },
-    )
-
-
 def run_lm_eval(
     lm: LM, task: str, num_fewshot: int, limit: int | None, task_manager: TaskManager, seed: int
 ) -> dict[str, Any]:
@@ -450,7 +324,9 @@ def run_job(
         raise BenchprofError(
             f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: {type(err).__name__}: {err}"
         ) from err
-    write_job(layout, job, spec, task, output, inputs, model_fingerprint, time.time() - started)
+    write_result(
+        layout, job.variant, job.benchmark, spec.tag, task, output, inputs, model_fingerprint, time.time() - started
+    )
 
 
 def worker_commands(

@@ -364,7 +364,7 @@ def strategy_checks(float32_run: Path, workdir: Path) -> list[Check]:
     comparison of 2 processes with 1 runs on CPU with gloo in tests/test_sharding_multi.py.
     """
     from . import BenchprofError
-    from .config import load_config
+    from .configfile import load_config
     from .sharding import launch
 
     base = load_config(float32_run)
@@ -407,7 +407,7 @@ def vllm_checks(float32_run: Path, workdir: Path) -> list[Check]:
     import shutil
 
     from . import BenchprofError
-    from .config import load_config
+    from .configfile import load_config
     from .layout import Variant
     from .results import primary_metric, read_results
 
@@ -451,7 +451,7 @@ def write_reference(config: Path = DEMO_CONFIG, path: Path = REFERENCE) -> dict[
     """The reference from a finished CPU run of `config` (its own outputs folder), as JSON at `path`."""
     import torch
 
-    from .config import load_config
+    from .configfile import load_config
 
     cfg = load_config(config)
     reference = {
@@ -490,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 2
     from . import BenchprofError
-    from .config import load_config
+    from .configfile import load_config
 
     reference = json.loads(args.reference.read_text())
     checks: list[Check] = []

@@ -151,7 +151,7 @@ def main() -> None:
     import yaml
 
     from benchprof import evaluate as evaluate_module
-    from benchprof.config import load_config
+    from benchprof.configfile import load_config
     from benchprof.layout import Layout, Variant
     from benchprof.tinymodel import make_tiny_model
 

@@ -134,7 +134,7 @@ def run_stage(stage: str, config: Path) -> dict:
     import torch  # noqa: F401  (imported before the baseline, as every stage needs it)
     import transformers  # noqa: F401
 
-    from benchprof.config import load_config
+    from benchprof.configfile import load_config
 
     if stage == "evaluate":
         import lm_eval  # noqa: F401

@@ -149,7 +149,7 @@ def build_requests(name: str, shots: int, limit: int, subjects: list[str], work:
     from lm_eval.tasks import TaskManager
 
     from benchprof import tasks
-    from benchprof.config import parse_config
+    from benchprof.configfile import parse_config
 
     folder = work / f"{name}-{shots}shot"
     raw = {

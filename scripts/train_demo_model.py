@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from benchprof.abilities import fact_texts, generate
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.prompts import chat_messages, eval_prompt
 from benchprof.tinymodel import build_model, train_tokenizer
 

@@ -9,7 +9,7 @@ import yaml
 
 from benchprof import BenchprofError
 from benchprof.aggregate import aggregate, load_scores
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.layout import Layout, Variant
 from benchprof.report import CSV_COLUMNS
 from benchprof.results import primary_metric

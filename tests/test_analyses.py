@@ -12,7 +12,7 @@ import yaml
 from benchprof import BenchprofError
 from benchprof.aggregate import aggregate, load_scores
 from benchprof.analyses import verdict
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.layout import CompareLayout, Layout, Variant
 from benchprof.stats.profiles import breadth_bootstrap, profile_similarity
 from benchprof.stats.resampling import percentile_ci

@@ -120,14 +120,11 @@ def test_statistics_modules_are_pure():
 
 
 MAX_LINES = 600  # a module past this holds more than one idea: split it where the ideas part (issue 30)
-# Over the limit today, each being changed by someone else (issue 30, "Structure"); remove a name once it is split.
-OVER_LIMIT = {"evaluate.py", "config.py"}
 
 
 def test_no_module_is_longer_than_the_limit():
     lengths = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
-    assert OVER_LIMIT <= set(lengths)  # the exceptions name real modules
-    assert {name: n for name, n in lengths.items() if n > MAX_LINES and name not in OVER_LIMIT} == {}
+    assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
 
 
 def test_no_banner_comments():

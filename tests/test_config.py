@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchprof.config import ConfigError, load_config, parse_config
+from benchprof.config import ConfigError
+from benchprof.configfile import load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO = ["Spatial_Reasoning", "Temporal_Reasoning"]

@@ -16,7 +16,8 @@ import pytest
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.config import ConfigError, parse_config
+from benchprof.config import ConfigError
+from benchprof.configfile import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}

@@ -7,7 +7,7 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.damage import apply_region, damage, load_region, restore_region
 from benchprof.layout import Layout
 from benchprof.modeling import eligible_names, fingerprint, load_model, num_layers, total_params

@@ -18,7 +18,7 @@ ABILITY = "Quantitative_Reasoning"
 @pytest.mark.slow
 def test_top_region_hurts_own_ability_more_than_random(tmp_path):
     from benchprof.aggregate import load_scores
-    from benchprof.config import load_config
+    from benchprof.configfile import load_config
     from benchprof.data import data
     from benchprof.evaluate import evaluate
     from benchprof.extract import extract

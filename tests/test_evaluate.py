@@ -13,7 +13,7 @@ from test_damage import ABILITY, write_project
 
 from benchprof import BenchprofError
 from benchprof import evaluate as evaluate_module
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.damage import damage
 from benchprof.evaluate import Job, evaluate, job_list, parse_shard, shard_jobs, worker_commands
 from benchprof.layout import Layout, Variant
@@ -201,7 +201,7 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
 
 
 def test_option_lengths_are_the_choices_after_the_delimiter():
-    from benchprof.evaluate import option_lengths
+    from benchprof.results import option_lengths
 
     assert option_lengths([("Q: x\nA:", " cat"), ("Q: x\nA:", " horses")], " ") == [3, 6]
     assert option_lengths([("Q", "\nyes"), ("Q", "\nno")], "\n") == [3, 2]

@@ -17,7 +17,7 @@ from test_damage import write_project
 from test_evaluate import LIMIT, read_samples
 
 from benchprof import evaluate as evaluate_module
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.evaluate import evaluate, job_list, shard_jobs
 from benchprof.layout import Layout
 

@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.extract import (
     chunk_length,
     chunked_count,

@@ -14,7 +14,7 @@ import torch
 import yaml
 from safetensors import safe_open
 
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.finetune import batch_loss, encode_batches, finetune
 from benchprof.layout import Layout
 from benchprof.modeling import eligible_names, fingerprint, load_model

@@ -11,7 +11,7 @@ import pytest
 import yaml
 from test_reliability import ABILITY, write_config
 
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.modeling import fingerprint, load_model, model_identity
 from benchprof.run import run
 from benchprof.status import plan_status

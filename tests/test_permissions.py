@@ -14,7 +14,7 @@ import pytest
 from test_reliability import ABILITY, K, copy_project, disk_full, write_config
 
 from benchprof import BenchprofError
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.damage import damage
 from benchprof.layout import Layout
 from benchprof.run import run

@@ -17,7 +17,7 @@ import yaml
 
 from benchprof import BenchprofError
 from benchprof.cli import main
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.layout import Layout, Variant
 from benchprof.preflight import parameter_counts, preflight
 from benchprof.run import run

@@ -10,7 +10,7 @@ import pytest
 import torch
 from test_reliability import ABILITY, write_config
 
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.layout import Layout
 from benchprof.run import run
 

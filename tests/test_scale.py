@@ -18,7 +18,7 @@ import torch
 from test_finetune import ABILITY, assert_matches, read_importance, records, reference_importance, write_config
 
 from benchprof import BenchprofError
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.finetune import finetune
 from benchprof.layout import Layout
 from benchprof.modeling import load_model

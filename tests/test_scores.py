@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.extract import extract
 from benchprof.layout import Layout
 from benchprof.regions import read_region, region_metadata

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from benchprof.config import ConfigError, parse_config
+from benchprof.config import ConfigError
+from benchprof.configfile import parse_config
 from benchprof.scoring import SharedPrefixLM, TokenTrie, pack
 
 ROOT = Path(__file__).resolve().parents[1]

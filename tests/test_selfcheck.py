@@ -17,7 +17,7 @@ import torch
 import yaml
 from test_golden import reduced_demo
 
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.selfcheck import (
     DEMO_CONFIG,
     REFERENCE,

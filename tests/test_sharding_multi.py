@@ -13,7 +13,7 @@ import torch
 from test_finetune import ABILITY, KEYS, assert_matches, read_importance, records, reference_importance, write_config
 from test_scale import NO_SHM_KERNEL, importance_of, run_cli
 
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.finetune import batch_loss, encode_batches, finetune, importance_score
 from benchprof.layout import Layout
 from benchprof.modeling import eligible_names, load_model

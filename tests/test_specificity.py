@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from benchprof.aggregate import load_scores
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.extract import extract
 from benchprof.layout import Layout, Variant
 from benchprof.profile import MEAN, SPECIFICITY

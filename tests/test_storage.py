@@ -10,7 +10,7 @@ import pytest
 from test_reliability import ABILITY, K, write_config
 
 from benchprof.aggregate import load_scores
-from benchprof.config import load_config
+from benchprof.configfile import load_config
 from benchprof.evaluate import evaluate
 from benchprof.finetune import finetune
 from benchprof.layout import Layout, Variant
