@@ -452,8 +452,9 @@ def mc(cfg, variant, ll, target, lengths, clusters):
 
 def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     """Beside each acc_norm row a p_correct row: AIS on the mean probability of the gold option, the
-    softmax of the length-normalised log-likelihoods, computed here by hand; a sign-flip p-value; a
-    Benjamini-Hochberg family of its own. The bootstrap resamples the documents' clusters."""
+    softmax of the per-character log-likelihoods on the scale of the mean option length, computed here
+    by hand; a sign-flip p-value; a Benjamini-Hochberg family of its own. The bootstrap resamples the
+    documents' clusters."""
     # random log-likelihoods leave the model at chance on arc_easy; chance 0 keeps it in the families
     cfg = load_config(write_config(tmp_path, chance={"arc_easy": 0.0}))
     rng = np.random.default_rng(3)
@@ -469,7 +470,7 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     def hand(ll):
         out = []
         for x, lens, t in zip(ll, lengths, target):
-            z = [math.exp(v / m) for v, m in zip(x, lens)]
+            z = [math.exp(v / m * sum(lens) / len(lens)) for v, m in zip(x, lens)]
             out.append(z[t] / sum(z))
         return np.array(out)
 

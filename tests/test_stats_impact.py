@@ -24,12 +24,30 @@ def test_p_correct_equals_a_hand_softmax():
     # acc_norm's normalisation: -1/2, -2/4, -0.5/1 are equal, so each option gets 1/3; -3/3 = -1/1 -> 1/2
     normalised = p_correct(loglikelihoods, label, lengths=[[2, 4, 1], [3, 1]])
     np.testing.assert_allclose(normalised, [1 / 3, 1 / 2], rtol=1e-12)
+    # per character -1 and -1.5, put back on the mean length 3: -3 and -4.5 (not a temperature of 3)
+    np.testing.assert_allclose(p_correct([[-4.0, -3.0]], [0], lengths=[[4, 2]]), [1 / (1 + math.exp(-1.5))], rtol=1e-12)
     # a rectangular array gives the same, and very negative log-likelihoods do not underflow
     np.testing.assert_allclose(p_correct(np.array([[-1001.0, -1000.0]]), [1]), [1 / (1 + math.exp(-1))])
     with pytest.raises(ValueError, match="label"):
         p_correct(loglikelihoods, [3, 0])
     with pytest.raises(ValueError, match="shape"):
         p_correct(loglikelihoods, label, lengths=[[1, 1, 1], [1, 1, 1]])
+
+
+def test_p_correct_under_lengths_follows_acc_norm_and_keeps_the_confidence():
+    """acc_norm's choice is the argmax of ℓ_j / L_j: p_correct's most probable option is that choice on every
+    item, and with equal lengths p_correct is the raw softmax (not squashed by the length)."""
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        n_options = int(rng.integers(2, 6))
+        ll = -rng.gamma(2.0, 6.0, size=n_options)
+        lengths = rng.integers(3, 60, size=n_options)
+        label = int(rng.integers(n_options))
+        probs = [p_correct([ll], [j], lengths=[lengths])[0] for j in range(n_options)]
+        assert sum(probs) == pytest.approx(1.0)
+        assert int(np.argmax(probs)) == int(np.argmax(ll / lengths))
+        same = np.full(n_options, int(lengths[0]))
+        np.testing.assert_allclose(p_correct([ll], [label], lengths=[same]), p_correct([ll], [label]), rtol=1e-12)
 
 
 def test_chance_level_and_chance_test_against_scipy():

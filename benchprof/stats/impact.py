@@ -113,11 +113,16 @@ def p_correct(
 
     loglikelihoods: one row of option log-likelihoods per item, as lm-eval logs them (`resps`), either an
     (items, options) array or a list of rows when items have different numbers of options; label: the correct
-    option's index per item. lengths (same shape): with them each log-likelihood is divided by its option's length
-    before the softmax, the normalisation of lm-eval's `acc_norm` (which divides by `len(choice)`, characters;
-    `acc_bytes` uses UTF-8 bytes): pass the lengths the benchmark's metric uses. Returns shape (items,).
-    The per-item continuous score of issue 18: its mean is the expected accuracy of sampling an answer from the
-    model's option distribution, and AIS on it has narrower intervals than AIS on 0/1 accuracy.
+    option's index per item. Returns shape (items,); its mean is the expected accuracy of sampling an answer
+    from the model's option distribution.
+
+    lengths (same shape), for a metric that normalises by length (lm-eval's `acc_norm` divides each
+    log-likelihood by `len(choice)` in characters, `acc_bytes` by UTF-8 bytes): each log-likelihood becomes
+    ℓ_j · L̄ / L_j, the per-character log-likelihood put back on the scale of the item's mean option length L̄.
+    Its argmax is the metric's choice (one positive factor L̄ for all of an item's options), so an item the
+    metric counts wrong never has its gold option as the most probable; and where the options are equally
+    long it is the raw softmax, the model's own confidence. (ℓ_j / L_j alone, without L̄, acts as a
+    temperature of L̄ and squashes p_correct towards 1/#options: docs/statistics.md.)
     """
     import numpy as np
 
@@ -135,7 +140,9 @@ def p_correct(
             raise ValueError("p_correct: lengths do not have the shape of the log-likelihoods")
         if np.any(length <= 0):
             raise ValueError("p_correct: option lengths must be positive")
-        ll = ll / length
+        valid = np.arange(ll.shape[1])[None, :] < n_options[:, None]
+        mean_length = np.where(valid, length, 0.0).sum(axis=1, keepdims=True) / n_options[:, None]
+        ll = ll / length * mean_length
     top = ll.max(axis=1, keepdims=True)  # shift for a stable log-sum-exp
     log_total = np.log(np.exp(ll - top).sum(axis=1)) + top[:, 0]
     return np.exp(ll[np.arange(ll.shape[0]), label] - log_total)
