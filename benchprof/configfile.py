@@ -123,3 +123,35 @@ def _refuse_duplicate_keys(node: Any, key: str, path: Path, seen: set[int]) -> N
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _refuse_duplicate_keys(item, f"{key}[{i}]", path, seen)
+
+
+def effective_config(cfg: Config) -> Path:
+    """A config file that loads back into `cfg` as it is now, for the processes benchprof starts (torchrun's
+    ranks, evaluate's workers): a Config built or changed in Python reaches them whole, not as its file says.
+
+    Every path in it is absolute (a model or dataset that is not a local path stays a hub id), so it
+    loads the same from anywhere. Written once per content under `<output_dir>/.configs/<hash>.yml`.
+    """
+    import dataclasses
+
+    import yaml
+
+    from .storage import make_folder, value_hash, write_text
+
+    raw = dataclasses.asdict(cfg)
+    del raw["path"]
+    raw["settings"]["output_dir"] = str(cfg.output_root)
+    raw["data"]["dir"] = str(cfg.resolve(cfg.data.dir))
+    for entry, spec in zip(raw["models"], cfg.models):
+        entry["name"], entry["tokenizer"] = cfg.model_source(spec)
+    for entry in raw["datasets"]:
+        if entry["path"] and cfg.resolve(entry["path"]).exists():
+            entry["path"] = str(cfg.resolve(entry["path"]))
+    raw["evals"]["include_path"] = [str(cfg.resolve(p)) for p in cfg.evals.include_path]
+    raw["evals"]["dataset_paths"] = {b: str(cfg.resolve(p)) for b, p in cfg.evals.dataset_paths.items()}
+    folder = cfg.output_root / ".configs"
+    path = folder / f"{value_hash(raw)}.yml"
+    if not path.is_file():
+        make_folder(folder)
+        write_text(path, yaml.safe_dump(raw, sort_keys=False))
+    return path

@@ -411,6 +411,7 @@ def evaluate(
         original: also score the original model (--nooriginal to skip it).
     """
     from . import tasks
+    from .configfile import effective_config
     from .console import progress as progress_bar
     from .damage import ensure_checkpoints
 
@@ -438,7 +439,7 @@ def evaluate(
             for spec in specs:
                 ensure_checkpoints(cfg, spec, ablated_variants(jobs))
         commands = worker_commands(
-            cfg.path,
+            effective_config(cfg),
             devices,
             per_worker,
             {

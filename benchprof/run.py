@@ -27,6 +27,7 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     """
     from . import sharding
     from .aggregate import aggregate
+    from .configfile import effective_config
     from .console import quiet, warn
     from .data import write_data
     from .evaluate import cuda_available, evaluate
@@ -55,7 +56,7 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
         with stage("finetune"):
             if processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # every configured device works
                 devices = cfg.settings.devices() if gpus else []
-                sharding.launch(cfg.path, processes, devices, ["--force"] if force else [])
+                sharding.launch(effective_config(cfg), processes, devices, ["--force"] if force else [])
             else:
                 finetune(cfg, force=force)
         with stage("extract"):

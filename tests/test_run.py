@@ -41,18 +41,44 @@ def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
     assert not (two / "outputs" / "tiny" / ".lock").exists()
 
 
+def test_a_config_changed_in_python_reaches_the_ranks(tiny_model_dir, tmp_path):
+    """The ranks run re-read the config from cfg.path, so a Config changed in Python lost its change there:
+    they now load the effective config benchprof writes (configfile.effective_config)."""
+    from benchprof.configfile import effective_config
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(load_config(write_config(one, tiny_model_dir, finetune={"max_samples": 5})))
+    cfg = load_config(write_config(two, tiny_model_dir, finetune={"processes": 2}))
+    changed = cfg.with_overrides(finetune={"max_samples": 5}, aggregate={"bootstrap": 50})
+    written = effective_config(changed)
+    again = load_config(written)
+    assert again.finetune == changed.finetune and again.aggregate.bootstrap == 50
+    assert again.output_root == cfg.output_root
+    assert again.model_source(again.models[0]) == cfg.model_source(cfg.models[0])
+    assert effective_config(again) == written  # a fixed point: every path in it is already absolute
+    run(changed)
+    got, manifest = importance(two)
+    want, reference = importance(one)
+    assert manifest["world_size"] == 2 and reference["world_size"] == 1
+    assert got.keys() == want.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-5 * float(want[name].abs().max()))
+    assert (Layout(two / "outputs", "tiny").profile_dir / "ais.csv").is_file()
+    assert not (two / "outputs" / "tiny" / ".lock").exists()
+
+
 def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd, monkeypatch):
     """run's own output goes to logs/run.log (console.quiet); the preflight's warnings are for the user, on the
     terminal (they reached the log only, or nothing where the run then stopped on bad input)."""
     import benchprof.data
-    import benchprof.status
+    import benchprof.preflight
     from benchprof import BenchprofError
     from benchprof.cli import main
 
     def stop(*args, **kwargs):
         raise BenchprofError("stopped after the preflight")
 
-    monkeypatch.setattr(benchprof.status, "preflight", lambda cfg, eval_only=False: ["a warning to act on"])
+    monkeypatch.setattr(benchprof.preflight, "preflight", lambda cfg, eval_only=False: ["a warning to act on"])
     monkeypatch.setattr(benchprof.data, "write_data", stop)
     config = write_config(tmp_path, tiny_model_dir)
     with pytest.raises(SystemExit):
