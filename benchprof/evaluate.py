@@ -229,9 +229,10 @@ def run_hf(
     mapping: dict[str, str],
     task_manager: TaskManager,
     progress: tqdm,
-) -> int:
+    force: bool,
+) -> tuple[int, int]:
     """Load once, wrap in one HFLM (benchprof's SharedPrefixLM unless evals.scorer is lm_eval), and for each
-    variant: apply, run its benchmarks, restore. Returns the number of model loads (1)."""
+    variant: apply, run its benchmarks, restore. Returns (model loads: 1, jobs left to another process)."""
     from lm_eval.models.huggingface import HFLM
 
     from .damage import ablated, load_region
@@ -245,13 +246,14 @@ def run_hf(
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
+    left = 0
     for variant, jobs in by_variant(pending).items():
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
         with ablated(model, region):
             for job, inputs in jobs:
-                run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp)
+                left += not run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp, force)
                 progress.update(1)
-    return 1
+    return 1, left
 
 
 def run_vllm(
@@ -262,12 +264,13 @@ def run_vllm(
     mapping: dict[str, str],
     task_manager: TaskManager,
     progress: tqdm,
-) -> int:
+    force: bool,
+) -> tuple[int, int]:
     """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself).
-    Returns the number of engines (model loads) started."""
+    Returns (engines started, jobs left to another process)."""
     from lm_eval.api.registry import get_model
 
-    loads = 0
+    loads = left = 0
     for variant, jobs in by_variant(pending).items():
         path = cfg.model_source(spec)[0] if variant.is_original else str(layout.damaged_dir(*variant.parts()))
         loads += 1
@@ -280,11 +283,11 @@ def run_vllm(
             seed=cfg.settings.seed,
         )
         for job, inputs in jobs:
-            run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, None)
+            left += not run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, None, force)
             progress.update(1)
         del lm
         free_vllm()
-    return loads
+    return loads, left
 
 
 def free_vllm() -> None:
@@ -315,18 +318,27 @@ def run_job(
     mapping: dict[str, str],
     task_manager: TaskManager,
     model_fingerprint: str | None,
-) -> None:
-    started = time.time()
-    task = mapping[job.benchmark]
-    try:
-        output = run_lm_eval(lm, task, inputs["num_fewshot"], inputs["limit"], task_manager, cfg.settings.seed)
-    except Exception as err:  # lm-eval raises many kinds; say which job failed
-        raise BenchprofError(
-            f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: {type(err).__name__}: {err}"
-        ) from err
-    write_result(
-        layout, job.variant, job.benchmark, spec.tag, task, output, inputs, model_fingerprint, time.time() - started
-    )
+    force: bool,
+) -> bool:
+    """Score one job under its lock; False when another process holds the lock or finished the job meanwhile
+    (an `evaluate --shard` beside `benchprof run`: each job is scored once)."""
+    from .storage import job_lock
+
+    with job_lock(layout.job_lock(job.variant, job.benchmark), f"benchprof evaluate ({spec.tag})") as mine:
+        if not mine or (not force and is_current(layout.eval_output(job.variant, job.benchmark), inputs)):
+            return False
+        started = time.time()
+        task = mapping[job.benchmark]
+        try:
+            output = run_lm_eval(lm, task, inputs["num_fewshot"], inputs["limit"], task_manager, cfg.settings.seed)
+        except Exception as err:  # lm-eval raises many kinds; say which job failed
+            raise BenchprofError(
+                f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: {type(err).__name__}: {err}"
+            ) from err
+        write_result(
+            layout, job.variant, job.benchmark, spec.tag, task, output, inputs, model_fingerprint, time.time() - started
+        )
+    return True
 
 
 def worker_commands(
@@ -352,8 +364,10 @@ def worker_commands(
 def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
     """Run the workers side by side, wait for all, and fail naming any that failed."""
     from .console import terminal_fd
+    from .sharding import parent_death_signal
 
-    procs = [subprocess.Popen(argv, env=env, stderr=terminal_fd()) for argv, env in commands]
+    dies_with_us = parent_death_signal()  # a killed evaluate takes its workers with it
+    procs = [subprocess.Popen(argv, env=env, stderr=terminal_fd(), preexec_fn=dies_with_us) for argv, env in commands]
     codes = [p.wait() for p in procs]
     failed = [
         f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"
@@ -465,7 +479,7 @@ def evaluate(
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
 
     loads = 0
-    ran = skipped = 0
+    ran = skipped = elsewhere = 0
     variants_run: set[tuple[str, Variant]] = set()
     for spec in specs:
         layout = Layout(cfg.output_root, spec.tag)
@@ -486,16 +500,20 @@ def evaluate(
         with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
             if backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
-                loads += run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress)
+                model_loads, left = run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress, force)
             else:
-                loads += run_hf(cfg, spec, layout, pending, mapping, task_manager, progress)
-        ran += len(pending)
+                model_loads, left = run_hf(cfg, spec, layout, pending, mapping, task_manager, progress, force)
+        loads += model_loads
+        elsewhere += left
+        ran += len(pending) - left
         variants_run.update((spec.tag, j.variant) for j, _ in pending)
     where = f"shard {index}/{count}, " if shard is not None else ""
     ablated = sum(1 for _, v in variants_run if not v.is_original)
     originals = len(variants_run) - ablated
     print(
-        f"evaluate: {ran} jobs run, {skipped} skipped (finished), over {ablated} ablated variant(s)"
+        f"evaluate: {ran} jobs run, {skipped} skipped (finished)"
+        + (f", {elsewhere} left to another process (`benchprof status` shows when they are done)" if elsewhere else "")
+        + f", over {ablated} ablated variant(s)"
         f"{' + original' if originals else ''}, "
         f"{loads} model load(s), {where}{time.time() - started:.0f}s; "
         f"results under {cfg.output_root}"

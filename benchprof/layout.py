@@ -159,6 +159,10 @@ class Layout:
     def samples_file(self, variant: Variant, benchmark: str) -> Path:
         return self.eval_dir(variant) / f"{benchmark}.samples.jsonl"
 
+    def job_lock(self, variant: Variant, benchmark: str) -> Path:
+        """Held while one process scores this job (storage.job_lock): shards beside a run never run it twice."""
+        return self.eval_dir(variant) / f".{benchmark}.lock"
+
     # aggregate
     def log_file(self, stage: str) -> Path:
         """The log of one stage's run for this model (console.py): libraries' output and warnings."""

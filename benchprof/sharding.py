@@ -47,6 +47,47 @@ def distributed_context() -> tuple[int, int, bool]:
     return 0, 1, False
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def parent_death_signal(sig: int = 15) -> Callable[[], None] | None:
+    """A Popen preexec_fn that has Linux send `sig` (SIGTERM) to the child when this process dies, or None
+    where prctl is not available: a `kill -9` of `benchprof run` must not leave torchrun, its ranks or
+    evaluate's workers running under init, where a rerun would find the lock free and do their work twice.
+
+    prctl is looked up here, before the fork: the child only makes the one system call (safe in a child of
+    a process with threads) and exits if its parent was already gone."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def in_child() -> None:
+        prctl(PR_SET_PDEATHSIG, sig)
+        if os.getppid() != parent:  # it died before the request took effect
+            os._exit(1)
+
+    return in_child
+
+
+def die_with_launcher() -> None:
+    """In a rank torchrun started: exit when torchrun dies (SIGTERM to this process), as its children must."""
+    import ctypes
+    import signal
+
+    if "TORCHELASTIC_RUN_ID" not in os.environ:
+        return
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # torchrun was gone before the request took effect
+        os._exit(1)
+
+
 def start_process_group() -> bool:
     """A process group for the sharded strategies, also for a single process run without a launcher."""
     import torch
@@ -152,7 +193,8 @@ def launch(config: Path, processes: int, devices: list[str], args: list[str]) ->
         env.pop(key, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
     command += ["--master_addr", "127.0.0.1", "--master_port", str(port), "-m", "benchprof", "finetune", str(config)]
-    done = subprocess.run(command + args, env=env, stderr=terminal_fd())  # the ranks' bars and errors show
+    # the ranks' bars and errors show; torchrun (and through die_with_launcher its ranks) dies with this process
+    done = subprocess.run(command + args, env=env, stderr=terminal_fd(), preexec_fn=parent_death_signal())
     if done.returncode != 0:
         raise BenchprofError(
             f"finetune: {processes} importance processes failed (exit {done.returncode}; each rank's error is "

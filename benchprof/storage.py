@@ -404,7 +404,6 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
     starts (they inherit BENCHPROF_LOCK_HOLDER), so `run` can call every stage. A folder or lock that cannot
     be written is one BenchprofError line.
     """
-    import json
     import socket
 
     folder = Path(folder)
@@ -412,58 +411,20 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
     mine = {str(os.getpid()), os.environ.get(LOCK_HOLDER, "")} - {""}
     created = [p for p in [folder, *folder.parents] if not p.exists()]  # removed again if left empty
     make_folder(folder)
-    held_by_us = False
     try:
-        while True:
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, shared_mode())
-            except FileExistsError:
-                try:
-                    holder = json.loads(lock.read_text())
-                except (OSError, ValueError):
-                    holder = {}  # being written, or garbage: a live holder rewrites it, retry once more below
-                holder = holder if isinstance(holder, dict) else {}
-                pid, host = str(holder.get("pid", "")), holder.get("host")
-                local = bool(pid) and host == socket.gethostname()
-                if local and pid in mine and _running(holder):
-                    held_by_us = True  # ours already (an outer command of this run holds it)
-                    break
-                if local and not _running(holder):
-                    lock.unlink(missing_ok=True)  # a killed run's lock: take it over
-                    continue
-                if not pid:  # being written this instant, or a corrupt lock: look once more, then take it
-                    time.sleep(0.2)
-                    try:
-                        again = json.loads(lock.read_text())
-                    except (OSError, ValueError):
-                        again = {}
-                    if not (isinstance(again, dict) and again.get("pid")):
-                        lock.unlink(missing_ok=True)
-                    continue
-                raise BenchprofError(
-                    f"{folder}: in use by pid {pid} on {host} ({holder.get('command')}, since "
-                    f"{holder.get('started')}); wait for it to finish or stop it, then rerun"
-                ) from None
-            except OSError as err:  # a read-only or full disk
-                raise write_error(lock, err) from None
-            record = {
-                "pid": os.getpid(),
-                "process": process_start(os.getpid()),
-                "host": socket.gethostname(),
-                "command": command,
-                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            }
-            try:
-                with os.fdopen(fd, "w") as f:
-                    json.dump(record, f)
-            except OSError as err:
-                lock.unlink(missing_ok=True)
-                raise write_error(lock, err) from None
-            break
+        holder = _take_lock(lock, command)
+        held_by_us = (
+            holder is not None and str(holder.get("pid")) in mine and holder.get("host") == socket.gethostname()
+        )
+        if holder is not None and not held_by_us:
+            raise BenchprofError(
+                f"{folder}: in use by pid {holder.get('pid')} on {holder.get('host')} ({holder.get('command')}, "
+                f"since {holder.get('started')}); wait for it to finish or stop it, then rerun"
+            )
     except BaseException:
         _remove_empty(created)
         raise
-    if held_by_us:
+    if held_by_us:  # ours already (an outer command of this run holds it)
         yield
         return
     previous = os.environ.get(LOCK_HOLDER)
@@ -477,6 +438,69 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
             os.environ.pop(LOCK_HOLDER, None)
         else:
             os.environ[LOCK_HOLDER] = previous
+
+
+@contextlib.contextmanager
+def job_lock(lock: Path, command: str) -> Iterator[bool]:
+    """One process at a time on one job (an evaluation): True while this process holds `lock`, False when
+    another live process does (the caller leaves the job to it). A killed holder's lock is taken over."""
+    make_folder(Path(lock).parent)
+    if _take_lock(Path(lock), command) is not None:
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        Path(lock).unlink(missing_ok=True)
+
+
+def _take_lock(lock: Path, command: str) -> dict[str, Any] | None:
+    """Create `lock` for this process and return None, or return the record of the live process holding it.
+
+    A lock whose holder no longer runs on this machine is removed and taken; a lock being written this
+    instant (or corrupt) is looked at once more, then taken."""
+    import json
+    import socket
+
+    while True:
+        try:
+            fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, shared_mode())
+        except FileExistsError:
+            try:
+                holder = json.loads(lock.read_text())
+            except (OSError, ValueError):
+                holder = {}  # being written, or garbage: a live holder rewrites it, retry once more below
+            holder = holder if isinstance(holder, dict) else {}
+            pid, host = str(holder.get("pid", "")), holder.get("host")
+            if pid and host == socket.gethostname() and not _running(holder):
+                lock.unlink(missing_ok=True)  # a killed run's lock: take it over
+                continue
+            if not pid:
+                time.sleep(0.2)
+                try:
+                    again = json.loads(lock.read_text())
+                except (OSError, ValueError):
+                    again = {}
+                if not (isinstance(again, dict) and again.get("pid")):
+                    lock.unlink(missing_ok=True)
+                continue
+            return holder
+        except OSError as err:  # a read-only or full disk
+            raise write_error(lock, err) from None
+        record = {
+            "pid": os.getpid(),
+            "process": process_start(os.getpid()),
+            "host": socket.gethostname(),
+            "command": command,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        }
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(record, f)
+        except OSError as err:
+            lock.unlink(missing_ok=True)
+            raise write_error(lock, err) from None
+        return None
 
 
 def _remove_empty(created: list[Path]) -> None:

@@ -86,3 +86,44 @@ def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd,
     err = capfd.readouterr().err.splitlines()
     assert err.count("benchprof: warning: a warning to act on") == 1, err
     assert err[-1] == "benchprof: error: stopped after the preflight"
+
+
+def test_a_killed_run_takes_torchrun_and_its_ranks_with_it(tiny_model_dir, tmp_path):
+    """kill -9 of `benchprof run` with finetune.processes 2 left torchrun and both ranks running under init;
+    the rerun then took the free lock and ran a second importance pass beside them."""
+    import os
+    import signal
+    import time
+
+    config = write_config(tmp_path, tiny_model_dir, finetune={"processes": 2})
+
+    def launched() -> list[int]:
+        """torchrun and its ranks: the processes whose command line names this test's effective config."""
+        pids = []
+        for entry in os.listdir("/proc"):
+            try:
+                cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode(errors="replace")
+            except OSError:
+                continue
+            if entry.isdigit() and str(tmp_path / "outputs" / ".configs") in cmdline:
+                pids.append(int(entry))
+        return pids
+
+    run_process = subprocess.Popen(
+        [sys.executable, "-m", "benchprof", "run", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.time() + 180
+        while len(launched()) < 3 and time.time() < deadline and run_process.poll() is None:
+            time.sleep(0.05)
+        assert len(launched()) >= 3, "torchrun and two ranks never ran"
+        run_process.kill()
+        run_process.wait()
+        deadline = time.time() + 60
+        while launched() and time.time() < deadline:
+            time.sleep(0.2)
+        assert launched() == []
+    finally:
+        run_process.kill()
+        for pid in launched():
+            os.kill(pid, signal.SIGKILL)

@@ -111,6 +111,36 @@ def test_a_damaged_checkpoint_is_listed_stale_and_rewritten(finished, tmp_path, 
     assert "0 checkpoint(s) written, 1 current kept" in capsys.readouterr().out and not leftover.exists()
 
 
+def test_a_job_another_live_process_scores_is_left_to_it(finished, tmp_path, tiny_model_dir, capsys):
+    """`evaluate --shard` beside `benchprof run` ran every job twice: the lock was the model folder's, which
+    shards do not take. Each job now has its own lock; a killed holder's lock is taken over."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    from benchprof.storage import process_start
+
+    config, layout = copy(finished, tmp_path, tiny_model_dir)
+    variant = Variant(ABILITY, K, "top")
+    result = layout.eval_file(variant, ABILITY)
+    result.unlink()  # this job is to do again
+    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        record = {"pid": holder.pid, "process": process_start(holder.pid), "host": socket.gethostname()}
+        layout.job_lock(variant, ABILITY).write_text(json.dumps({**record, "command": "benchprof evaluate"}))
+        capsys.readouterr()
+        evaluate(load_config(config))
+        out = capsys.readouterr().out
+        assert "0 jobs run" in out and "1 left to another process" in out and not result.exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    evaluate(load_config(config))
+    assert "1 jobs run" in capsys.readouterr().out and result.is_file()
+    assert not layout.job_lock(variant, ABILITY).exists()
+
+
 @pytest.mark.parametrize("cut", ["line", "mid-line"])
 def test_truncated_samples_file_is_named_refused_and_recomputed(finished, tmp_path, tiny_model_dir, cut):
     config, layout = copy(finished, tmp_path, tiny_model_dir)
