@@ -80,28 +80,36 @@ def ais_table(profile: Profile, k: float | None = None, region: str = "top", p_c
 
 def known_answer_markdown(profile: Profile) -> list[str]:
     """The small pre-registered family: each profiled ability's top region on its own split, at each k
-    (the region should hurt its own ability). Holm's step-down correction over just these rows."""
+    (the region should hurt its own ability). One-sided (a region that helps never passes), Holm's step-down
+    correction over just these rows; a split the original model solves at chance tests nothing and is left out."""
     from .stats.multitest import holm
+    from .stats.paired import one_sided_p
 
     known = [
         (ability, k, row)
         for k in profile.k_values
         for ability in profile.abilities
-        if (row := profile.row(ability, ability, k, "top")) is not None and not math.isnan(row.p_value)
+        if (row := profile.row(ability, ability, k, "top")) is not None
+        and not math.isnan(row.p_value)
+        and not row.at_chance
     ]
     if not known:
         return []
-    adjusted = holm([row.p_value for _, _, row in known])
+    one_sided = [one_sided_p(row.p_value, row.ais) for _, _, row in known]
+    adjusted = holm(one_sided)
     table = [
-        [a, format_k(k), f"{row.ais:+.3f}", f"{row.p_value:.3g}", f"{p:.3g}", "yes" if p < profile.alpha else "no"]
-        for (a, k, row), p in zip(known, adjusted)
+        [a, format_k(k), f"{row.ais:+.3f}", f"{p1:.3g}", f"{q:.3g}", "yes" if q < profile.alpha else "no"]
+        for (a, k, row), p1, q in zip(known, one_sided, adjusted)
     ]
+    at_chance = sorted({a for a in profile.abilities if a in profile.at_chance})
     return [
         "",
-        f"Known answer: each ability's top region on its own split ({len(known)} rows, Holm's correction over "
-        "these alone, a family fixed before looking):",
+        f"Known answer: each ability's top region on its own split ({len(known)} rows, one-sided: does it hurt; "
+        "Holm's correction over these alone, a family fixed before looking"
+        + (f"; left out, at chance: {', '.join(at_chance)}" if at_chance else "")
+        + "):",
         "",
-        md_table(["ability", "k", "AIS", "p", "Holm p", f"hurts its own split at {profile.alpha:g}"], table),
+        md_table(["ability", "k", "AIS", "one-sided p", "Holm p", f"hurts its own split at {profile.alpha:g}"], table),
     ]
 
 

@@ -260,18 +260,41 @@ def test_samples_rows_lacking_the_metric_give_no_interval_and_say_so(result_file
     assert any("1 of 10 rows lack 'acc,none'" in n for n in profile.notes)
 
 
-def test_known_answer_rows_get_holm_over_their_own_small_family(result_files):
-    from benchprof.stats.multitest import holm
-    from benchprof.stats.paired import mcnemar_p
+def test_known_answer_rows_are_one_sided_with_holm_over_their_own_small_family(result_files):
+    """The known-answer table said "hurts its own split: yes" for a region that helps (two-sided p, no sign):
+    its p is now one-sided, the exact binomial tail of the lost items where the region hurts."""
+    from scipy import stats
 
-    profile = load_scores(load_config(result_files), progress=False)
-    # own split, top region: Quantitative 8 -> 4 correct (4 lost), Temporal 8 -> 6, Spatial 8 -> 6
-    p = {a: float(mcnemar_p(8 - TOP_CORRECT[a][a], 0)) for a in ABILITIES}
-    assert [profile.row(a, a, 0.01, "top").p_value for a in ABILITIES] == pytest.approx([p[a] for a in ABILITIES])
-    adjusted = holm([p[a] for a in ABILITIES])
+    from benchprof.stats.multitest import holm
+
+    cfg = load_config(result_files)
+    helps = "Spatial_Reasoning"
+    write_result(cfg, Variant(helps, 0.01, "top"), helps, docs(10))  # 8 -> 10 correct: AIS -0.25
+    profile = load_scores(cfg, progress=False)
+    one_sided = {
+        a: stats.binomtest(8 - TOP_CORRECT[a][a], 8 - TOP_CORRECT[a][a], 0.5, alternative="greater").pvalue
+        for a in ABILITIES
+        if a != helps
+    }
+    assert profile.row(helps, helps, 0.01, "top").ais == pytest.approx(-0.25)
+    one_sided[helps] = 1 - profile.row(helps, helps, 0.01, "top").p_value / 2
+    adjusted = holm([one_sided[a] for a in ABILITIES])
     section = render_markdown(profile).split("Known answer")[1]
     for a, q in zip(ABILITIES, adjusted):
-        assert f"| {a} | 0.01 | {profile.row(a, a, 0.01, 'top').ais:+.3f} | {p[a]:.3g} | {q:.3g} |" in section
+        verdict = "yes" if q < profile.alpha else "no"
+        line = f"| {a} | 0.01 | {profile.row(a, a, 0.01, 'top').ais:+.3f} | {one_sided[a]:.3g} | {q:.3g} | {verdict} |"
+        assert line in section
+    assert f"| {helps} | 0.01 | -0.250 | 0.75 |" in section and one_sided[helps] >= 0.5
+
+
+def test_known_answer_leaves_out_a_split_at_chance(result_files):
+    raw = yaml.safe_load(Path(result_files).read_text())
+    raw["aggregate"]["chance"] = {"Spatial_Reasoning": 0.8}  # the original's 8 of 10 is not above it
+    Path(result_files).write_text(yaml.safe_dump(raw))
+    section = render_markdown(load_scores(load_config(result_files), progress=False)).split("Known answer")[1]
+    heading, table = section.split("\n\n")[:2]  # the heading line, then the table up to the next blank line
+    assert "left out, at chance: Spatial_Reasoning" in heading
+    assert "| Spatial_Reasoning | 0.01 |" not in table and "| Quantitative_Reasoning | 0.01 |" in table
 
 
 def test_specificity_rows_over_a_split_at_chance_are_marked_and_get_no_star(result_files):

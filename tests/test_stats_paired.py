@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from benchprof.stats.paired import flip_counts, mcnemar_exact, mcnemar_p, paired_test, signed_rank_p
+from benchprof.stats.paired import flip_counts, mcnemar_exact, mcnemar_p, one_sided_p, paired_test, signed_rank_p
 
 
 def binomial_two_sided(b, c):
@@ -80,3 +80,15 @@ def test_paired_test_picks_mcnemar_for_0_1_scores_and_signed_rank_otherwise():
     assert test.p_value == pytest.approx(signed_rank_p(diff, np.zeros(6)))
     hand_sd = math.sqrt(sum((d - diff.mean()) ** 2 for d in diff) / 5)
     assert test.spread == pytest.approx(hand_sd, rel=1e-12)
+
+
+def test_one_sided_p_is_the_exact_binomial_tail_where_the_region_hurts():
+    from scipy import stats
+
+    for lost in range(1, 30):
+        for gained in range(0, lost):
+            exact = stats.binomtest(lost, lost + gained, 0.5, alternative="greater").pvalue
+            assert one_sided_p(float(mcnemar_p(lost, gained)), effect=+1.0) == pytest.approx(exact, rel=1e-12)
+            # the same flips the other way round (the region helps) never pass
+            assert one_sided_p(float(mcnemar_p(gained, lost)), effect=-1.0) >= 0.5
+    assert one_sided_p(1.0, 0.0) == 0.5 and math.isnan(one_sided_p(math.nan, 1.0))

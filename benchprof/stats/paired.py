@@ -51,6 +51,20 @@ def mcnemar_p(flips_lost: ArrayLike, flips_gained: ArrayLike) -> float | NDArray
     return float(p) if p.ndim == 0 else p
 
 
+def one_sided_p(p_two_sided: float, effect: float) -> float:
+    """The one-sided p-value for "the effect is positive" from a symmetric two-sided test's p and the sign of
+    the estimate: p/2 when the estimate is positive, 1 − p/2 otherwise.
+
+    For the exact McNemar test with b lost > c gained items this is P(X ≥ b), X ~ Binom(b + c, 1/2), the exact
+    one-sided test; a region that helps (AIS ≤ 0) can never pass as one that hurts."""
+    import math
+
+    if math.isnan(p_two_sided) or math.isnan(effect):
+        return math.nan
+    half = min(1.0, p_two_sided) / 2
+    return half if effect > 0 else 1.0 - half
+
+
 def mcnemar_exact(original: ArrayLike, ablated: ArrayLike) -> tuple[int, int, float]:
     """Exact McNemar test of one cell: paired 0/1 per-item scores of the original and the ablated model.
 
