@@ -271,6 +271,17 @@ def load_scores(
                         missing(benchmark, variant, str(err))
                         continue
                     score = ablated[region]
+                    if (score.per_doc is None) != (original.per_doc is None):
+                        # a mean over documents against lm-eval's own aggregate: two scales, never one AIS
+                        del ablated[region]
+                        unusable = variant if score.per_doc is None else Variant()
+                        missing(
+                            benchmark,
+                            variant,
+                            f"the per-sample file of {unusable.label()} has no usable values while the other has: "
+                            "one population per cell; rerun `benchprof evaluate` for it",
+                        )
+                        continue
                     if (
                         score.per_doc is not None
                         and original.per_doc is not None

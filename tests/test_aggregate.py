@@ -610,3 +610,22 @@ def test_point_estimate_and_interval_share_one_population(tmp_path):
     assert row.ais == pytest.approx(0.5)  # (0.5 - 0.25) / 0.5, not (0.9 - 0.25) / 0.9
     assert row.ci_low <= row.ais <= row.ci_high
     assert any("reported exact_match,strict-match (0.9000)" in note for note in profile.notes)
+
+
+def test_an_unusable_samples_file_refuses_the_row_instead_of_mixing_scales(results):
+    """An ablated evaluation without per-document values had its lm-eval aggregate divided by the original's
+    mean over documents (two populations, two scales): the row is now refused and said so."""
+    cfg = load_config(results)
+    variant = Variant("Quantitative_Reasoning", K, "top")
+    write_eval(  # the aggregate says 0.4, the lines hold no acc_norm: nothing to pair with the original's
+        cfg,
+        variant,
+        "arc_easy",
+        {"acc_norm,none": 0.4, "acc_norm_stderr,none": 0.1},
+        {"acc": [0.0] * 5},
+    )
+    profile = load_scores(cfg, progress=False)
+    assert profile.row("Quantitative_Reasoning", "arc_easy", K, "top") is None
+    reasons = [m.reason for m in profile.missing if m.variant == variant.label() and m.benchmark == "arc_easy"]
+    assert len(reasons) == 1 and "one population per cell" in reasons[0]
+    assert profile.row("Quantitative_Reasoning", "arc_easy", K, "random").ais == pytest.approx(-0.25)
