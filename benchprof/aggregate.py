@@ -248,8 +248,16 @@ def load_scores(
         options = option_counts(layout.samples_file(Variant(), benchmark))
         chance = settings.chance.get(benchmark, chance_level(options) if options else 0.0)
         profile.chance[benchmark] = chance
-        if original.per_doc is not None:  # is the original above chance at all? (one-sided)
-            profile.chance_p[benchmark] = chance_test(np.array(list(original.per_doc.values())), chance)
+        if original.per_doc is not None and not original.lower_is_better:  # above chance at all? (one-sided)
+            values = np.array(list(original.per_doc.values()))
+            profile.chance_p[benchmark] = chance_test(values, chance)
+            if chance == 0 and values.sum() < settings.min_correct:  # a generation task: any right item beats 0
+                profile.chance_p[benchmark] = 1.0
+                profile.notes.append(
+                    f"{benchmark}: the original gets {values.sum():g} of {values.size} items right, fewer than "
+                    f"aggregate.min_correct ({settings.min_correct}): treated as at chance, its AIS is not shown"
+                )
+        # a lower-is-better metric (a loss) has no chance level to be above: its rows are never at chance
         if benchmark in splits and original.per_doc is not None:
             original_docs[benchmark] = original.per_doc
         clusters = read_clusters(layout.samples_file(Variant(), benchmark)) if settings.clusters else {}

@@ -629,3 +629,40 @@ def test_an_unusable_samples_file_refuses_the_row_instead_of_mixing_scales(resul
     reasons = [m.reason for m in profile.missing if m.variant == variant.label() and m.benchmark == "arc_easy"]
     assert len(reasons) == 1 and "one population per cell" in reasons[0]
     assert profile.row("Quantitative_Reasoning", "arc_easy", K, "random").ais == pytest.approx(-0.25)
+
+
+def test_a_generation_task_with_few_right_items_is_at_chance_and_a_loss_is_never(tmp_path):
+    """Chance is 0 for a generation task, so 3 right of 30 passed the chance test and 2 lost items made an
+    AIS of +0.667; and the one-sided chance test asked a lower-is-better metric to be *above* chance."""
+    cfg = load_config(write_config(tmp_path))
+    three = [1.0] * 3 + [0.0] * 27
+    gsm8k(cfg, Variant(), three)
+    for ability in ABILITIES:
+        for region in ("top", "bottom", "random"):
+            gsm8k(cfg, Variant(ability, K, region), [1.0] + [0.0] * 29)
+            arc(cfg, Variant(ability, K, region), ARC[region])
+    arc(cfg, Variant(), ARC[None])
+    profile = load_scores(cfg, progress=False)
+    assert profile.chance["gsm8k"] == 0 and "gsm8k" in profile.at_chance
+    row = profile.row("Quantitative_Reasoning", "gsm8k", K, "top")
+    assert row.ais == pytest.approx(2 / 3) and row.at_chance and not row.significant
+    assert any("gsm8k: the original gets 3 of 30 items right" in n for n in profile.notes)
+
+    (tmp_path / "more").mkdir()
+    cfg = load_config(write_config(tmp_path / "more", min_correct=3))  # the threshold is the config's
+    gsm8k(cfg, Variant(), three)
+    for ability in ABILITIES:
+        for region in ("top", "bottom", "random"):
+            gsm8k(cfg, Variant(ability, K, region), [1.0] + [0.0] * 29)
+            arc(cfg, Variant(ability, K, region), ARC[region])
+    arc(cfg, Variant(), ARC[None])
+    assert "gsm8k" not in load_scores(cfg, progress=False).at_chance
+
+    # a loss: lower is better, no chance level to be above, so never at chance
+    for variant in [Variant()] + [Variant(a, K, r) for a in ABILITIES for r in ("top", "bottom", "random")]:
+        path = Layout(cfg.output_root, "t").eval_file(variant, "gsm8k")
+        payload = json.loads(path.read_text())
+        payload["higher_is_better"] = {"gsm8k": {"exact_match": False}}
+        path.write_text(json.dumps(payload))
+    profile = load_scores(cfg, progress=False)
+    assert "gsm8k" not in profile.at_chance and "gsm8k" not in profile.chance_p
