@@ -251,7 +251,8 @@ def load_scores(
         if original.per_doc is not None and not original.lower_is_better:  # above chance at all? (one-sided)
             values = np.array(list(original.per_doc.values()))
             profile.chance_p[benchmark] = chance_test(values, chance)
-            if chance == 0 and values.sum() < settings.min_correct:  # a generation task: any right item beats 0
+            generation = not options and benchmark not in settings.chance  # chance 0: any right item beats it
+            if generation and values.sum() < settings.min_correct:
                 profile.chance_p[benchmark] = 1.0
                 profile.notes.append(
                     f"{benchmark}: the original gets {values.sum():g} of {values.size} items right, fewer than "

@@ -211,8 +211,8 @@ class AggregateSettings:
     metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
     alpha: float = 0.05  # false discovery rate of the stars: Benjamini-Hochberg over a model's profile
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level (default: 1/#options)
-    # where the chance level is 0 (generation tasks): the original must get this many items right before an
-    # AIS ratio means anything (with 3 right, 2 lost items are an AIS of +0.667)
+    # a generation task (chance 0 unless aggregate.chance says otherwise): the original must get this many
+    # items right before an AIS ratio means anything (with 3 right, 2 lost items are an AIS of +0.667)
     min_correct: int = 10
     clusters: bool = True  # resample items by their `cluster` and a group's subtasks as strata, where present
 

@@ -28,7 +28,8 @@ def write_config(tmp_path, **aggregate_settings):
         "models": [{"name": "x", "tag": "t"}],
         "datasets": [{"name": a} for a in ABILITIES],
         "evals": {"benchmarks": ["arc_easy", "gsm8k"]},
-        "aggregate": {"bootstrap": B, "seed": 7, **aggregate_settings},
+        # min_correct 1: these files hold a handful of items, and those without options read as generation tasks
+        "aggregate": {"bootstrap": B, "seed": 7, "min_correct": 1, **aggregate_settings},
     }
     path = tmp_path / "config.yml"
     path.write_text(yaml.safe_dump(raw))
@@ -634,7 +635,7 @@ def test_an_unusable_samples_file_refuses_the_row_instead_of_mixing_scales(resul
 def test_a_generation_task_with_few_right_items_is_at_chance_and_a_loss_is_never(tmp_path):
     """Chance is 0 for a generation task, so 3 right of 30 passed the chance test and 2 lost items made an
     AIS of +0.667; and the one-sided chance test asked a lower-is-better metric to be *above* chance."""
-    cfg = load_config(write_config(tmp_path))
+    cfg = load_config(write_config(tmp_path, min_correct=10))  # the default
     three = [1.0] * 3 + [0.0] * 27
     gsm8k(cfg, Variant(), three)
     for ability in ABILITIES:
