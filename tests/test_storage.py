@@ -308,3 +308,17 @@ def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypat
         with folder_lock(fresh, "benchprof run"):
             pass
     assert not (tmp_path / "outputs").exists()
+
+
+def test_an_older_manifests_sampled_record_is_still_judged_as_then(tmp_path):
+    """Manifests written before full hashes recorded files over 64 MiB by 64 sampled blocks: after the upgrade
+    they must not read as damaged (the importance pass and checkpoints would be redone), and a truncated or
+    block-edited file still fails them."""
+    from benchprof.storage import sampled_hash
+
+    path = tmp_path / "importance.safetensors"
+    path.write_bytes(bytes(range(256)) * (65 * 2**20 // 256))
+    old = {"size": path.stat().st_size, "sampled_hash": sampled_hash(path)}
+    assert matches_record(path, old)
+    same_size_edit(path, 0)  # the first block is always sampled
+    assert not matches_record(path, old)
