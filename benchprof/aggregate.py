@@ -252,10 +252,11 @@ def load_scores(
             values = np.array(list(original.per_doc.values()))
             profile.chance_p[benchmark] = chance_test(values, chance)
             generation = not options and benchmark not in settings.chance  # chance 0: any right item beats it
-            if generation and values.sum() < settings.min_correct:
+            credited = int((values > 0).sum())  # items right (or with any credit, on a continuous metric)
+            if generation and credited < settings.min_correct:
                 profile.chance_p[benchmark] = 1.0
                 profile.notes.append(
-                    f"{benchmark}: the original gets {values.sum():g} of {values.size} items right, fewer than "
+                    f"{benchmark}: the original gets {credited} of {values.size} items right, fewer than "
                     f"aggregate.min_correct ({settings.min_correct}): treated as at chance, its AIS is not shown"
                 )
         # a lower-is-better metric (a loss) has no chance level to be above: its rows are never at chance

@@ -185,11 +185,16 @@ def main(argv: list[str] | None = None) -> None:
 
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     argv = sys.argv[1:] if argv is None else argv
+    rank = "TORCHELASTIC_RUN_ID" in os.environ and argv[:1] == ["finetune"]  # an importance rank of torchrun
+    if rank:
+        from .sharding import die_with_launcher
+
+        die_with_launcher()  # first: a rank whose torchrun is killed ends too
     try:
         check_arguments(argv)
         # fire prints a stage's return value; stages return None and print their own summary
         fire.Fire(COMMANDS, command=argv, name="benchprof")
-        if "TORCHELASTIC_RUN_ID" in os.environ:  # a rank torchrun started, its files written and closed
+        if rank:  # its files written and closed
             # skip the interpreter's teardown, where gloo's destructors aborted about one 2-process run in six
             sys.stdout.flush()
             sys.stderr.flush()

@@ -226,18 +226,18 @@ def ensure_checkpoints(
 
     A checkpoint is current when its manifest matches the mask, the model and the dtype and every file
     it recorded is still the file it wrote (a truncated or deleted model.safetensors is rewritten).
-    Loads the model only if something has to be written (or uses the one given). Call it under the
-    model folder's lock: it removes the temporary folders that killed saves left.
+    Loads the model only if something has to be written (or uses the one given). Under the model
+    folder's lock it also removes the temporary folders that killed saves left.
     """
     from .console import progress
     from .modeling import fingerprint, load_model
-    from .storage import is_current, remove_temps
+    from .storage import holds_folder_lock, is_current, remove_temps
 
     layout = Layout(cfg.output_root, spec.tag)
     require_masks(layout, todo)
     dtype = eval_dtype(cfg, spec)
-    for v in todo:  # a killed save's checkpoint-sized temporary folder, even where nothing is rewritten
-        out_dir = layout.damaged_dir(*v.parts())
+    for v in todo if holds_folder_lock(layout.model_dir) else []:  # a shard must not remove another's save
+        out_dir = layout.damaged_dir(*v.parts())  # a killed save's checkpoint-sized temporary folder
         if out_dir.parent.is_dir():
             remove_temps(out_dir.parent, out_dir.name)
 

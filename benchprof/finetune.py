@@ -201,7 +201,6 @@ def finetune(
     abilities = select(ability, cfg.abilities(), "--ability")
     sharded = settings.strategy != "ddp"
     sharding.check_launcher(settings.strategy, int(os.environ.get("WORLD_SIZE", "1")))
-    sharding.die_with_launcher()  # a rank torchrun started ends with torchrun
     if sharded:
         import torch.distributed as dist
 

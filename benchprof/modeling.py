@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,7 +160,10 @@ def model_identity(source: str, cache_dir: Path | None = None, update_cache: boo
             files[path.name] = cache[key]
             continue
         files[path.name] = file_hash(path)
-        if stat_key(path) == key.split("|", 1)[1]:  # not written to while it was read
+        # cached only if not written to while it was read, and settled: an edit within the file system's
+        # clock tick of the last one keeps the key (git's "racy clean"), so a fresh file is hashed again
+        settled = time.time_ns() - path.stat().st_ctime_ns > 2_000_000_000
+        if stat_key(path) == key.split("|", 1)[1] and settled:
             cache[key], changed = files[path.name], True
     if changed and cache_file is not None and update_cache:
         try:

@@ -51,17 +51,21 @@ PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def parent_death_signal(sig: int = 15) -> Callable[[], None] | None:
-    """A Popen preexec_fn that has Linux send `sig` (SIGTERM) to the child when this process dies, or None
-    where prctl is not available: a `kill -9` of `benchprof run` must not leave torchrun, its ranks or
-    evaluate's workers running under init, where a rerun would find the lock free and do their work twice.
+    """A Popen preexec_fn that has Linux send `sig` (SIGTERM) to the child when the thread that started it
+    ends (this process's main thread: when this process dies), or None off Linux: a `kill -9` of
+    `benchprof run` must not leave torchrun, its ranks or evaluate's workers running, where a rerun would
+    find the lock free and do their work twice.
 
-    prctl is looked up here, before the fork: the child only makes the one system call (safe in a child of
-    a process with threads) and exits if its parent was already gone."""
+    prctl is looked up here, before the fork, so the child only makes the one system call and exits if
+    its parent was already gone."""
     import ctypes
+    import sys
 
+    if not sys.platform.startswith("linux"):
+        return None
     try:
         prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return None
     parent = os.getpid()
 
@@ -74,17 +78,20 @@ def parent_death_signal(sig: int = 15) -> Callable[[], None] | None:
 
 
 def die_with_launcher() -> None:
-    """In a rank torchrun started: exit when torchrun dies (SIGTERM to this process), as its children must."""
+    """In a rank torchrun started (call it first): SIGTERM to this process when torchrun dies, as its
+    children must. Linux only; elsewhere torchrun's own shutdown is all there is."""
     import ctypes
     import signal
+    import sys
 
-    if "TORCHELASTIC_RUN_ID" not in os.environ:
+    if "TORCHELASTIC_RUN_ID" not in os.environ or not sys.platform.startswith("linux"):
         return
+    launcher = os.getppid()
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM))
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return
-    if os.getppid() == 1:  # torchrun was gone before the request took effect
+    if os.getppid() != launcher:  # torchrun was gone before the request took effect
         os._exit(1)
 
 

@@ -456,6 +456,18 @@ def folder_lock(folder: Path, command: str) -> Iterator[None]:
             os.environ[LOCK_HOLDER] = previous
 
 
+def holds_folder_lock(folder: Path) -> bool:
+    """Whether this process (or the command that started it) holds `folder`'s lock (folder_lock)."""
+    import json
+
+    try:
+        holder = json.loads(lock_path(Path(folder)).read_text())
+    except (OSError, ValueError):
+        return False
+    mine = {str(os.getpid()), os.environ.get(LOCK_HOLDER, "")} - {""}
+    return isinstance(holder, dict) and str(holder.get("pid")) in mine
+
+
 @contextlib.contextmanager
 def job_lock(lock: Path, command: str) -> Iterator[bool]:
     """One process at a time on one job (an evaluation): True while this process holds `lock`, False when

@@ -88,6 +88,7 @@ def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd,
     assert err[-1] == "benchprof: error: stopped after the preflight"
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
 def test_a_killed_run_takes_torchrun_and_its_ranks_with_it(tiny_model_dir, tmp_path):
     """kill -9 of `benchprof run` with finetune.processes 2 left torchrun and both ranks running under init;
     the rerun then took the free lock and ran a second importance pass beside them."""

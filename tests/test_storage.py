@@ -16,7 +16,7 @@ from benchprof.finetune import finetune
 from benchprof.layout import Layout, Variant
 from benchprof.run import run
 from benchprof.status import plan_status
-from benchprof.storage import content_record, matches_record, shared_mode, write_csv
+from benchprof.storage import content_record, folder_lock, matches_record, shared_mode, write_csv
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +107,10 @@ def test_a_damaged_checkpoint_is_listed_stale_and_rewritten(finished, tmp_path, 
         assert weights.read_bytes() == whole and checkpoint_state() == [("done", "")]
         assert not leftover.exists()
     leftover.mkdir()  # beside a current checkpoint (a killed --force): removed, nothing rewritten
-    damage(load_config(config), region="top", save=True)
+    damage(load_config(config), region="top", save=True)  # but only by the holder of the folder's lock
+    assert "0 checkpoint(s) written, 1 current kept" in capsys.readouterr().out and leftover.exists()
+    with folder_lock(layout.model_dir, "benchprof damage"):  # as the command line holds it
+        damage(load_config(config), region="top", save=True)
     assert "0 checkpoint(s) written, 1 current kept" in capsys.readouterr().out and not leftover.exists()
 
 
