@@ -126,10 +126,11 @@ def summary(profile: Path) -> None:
         )
 
 
-def main(studies: str = "splits,ksweep,ratio,contrast_mean") -> None:
+def main(studies: str | tuple[str, ...] = "splits,ksweep,ratio,contrast_mean") -> None:
     """Run the studies named (comma-separated) and print each one's summary."""
     main_outputs = ROOT / "outputs" / "smollm2"
-    for name in [s.strip() for s in str(studies).split(",") if s.strip()]:
+    names = list(studies) if isinstance(studies, (list, tuple)) else str(studies).split(",")  # fire: a,b is a tuple
+    for name in [s.strip() for s in names if s.strip()]:
         raw = study_config(name)
         folder = ROOT / "outputs" / "studies" / name
         folder.mkdir(parents=True, exist_ok=True)
