@@ -194,7 +194,8 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
     assert "model load" not in capsys.readouterr().out  # the parent loads nothing: its workers do
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in spawned] == ["2", "5"]
     for i, (argv, _) in enumerate(spawned):
-        assert argv[argv.index("evaluate") + 1] == str(config)
+        effective = load_config(argv[argv.index("evaluate") + 1])  # the config in hand, written for the workers
+        assert effective.settings.devices() == ["2", "5"] and effective.output_root == load_config(config).output_root
         assert f"--shard={i}/2" in argv and "--limit=3" in argv and "--force" in argv
     tp = worker_commands("c.yml", ["0", "1", "2", "3"], 2, {"backend": "vllm"})
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in tp] == ["0,1", "2,3"]

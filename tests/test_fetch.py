@@ -141,7 +141,8 @@ def test_boolq_copy_has_the_label_lm_evals_task_scores(real_benchmarks_dir):
     import datasets
     import yaml
 
-    split = datasets.load_from_disk(str(real_benchmarks_dir / "boolq" / "validation"))
+    folder = fetch_benchmarks(real_benchmarks_dir.parent, ["boolq"])
+    split = datasets.load_from_disk(str(folder / "boolq" / "validation"))
     assert split.num_rows > 3000 and split["label"] == [int(a) for a in split["answer"]]
     assert set(split["label"]) == {0, 1}
     import lm_eval
