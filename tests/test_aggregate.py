@@ -632,17 +632,21 @@ def test_an_unusable_samples_file_refuses_the_row_instead_of_mixing_scales(resul
     assert profile.row("Quantitative_Reasoning", "arc_easy", K, "random").ais == pytest.approx(-0.25)
 
 
-def test_a_generation_task_with_few_right_items_is_at_chance_and_a_loss_is_never(tmp_path):
-    """Chance is 0 for a generation task, so 3 right of 30 passed the chance test and 2 lost items made an
-    AIS of +0.667; and the one-sided chance test asked a lower-is-better metric to be *above* chance."""
-    cfg = load_config(write_config(tmp_path, min_correct=10))  # the default
-    three = [1.0] * 3 + [0.0] * 27
-    gsm8k(cfg, Variant(), three)
+def three_right_then_one(cfg) -> None:
+    """gsm8k: the original right on 3 of 30 items, every region on 1 (AIS 2/3); arc_easy as ARC."""
+    gsm8k(cfg, Variant(), [1.0] * 3 + [0.0] * 27)
     for ability in ABILITIES:
         for region in ("top", "bottom", "random"):
             gsm8k(cfg, Variant(ability, K, region), [1.0] + [0.0] * 29)
             arc(cfg, Variant(ability, K, region), ARC[region])
     arc(cfg, Variant(), ARC[None])
+
+
+def test_a_generation_task_with_few_right_items_is_at_chance_and_a_loss_is_never(tmp_path):
+    """Chance is 0 for a generation task, so 3 right of 30 passed the chance test and 2 lost items made an
+    AIS of +0.667; and the one-sided chance test asked a lower-is-better metric to be *above* chance."""
+    cfg = load_config(write_config(tmp_path, min_correct=10))  # the default
+    three_right_then_one(cfg)
     profile = load_scores(cfg, progress=False)
     assert profile.chance["gsm8k"] == 0 and "gsm8k" in profile.at_chance
     row = profile.row("Quantitative_Reasoning", "gsm8k", K, "top")
@@ -651,12 +655,7 @@ def test_a_generation_task_with_few_right_items_is_at_chance_and_a_loss_is_never
 
     (tmp_path / "more").mkdir()
     cfg = load_config(write_config(tmp_path / "more", min_correct=3))  # the threshold is the config's
-    gsm8k(cfg, Variant(), three)
-    for ability in ABILITIES:
-        for region in ("top", "bottom", "random"):
-            gsm8k(cfg, Variant(ability, K, region), [1.0] + [0.0] * 29)
-            arc(cfg, Variant(ability, K, region), ARC[region])
-    arc(cfg, Variant(), ARC[None])
+    three_right_then_one(cfg)
     assert "gsm8k" not in load_scores(cfg, progress=False).at_chance
 
     # a loss: lower is better, no chance level to be above, so never at chance

@@ -23,14 +23,8 @@ def importance(folder):
     return load_file(str(layout.importance_file(ABILITY))), manifest
 
 
-def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
-    """finetune.processes 2 on the CPU: run launches two gloo ranks itself (no torchrun by hand), and
-    the importance file equals a one-process run's; the rest of the pipeline follows."""
-    one, two = tmp_path / "one", tmp_path / "two"
-    run(load_config(write_config(one, tiny_model_dir)))
-    config = write_config(two, tiny_model_dir, finetune={"processes": 2})
-    proc = subprocess.run([sys.executable, "-m", "benchprof", "run", str(config)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def assert_two_ranks_equal_one(one, two) -> None:
+    """The two-rank run's importance equals the one-process run's, and its pipeline finished and unlocked."""
     got, manifest = importance(two)
     want, reference = importance(one)
     assert manifest["world_size"] == 2 and reference["world_size"] == 1
@@ -39,6 +33,17 @@ def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
         torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-5 * float(want[name].abs().max()))
     assert (Layout(two / "outputs", "tiny").profile_dir / "ais.csv").is_file()
     assert not (two / "outputs" / "tiny" / ".lock").exists()
+
+
+def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
+    """finetune.processes 2 on the CPU: run launches two gloo ranks itself (no torchrun by hand), and
+    the importance file equals a one-process run's; the rest of the pipeline follows."""
+    one, two = tmp_path / "one", tmp_path / "two"
+    run(load_config(write_config(one, tiny_model_dir)))
+    config = write_config(two, tiny_model_dir, finetune={"processes": 2})
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "run", str(config)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert_two_ranks_equal_one(one, two)
 
 
 def test_a_config_changed_in_python_reaches_the_ranks(tiny_model_dir, tmp_path):
@@ -57,14 +62,7 @@ def test_a_config_changed_in_python_reaches_the_ranks(tiny_model_dir, tmp_path):
     assert again.model_source(again.models[0]) == cfg.model_source(cfg.models[0])
     assert effective_config(again) == written  # a fixed point: every path in it is already absolute
     run(changed)
-    got, manifest = importance(two)
-    want, reference = importance(one)
-    assert manifest["world_size"] == 2 and reference["world_size"] == 1
-    assert got.keys() == want.keys()
-    for name in want:
-        torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-5 * float(want[name].abs().max()))
-    assert (Layout(two / "outputs", "tiny").profile_dir / "ais.csv").is_file()
-    assert not (two / "outputs" / "tiny" / ".lock").exists()
+    assert_two_ranks_equal_one(one, two)
 
 
 def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd, monkeypatch):
