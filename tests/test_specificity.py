@@ -32,7 +32,7 @@ def result_config(tmp_path: Path, bootstrap: int = 200) -> Path:
         "datasets": [{"name": a} for a in ABILITIES],
         "evals": {"benchmarks": SPLITS + ["arc_easy"]},
         "extract": {"regions": ["top", "random"]},
-        "aggregate": {"bootstrap": bootstrap, "seed": 3},
+        "aggregate": {"bootstrap": bootstrap, "seed": 3, "min_correct": 1},  # 10-item files without options
     }
     path = tmp_path / "config.yml"
     path.write_text(yaml.safe_dump(raw))
@@ -197,7 +197,7 @@ def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
         "data": {"dir": "data", "train_size": 16, "test_size": 12, "seed": 1},
         "evals": {"benchmarks": abilities, "limit": 12, "device": "cpu"},
         "extract": {"regions": ["top", "random"]},
-        "aggregate": {"bootstrap": 50},
+        "aggregate": {"bootstrap": 50, "min_correct": 1},
     }
     config = tmp_path / "config.yml"
     config.write_text(yaml.safe_dump(raw))
