@@ -67,7 +67,28 @@ def parse_config(raw: Any, path: Path = Path("config.yml")) -> Config:
     cfg = build(Config, raw, "")
     cfg.path = path.resolve()
     validate(cfg)
+    untagged = [i for i, m in enumerate(raw.get("models") or []) if isinstance(m, dict) and not m.get("tag")]
+    find_model_folders(cfg, untagged)
     return cfg
+
+
+def find_model_folders(cfg: Config, untagged: list[int]) -> None:
+    """Give each model named without a `tag:` the outputs folder that already holds its checkpoint.
+
+    A tag names a folder and nothing else: no result depends on it. Without one, the tag is the model
+    folder's name, so the same checkpoint reached through a symlink, a renamed folder or a hub snapshot
+    path would start an empty folder and redo everything. When the folder of that name does not exist
+    yet and another one records exactly these files (modeling.same_model_folder), that one is used.
+    """
+    from .modeling import same_model_folder
+
+    for i in untagged:
+        spec = cfg.models[i]
+        if (cfg.output_root / spec.tag).exists():
+            continue
+        found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
+        if found is not None and found not in {m.tag for m in cfg.models}:
+            spec.tag = found
 
 
 def load_config(path: str | Path = "config.yml") -> Config:

@@ -116,7 +116,6 @@ def data_identity(cfg: Config, ability: str, records: list[dict[str, Any]]) -> d
 
 def importance_inputs(
     cfg: Config,
-    model_tag: str,
     ability: str,
     settings: FinetuneSettings,
     records: list[dict[str, Any]],
@@ -128,7 +127,6 @@ def importance_inputs(
     return {
         "stage": "finetune",
         "ability": ability,
-        "model": model_tag,  # the tag, not the path as written: a moved project redoes nothing
         "fingerprint": model_fingerprint,
         "data": data_identity(cfg, ability, records),
         "keys": cfg.dataset(ability).keys(),
@@ -183,7 +181,7 @@ def finetune(
 
     from . import sharding
     from .data import load_split
-    from .modeling import eligible_names, fingerprint, load_model, num_layers, pick_device, total_params
+    from .modeling import eligible_names, fingerprint, load_model, model_identity, num_layers, pick_device, total_params
 
     cfg = cfg.with_overrides(
         finetune={
@@ -233,6 +231,8 @@ def finetune(
             if settings.gradient_checkpointing:
                 enable_checkpointing(net)
             model_fingerprint = fingerprint(net)  # before sharding: needs every full tensor
+            if rank == 0:  # the folder records its checkpoint's files: found again under another path
+                model_identity(name, layout.model_dir)
             n_layers, n_params = num_layers(net), total_params(net)
             net_dtype = str(next(net.parameters()).dtype)
             eligible = eligible_names([n for n, _ in net.named_parameters()], settings.scope, n_layers)
@@ -246,7 +246,7 @@ def finetune(
                 records = load_split(cfg, ability_name, "train")
                 records = records[: settings.max_samples] if settings.max_samples else records
                 inputs = importance_inputs(
-                    cfg, spec.tag, ability_name, settings, records, batch_size, model_fingerprint, net_dtype
+                    cfg, ability_name, settings, records, batch_size, model_fingerprint, net_dtype
                 )
                 out_dir = layout.importance_dir(ability_name)
                 if not force and is_current(layout.importance_output(ability_name), inputs):

@@ -122,18 +122,21 @@ def fingerprint(model: torch.nn.Module) -> str:
     return h.hexdigest()
 
 
+MODEL_FILES = "model_files.json"  # in a model's outputs folder: a content_record of each checkpoint file
+
+
 def model_identity(source: str, cache_dir: Path | None = None, update_cache: bool = True) -> dict[str, Any]:
     """What a checkpoint is, without loading it: a content hash of each file of a local folder, or the
     hub commit of a hub id. Never its path or the files' times, so a moved or copied model (or project)
     is the same model.
 
-    Hashing a large checkpoint takes a while (about 1 GB/s), so the hashes are cached in
-    `cache_dir/model_files.json` by file name and storage.stat_key (inode, size, mtime, ctime): a file
-    edited in place, even with its size and mtime put back, is hashed again; a touched or copied one
-    is hashed again and found unchanged. `update_cache=False` reads the cache and writes nothing
-    (`benchprof status`).
+    Hashing a large checkpoint takes a while (about 1 GB/s), so each file's storage.content_record is kept
+    in `cache_dir/model_files.json`, trusted while the file's stat_key (inode, size, mtime, ctime) is
+    unchanged: a file edited in place, even with its size and mtime put back, is hashed again; a touched
+    or copied one is hashed again and found unchanged. `update_cache=False` reads the records and writes
+    nothing (`benchprof status`). The records also say which model a folder holds (`same_model_folder`).
     """
-    from .storage import file_hash, read_json, stat_key, write_json
+    from .storage import stat_key, write_json
 
     folder = Path(source)
     if not folder.is_dir():
@@ -146,28 +149,89 @@ def model_identity(source: str, cache_dir: Path | None = None, update_cache: boo
         except Exception:  # no hub library or cache: the name alone identifies it
             pass
         return {"hub": source, "commit": commit}
-    cache_file = cache_dir / "model_files.json" if cache_dir else None
-    cache: dict[str, Any] = {}
-    if cache_file is not None and cache_file.is_file():
-        try:
-            cache = read_json(cache_file)
-        except (OSError, ValueError):
-            cache = {}
+    cache_file = cache_dir / MODEL_FILES if cache_dir else None
+    records = read_model_files(cache_file) if cache_file is not None else {}
     files, changed = {}, False
-    for path in sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")):
-        key = f"{path.name}|{stat_key(path)}"
-        if key in cache:
-            files[path.name] = cache[key]
-            continue
-        files[path.name] = file_hash(path)
-        # cached only if not written to while it was read, and settled: an edit within the file system's
-        # clock tick of the last one keeps the key (git's "racy clean"), so a fresh file is hashed again
-        settled = time.time_ns() - path.stat().st_ctime_ns > 2_000_000_000
-        if stat_key(path) == key.split("|", 1)[1] and settled:
-            cache[key], changed = files[path.name], True
+    for path in checkpoint_files(folder):
+        record = records.get(path.name)
+        if not (isinstance(record, dict) and record.get("stat") is not None and record["stat"] == stat_key(path)):
+            record, changed = settled_record(path), True
+            records[path.name] = record
+        files[path.name] = record["hash"]
+    if set(records) != set(files):
+        records, changed = {name: records[name] for name in files}, True
     if changed and cache_file is not None and update_cache:
         try:
-            write_json(cache_file, {key: value for key, value in cache.items() if key.split("|")[0] in files})
+            write_json(cache_file, {"files": records})
         except BenchprofError:
             pass  # a read-only outputs folder: hash again next time
     return {"files": files}
+
+
+def checkpoint_files(folder: Path) -> list[Path]:
+    """The files that make up a local checkpoint folder (not its hidden ones)."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def settled_record(path: Path) -> dict[str, Any]:
+    """storage.content_record of a checkpoint file, its stat_key kept only if the file is settled: an edit
+    within the file system's clock tick of the last one keeps the key (git's "racy clean"), so a file
+    written in the last two seconds is hashed again next time."""
+    from .storage import content_record
+
+    record = content_record(path)
+    if time.time_ns() - path.stat().st_ctime_ns <= 2_000_000_000:
+        record.pop("stat", None)
+    return record
+
+
+def read_model_files(path: Path) -> dict[str, dict[str, Any]]:
+    """A model_files.json's records by file name ({} when missing or unreadable). Older versions wrote
+    {"<name>|<stat_key>": hash}; those are read as records, so a large checkpoint is not hashed again."""
+    from .storage import read_json
+
+    try:
+        data = read_json(path) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    if isinstance(data.get("files"), dict):
+        return {str(k): v for k, v in data["files"].items() if isinstance(v, dict) and "hash" in v}
+    records = {}
+    for key, digest in data.items():
+        name, _, stat = str(key).partition("|")
+        if stat.count(":") == 3 and isinstance(digest, str):
+            records[name] = {"size": int(stat.split(":")[1]), "hash": digest, "stat": stat}
+    return records
+
+
+def same_model_folder(source: str, output_root: Path) -> str | None:
+    """The name of the folder under `output_root` whose model_files.json records exactly the files of the
+    local checkpoint `source`, or None: how a model reached under another name (a symlink, a renamed or
+    copied folder, a hub snapshot path) finds its results. A renamed folder or a symlink keeps every
+    file's stat_key, so nothing is read; otherwise the files are hashed once, and only when some folder
+    records files of the same names and sizes."""
+    from .storage import file_hash, stat_key
+
+    folder = Path(source)
+    if not folder.is_dir() or not output_root.is_dir():
+        return None
+    paths = checkpoint_files(folder)
+    if not paths:
+        return None
+    sizes = {p.name: p.stat().st_size for p in paths}
+    candidates = []
+    for model_dir in sorted(p for p in output_root.iterdir() if p.is_dir()):
+        records = read_model_files(model_dir / MODEL_FILES)
+        if set(records) != set(sizes) or any(records[n].get("size") != size for n, size in sizes.items()):
+            continue
+        if all(records[p.name].get("stat") == stat_key(p) for p in paths):
+            return model_dir.name
+        candidates.append((model_dir.name, records))
+    if candidates:
+        hashes = {p.name: file_hash(p) for p in paths}
+        for name, records in candidates:
+            if all(records[n]["hash"] == digest for n, digest in hashes.items()):
+                return name
+    return None

@@ -88,7 +88,7 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], finger
             else:
                 records = records[: settings.max_samples] if settings.max_samples else records
                 expected = importance_inputs(
-                    cfg, spec.tag, ability, settings, records, cfg.settings.train_batch_size, fingerprint, dtype
+                    cfg, ability, settings, records, cfg.settings.train_batch_size, fingerprint, dtype
                 )
         # without loading the weights, the recorded fingerprint (and an 'auto' dtype) are taken as they are
         ignore = (() if fingerprint else ("fingerprint",)) + (() if dtype else ("dtype",))

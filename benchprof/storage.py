@@ -364,13 +364,19 @@ def is_current(output: Output, inputs: dict[str, Any]) -> bool:
     return judge(output, inputs)[0] == "done"
 
 
+# Keys older versions recorded among a stage's inputs that are no longer inputs of it: a manifest that
+# has one is not stale for that (importance recorded the model's tag, which names a folder only).
+RETIRED_INPUTS = ("model",)
+
+
 def changed_keys(recorded: dict[str, Any] | None, expected: dict[str, Any], ignore: tuple[str, ...] = ()) -> list[str]:
     """The input keys whose recorded value differs from the one the config gives now."""
     if not isinstance(recorded, dict):
         return ["manifest"]
     expected = json.loads(json.dumps(expected, default=str))  # as recorded: tuples are lists, keys strings
     keys = sorted(set(recorded) | set(expected))
-    return [k for k in keys if k not in ignore and recorded.get(k) != expected.get(k)]
+    retired = [k for k in RETIRED_INPUTS if k not in expected]
+    return [k for k in keys if k not in ignore and k not in retired and recorded.get(k) != expected.get(k)]
 
 
 def judge(

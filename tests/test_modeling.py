@@ -11,6 +11,7 @@ import pytest
 import yaml
 from test_reliability import ABILITY, write_config
 
+from benchprof.cli import main
 from benchprof.configfile import load_config
 from benchprof.modeling import fingerprint, load_model, model_identity
 from benchprof.run import run
@@ -139,3 +140,80 @@ def test_a_device_this_machine_lacks_is_one_line():
     with pytest.raises(BenchprofError, match=r"^evals.device: 'gpu' is not a device \(auto, cpu, cuda, cuda:0, ...\)$"):
         pick_device("gpu")
     assert pick_device("auto") == pick_device("cpu") == "cpu"
+
+
+def untagged(folder: Path, model: str) -> Path:
+    """The config of `folder` with `models[0].name` written as `model` and no `tag:` (the folder's name is the tag)."""
+    config = retarget(folder, model)
+    raw = yaml.safe_load(config.read_text())
+    del raw["models"][0]["tag"]
+    config.write_text(yaml.safe_dump(raw))
+    return config
+
+
+@pytest.mark.parametrize("how", ["symlink", "rename", "copy"])
+def test_a_model_under_another_name_finds_its_folder(finished, tmp_path, how):
+    """Without a tag, the tag is the model folder's name: a symlink or a renamed folder started a new,
+    empty outputs folder and redid everything. The checkpoint's files say which folder is its."""
+    target = tmp_path / "project"
+    shutil.copytree(finished, target, symlinks=True)
+    model = target / "model"
+    elsewhere = tmp_path / "models" / "renamed-model"
+    elsewhere.parent.mkdir()
+    if how == "symlink":
+        elsewhere.symlink_to(model)
+    elif how == "rename":
+        model.rename(elsewhere)
+    else:
+        shutil.copytree(model, elsewhere)
+    config = untagged(target, str(elsewhere))
+    cfg = load_config(config)
+    assert cfg.models[0].tag == "tiny"
+    assert stale_or_pending(config) == []
+    main(["run", str(config)])
+    assert not (target / "outputs" / "renamed-model").exists()
+
+
+def test_a_model_with_other_files_gets_its_own_folder(finished, tmp_path):
+    """A different checkpoint under a new name is a new model: a new folder, nothing of the old one used."""
+    target = tmp_path / "project"
+    shutil.copytree(finished, target)
+    other = tmp_path / "other-model"
+    shutil.copytree(target / "model", other)
+    (other / "config.json").write_text((other / "config.json").read_text().replace("}", ',"x": 1}', 1))
+    config = untagged(target, str(other))
+    assert load_config(config).models[0].tag == "other-model"
+
+
+def test_a_manifest_that_recorded_the_tag_is_not_stale(finished, tmp_path):
+    """Importance manifests of earlier versions listed the tag among their inputs; the tag is no input now,
+    and such a manifest stays current (an 8 B model's importance pass is hours)."""
+    from benchprof.storage import read_json, write_json
+
+    target = tmp_path / "project"
+    shutil.copytree(finished, target)
+    config = retarget(target, str(target / "model"))
+    manifest = target / "outputs" / "tiny" / ABILITY / "importance" / "manifest.json"
+    record = read_json(manifest)
+    assert "model" not in record["inputs"]
+    record["inputs"]["model"] = "tiny"
+    write_json(manifest, record)
+    assert stale_or_pending(config) == []
+
+
+def test_model_files_of_the_older_form_are_read(tmp_path, tiny_model_dir):
+    """model_files.json was {"<name>|<stat_key>": hash}: those hashes are trusted, not taken again."""
+    from benchprof.modeling import read_model_files
+    from benchprof.storage import file_hash, stat_key, write_json
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    old = {f"{p.name}|{stat_key(p)}": "0" * 16 for p in tiny_model_dir.iterdir() if p.is_file()}
+    write_json(cache / "model_files.json", old)
+    assert set(read_model_files(cache / "model_files.json")) == {
+        p.name for p in tiny_model_dir.iterdir() if p.is_file()
+    }
+    # files under an unchanged key: the recorded (here deliberately wrong) hash is what is used
+    identity = model_identity(str(tiny_model_dir), cache)
+    settled = [n for n, h in identity["files"].items() if h == "0" * 16]
+    assert settled and all(file_hash(tiny_model_dir / n) != "0" * 16 for n in settled)
