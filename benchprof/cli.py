@@ -34,10 +34,10 @@ from .evaluate import evaluate
 from .extract import extract
 from .finetune import finetune
 from .layout import Layout
+from .locks import folder_lock
 from .overlap import overlap
 from .run import run
 from .status import status
-from .storage import folder_lock
 
 STAGES: dict[str, Callable[..., None]] = {
     "run": run,

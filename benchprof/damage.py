@@ -230,8 +230,9 @@ def ensure_checkpoints(
     folder's lock it also removes the temporary folders that killed saves left.
     """
     from .console import progress
+    from .locks import holds_folder_lock
     from .modeling import fingerprint, load_model
-    from .storage import holds_folder_lock, is_current, remove_temps
+    from .storage import is_current, remove_temps
 
     layout = Layout(cfg.output_root, spec.tag)
     require_masks(layout, todo)

@@ -322,7 +322,7 @@ def run_job(
 ) -> bool:
     """Score one job under its lock; False when another process holds the lock or finished the job meanwhile
     (an `evaluate --shard` beside `benchprof run`: each job is scored once)."""
-    from .storage import job_lock
+    from .locks import job_lock
 
     with job_lock(layout.job_lock(job.variant, job.benchmark), f"benchprof evaluate ({spec.tag})") as mine:
         if not mine or (not force and is_current(layout.eval_output(job.variant, job.benchmark), inputs)):

@@ -14,9 +14,10 @@ from benchprof.configfile import load_config
 from benchprof.evaluate import evaluate
 from benchprof.finetune import finetune
 from benchprof.layout import Layout, Variant
+from benchprof.locks import folder_lock
 from benchprof.run import run
 from benchprof.status import plan_status
-from benchprof.storage import content_record, folder_lock, matches_record, shared_mode, write_csv
+from benchprof.storage import content_record, matches_record, shared_mode, write_csv
 
 
 @pytest.fixture(scope="module")
@@ -116,32 +117,64 @@ def test_a_damaged_checkpoint_is_listed_stale_and_rewritten(finished, tmp_path, 
 
 def test_a_job_another_live_process_scores_is_left_to_it(finished, tmp_path, tiny_model_dir, capsys):
     """`evaluate --shard` beside `benchprof run` ran every job twice: the lock was the model folder's, which
-    shards do not take. Each job now has its own lock; a killed holder's lock is taken over."""
-    import json
-    import socket
+    shards do not take. Each job now has its own lock; a killed holder's lock is free again."""
+    import signal
     import subprocess
     import sys
-
-    from benchprof.storage import process_start
 
     config, layout = copy(finished, tmp_path, tiny_model_dir)
     variant = Variant(ABILITY, K, "top")
     result = layout.eval_file(variant, ABILITY)
     result.unlink()  # this job is to do again
-    holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    lock = layout.job_lock(variant, ABILITY)
+    code = (
+        "import sys, time; from benchprof.locks import job_lock\n"
+        f"with job_lock({str(lock)!r}, 'benchprof evaluate') as mine:\n"
+        "    print(mine, flush=True); time.sleep(120)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        record = {"pid": holder.pid, "process": process_start(holder.pid), "host": socket.gethostname()}
-        layout.job_lock(variant, ABILITY).write_text(json.dumps({**record, "command": "benchprof evaluate"}))
+        assert holder.stdout.readline().strip() == "True"
         capsys.readouterr()
         evaluate(load_config(config))
         out = capsys.readouterr().out
         assert "0 jobs run" in out and "1 left to another process" in out and not result.exists()
     finally:
-        holder.kill()
+        holder.send_signal(signal.SIGKILL)  # killed: its lock file stays behind, held by no one
         holder.wait()
+    assert lock.exists()
     evaluate(load_config(config))
     assert "1 jobs run" in capsys.readouterr().out and result.is_file()
-    assert not layout.job_lock(variant, ABILITY).exists()
+    assert not lock.exists()
+
+
+def test_two_processes_taking_a_free_lock_at_once_never_both_hold_it(tmp_path):
+    """The takeover of a dead holder's lock was read, unlink, create: two processes that both read the dead
+    record could each remove the other's new lock and both run. Many processes race for one stale lock,
+    again and again; each round exactly one holds it."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    lock = tmp_path / "job.lock"
+    code = (
+        "import os, sys, time; from benchprof.locks import job_lock\n"
+        "start = float(sys.argv[2])\n"
+        "while time.time() < start: pass\n"
+        "with job_lock(sys.argv[1], 'benchprof evaluate') as mine:\n"
+        "    print(mine, flush=True); time.sleep(0.5)\n"
+    )
+    for host in [socket.gethostname(), socket.gethostname(), "another-host"]:
+        # a killed holder's record; one from another host (a shared file system) was never taken over
+        lock.write_text(json.dumps({"pid": 999999999, "host": host}))
+        start = __import__("time").time() + 1.0
+        procs = [
+            subprocess.Popen([sys.executable, "-c", code, str(lock), str(start)], stdout=subprocess.PIPE, text=True)
+            for _ in range(6)
+        ]
+        answers = [p.communicate(timeout=60)[0].strip() for p in procs]
+        assert sorted(answers) == ["False"] * 5 + ["True"], answers
 
 
 @pytest.mark.parametrize("cut", ["line", "mid-line"])
@@ -180,7 +213,7 @@ def hold_lock(folder, seconds: float):
     import sys
 
     code = (
-        "import sys, time; from benchprof.storage import folder_lock\n"
+        "import sys, time; from benchprof.locks import folder_lock\n"
         f"with folder_lock({str(folder)!r}, 'benchprof run'):\n"
         "    print('held', flush=True); time.sleep(float(sys.argv[1]))\n"
     )
@@ -206,7 +239,7 @@ def test_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_path):
     import signal
 
     from benchprof import BenchprofError
-    from benchprof.storage import folder_lock
+    from benchprof.locks import folder_lock
 
     proc = hold_lock(tmp_path, 60)
     try:
@@ -251,7 +284,7 @@ def test_two_concurrent_runs_do_the_work_once(tiny_model_dir, tmp_path):
 
 
 def test_a_corrupt_lock_file_is_taken_over(tmp_path):
-    from benchprof.storage import folder_lock
+    from benchprof.locks import folder_lock
 
     (tmp_path / ".lock").write_text("garbage{")  # e.g. a disk that filled while the lock was written
     with folder_lock(tmp_path, "benchprof run"):
@@ -260,24 +293,22 @@ def test_a_corrupt_lock_file_is_taken_over(tmp_path):
 
 
 def test_a_lock_whose_pid_now_belongs_to_another_process_is_taken_over(tmp_path):
-    """The holder was killed and its pid later given to an unrelated live process: the lock records the process's
-    start (boot id and start time), so a live pid alone does not keep every later command out."""
+    """The holder was killed and its pid later given to an unrelated live process: a live pid in the record
+    does not keep every later command out, since what holds a lock is the killed process's flock."""
     import json
     import os
+    import signal
 
-    from benchprof.storage import folder_lock, process_start
+    from benchprof.locks import folder_lock
 
     proc = hold_lock(tmp_path, 60)
-    try:
-        lock = tmp_path / ".lock"
-        holder = json.loads(lock.read_text())
-        assert holder["pid"] == proc.pid and holder["process"] == process_start(proc.pid) is not None
-        lock.write_text(json.dumps({**holder, "process": "another-boot:12345"}))  # an earlier process, same pid
-        with folder_lock(tmp_path, "benchprof extract"):
-            assert json.loads(lock.read_text())["pid"] == os.getpid()
-    finally:
-        proc.kill()
-        proc.wait()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    lock = tmp_path / ".lock"
+    holder = json.loads(lock.read_text())
+    lock.write_text(json.dumps({**holder, "pid": os.getppid()}))  # the pid now names a live process
+    with folder_lock(tmp_path, "benchprof extract"):
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
 
 
 def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
@@ -288,7 +319,8 @@ def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypat
     import os
 
     from benchprof import BenchprofError
-    from benchprof.storage import folder_lock, write_text
+    from benchprof.locks import folder_lock
+    from benchprof.storage import write_text
 
     blocker = tmp_path / "a_file"
     blocker.write_text("")
