@@ -41,7 +41,7 @@ class AisRow:
     n_docs: int = 0  # documents in the paired bootstrap
     flips_lost: int | None = None  # documents right on the original, wrong ablated (0/1 metrics)
     flips_gained: int | None = None  # wrong on the original, right ablated
-    p_value: float = math.nan  # exact McNemar (0/1), Wilcoxon signed-rank (continuous), bootstrap (derived rows)
+    p_value: float = math.nan  # McNemar, clustered if items are (0/1); mean test (continuous); bootstrap (derived)
     q_value: float = math.nan  # Benjamini-Hochberg over every row of the model's profile with a p-value
     chance: float = math.nan  # the benchmark's chance level (mean 1/#options, or aggregate.chance)
     ais_above_chance: float = math.nan  # (s - s') / (s - chance)

@@ -149,7 +149,8 @@ def statistics_markdown(profile: Profile) -> list[str]:
         "benchmark x k x region on the primary metric, top-random and specificity rows included; the "
         f"{profile.family_size_p_correct} p_correct rows are a family of their own), so among the starred rows the "
         f"expected share of false discoveries is at most {profile.alpha:g}. p-values: exact McNemar on the "
-        "documents that flipped (0/1 metrics), the Wilcoxon signed-rank test (continuous metrics), a bootstrap test "
+        "documents that flipped (0/1 metrics; clustered where documents share a fact), the sign-flip test of the "
+        "mean difference (continuous metrics), a bootstrap test "
         "(top-random and specificity rows). ais.csv keeps the raw 95% interval (ci_low, ci_high), the p- and "
         "q-values, the flips, the chance level, AIS above chance and the minimum detectable AIS (mde: 80% "
         f"power at alpha / {profile.family_size}).",

@@ -1,5 +1,5 @@
-"""Tests of benchprof/stats/paired.py: McNemar, the signed-rank test and paired_test, against hand computations and
-full enumeration."""
+"""Tests of benchprof/stats/paired.py: McNemar and its clustered form, the sign-flip test of the mean and paired_test,
+against hand computations, full enumeration and scipy, and their false-positive rates over many simulated datasets."""
 
 import itertools
 import math
@@ -7,7 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from benchprof.stats.paired import flip_counts, mcnemar_exact, mcnemar_p, one_sided_p, paired_test, signed_rank_p
+from benchprof.stats.paired import (
+    clustered_mcnemar_p,
+    flip_counts,
+    mcnemar_exact,
+    mcnemar_p,
+    mean_difference_p,
+    one_sided_p,
+    paired_test,
+    sign_flip_exact_p,
+)
 
 
 def binomial_two_sided(b, c):
@@ -44,25 +53,110 @@ def test_flip_counts_run_over_regions_and_reject_non_binary_scores():
         mcnemar_exact([1, 0], [1, 0, 1])
 
 
-def test_signed_rank_p_matches_full_enumeration_of_sign_flips():
-    """The exact null of the signed-rank statistic W+ (sum of the ranks of |d| with d > 0): all 2^n sign
-    patterns equally likely; p = min(1, 2·min(P(W+ ≤ w), P(W+ ≥ w)))."""
-    diff = np.array([0.3, -0.1, 0.25, 0.4, -0.05, 0.6, 0.35, -0.2])
-    ranks = np.argsort(np.argsort(np.abs(diff))) + 1
-    observed = ranks[diff > 0].sum()
-    null = [sum(r for r, s in zip(ranks, signs) if s > 0) for signs in itertools.product([-1, 1], repeat=diff.size)]
-    exact = min(1.0, 2 * min(np.mean(np.array(null) <= observed), np.mean(np.array(null) >= observed)))
-    assert signed_rank_p(diff, np.zeros(diff.size)) == pytest.approx(exact, rel=1e-12)
-    # zero differences are dropped, nothing differing gives 1; rows are separate tests
-    rows = signed_rank_p(np.ones((2, 6)), np.stack([np.ones(6), np.zeros(6)]))
-    assert rows[0] == 1.0 and rows[1] == pytest.approx(2 * 0.5**6)
-    # clusters: the test of the clusters' summed differences
-    clusters = ["a", "a", "b", "b", "c", "c", "d", "d"]
-    summed = diff.reshape(4, 2).sum(axis=1)
-    assert signed_rank_p(diff, np.zeros(8), clusters) == pytest.approx(signed_rank_p(summed, np.zeros(4)))
+def test_sign_flip_exact_p_matches_full_enumeration_and_scipy():
+    """All 2^m sign patterns of the unit differences equally likely; p = share with |sum| ≥ the observed |sum|."""
+    from scipy import stats
+
+    diff = np.array([0.3, -0.1, 0.25, 0.4, -0.05, 0.6, 0.35, -0.2, 0.0])
+    nonzero = diff[diff != 0]
+    sums = [abs(sum(s * d for s, d in zip(signs, nonzero))) for signs in itertools.product([-1, 1], repeat=8)]
+    by_hand = np.mean(np.array(sums) >= abs(nonzero.sum()) - 1e-12)
+    assert sign_flip_exact_p(diff) == pytest.approx(by_hand, rel=1e-12)
+    scipy_p = stats.permutation_test(
+        (nonzero,), np.sum, permutation_type="samples", n_resamples=np.inf, alternative="two-sided"
+    ).pvalue
+    assert sign_flip_exact_p(diff) == pytest.approx(scipy_p, rel=1e-9)
+    assert sign_flip_exact_p(np.zeros(5)) == 1.0
+    assert sign_flip_exact_p(np.ones(6)) == pytest.approx(2 / 2**6)
+    with pytest.raises(ValueError, match="at most 14"):
+        sign_flip_exact_p(np.ones(15))
 
 
-def test_paired_test_picks_mcnemar_for_0_1_scores_and_signed_rank_otherwise():
+def test_mean_difference_p_is_exact_for_few_units_and_a_t_test_beyond():
+    from scipy import stats
+
+    rng = np.random.default_rng(4)
+    before = rng.uniform(0, 1, 10)
+    after = before - rng.normal(0.1, 0.2, 10)
+    assert mean_difference_p(before, after) == pytest.approx(sign_flip_exact_p(before - after), rel=1e-12)
+    before, after = rng.uniform(0, 1, 40), rng.uniform(0, 1, 40)
+    assert mean_difference_p(before, after) == pytest.approx(stats.ttest_1samp(before - after, 0).pvalue, rel=1e-12)
+    # clusters: the test of the clusters' summed differences (20 clusters of two items)
+    clusters = np.repeat(np.arange(20), 2)
+    summed = (before - after).reshape(20, 2).sum(axis=1)
+    assert mean_difference_p(before, after, clusters) == pytest.approx(stats.ttest_1samp(summed, 0).pvalue, rel=1e-12)
+    # rows are separate tests; nothing differing gives 1; a shift every unit shares is as extreme as can be
+    rows = mean_difference_p(np.ones((2, 20)), np.stack([np.ones(20), np.full(20, 0.5)]))
+    assert rows[0] == 1.0 and rows[1] == pytest.approx(2 / 2**20)
+
+
+def test_clustered_mcnemar_equals_durkalskis_statistic_by_hand():
+    from scipy import stats
+
+    # 40 clusters of 3 items; cluster c loses lost_c and gains gained_c items
+    rng = np.random.default_rng(5)
+    original = rng.integers(0, 2, 120)
+    ablated = np.where(rng.uniform(size=120) < 0.45, 1 - original, original)
+    clusters = np.repeat(np.arange(40), 3)
+    d = [
+        sum(
+            int(o == 1 and a == 0) - int(o == 0 and a == 1)
+            for o, a in zip(original[c * 3 : c * 3 + 3], ablated[c * 3 : c * 3 + 3])
+        )
+        for c in range(40)
+    ]
+    nonzero = [x for x in d if x != 0]
+    assert len(nonzero) > 14  # the chi-square branch
+    statistic = sum(nonzero) ** 2 / sum(x * x for x in nonzero)
+    assert clustered_mcnemar_p(original, ablated, clusters) == pytest.approx(stats.chi2.sf(statistic, 1), rel=1e-12)
+    # one item per cluster: McNemar's own statistic (b - c)^2 / (b + c) beyond 14 discordant items, exact below
+    b, c = 14, 4
+    original = np.array([1] * b + [0] * c + [1] * 10)
+    ablated = np.array([0] * b + [1] * c + [1] * 10)
+    singletons = np.arange(original.size)
+    assert clustered_mcnemar_p(original, ablated, singletons) == pytest.approx(stats.chi2.sf((b - c) ** 2 / (b + c), 1))
+    few = np.array([1] * 6 + [0] * 2), np.array([0] * 6 + [1] * 2)
+    assert clustered_mcnemar_p(*few, np.arange(8)) == pytest.approx(binomial_two_sided(6, 2), rel=1e-12)
+
+
+def test_the_mean_test_keeps_its_rate_on_skewed_differences_with_mean_zero():
+    """The signed-rank test asks about the typical item, not the mean the AIS is: on skewed differences with
+    mean 0 it rejected most of the time. The mean test's false-positive rate over 2,000 datasets stays near 5%."""
+    from scipy import stats
+
+    rng = np.random.default_rng(6)
+    for n in (30, 300):
+        d = rng.exponential(1.0, (2000, n)) - 1.0  # mean 0, skewed
+        rate = np.mean(mean_difference_p(d, np.zeros_like(d)) < 0.05)
+        wilcoxon = np.mean([stats.wilcoxon(row).pvalue < 0.05 for row in d[:400]])
+        print(f"n={n}: mean test rejects {rate:.3f}, signed rank {wilcoxon:.3f}")
+        assert 0.025 <= rate <= 0.075
+        if n == 300:
+            assert wilcoxon > 0.5  # what the old test did
+
+
+def test_the_clustered_mcnemar_keeps_its_rate_when_facts_flip_together():
+    """Items of one fact flip together (here 5 items per fact; a fact flips to lost, to gained or not at all,
+    with no net effect): plain McNemar counts 5x too many independent items and rejects far too often; the
+    clustered test's rate over 2,000 datasets stays near 5%."""
+    rng = np.random.default_rng(7)
+    facts, size = 60, 5
+    clusters = np.repeat(np.arange(facts), size)
+    plain, clustered = [], []
+    for _ in range(2000):
+        state = rng.choice([-1, 0, 0, 0, 1], facts)  # -1: the fact's items are lost, +1: gained
+        original = np.repeat((state == -1).astype(int), size)
+        ablated = np.repeat((state == 1).astype(int), size)
+        keep = rng.uniform(size=facts * size) < 0.8  # not every item of a flipping fact flips
+        original, ablated = np.where(keep, original, 0), np.where(keep, ablated, 0)
+        plain.append(paired_test(original, ablated).p_value < 0.05)
+        clustered.append(paired_test(original, ablated, clusters).p_value < 0.05)
+    print(f"plain McNemar rejects {np.mean(plain):.3f}, clustered {np.mean(clustered):.3f}")
+    assert np.mean(plain) > 0.2
+    assert 0.02 <= np.mean(clustered) <= 0.075
+
+
+def test_paired_test_picks_mcnemar_for_0_1_scores_and_the_mean_test_otherwise():
     original = [1, 1, 1, 0, 0, 1, 0, 1]
     ablated = [0, 1, 0, 1, 0, 1, 0, 0]
     test = paired_test(original, ablated)
@@ -71,13 +165,13 @@ def test_paired_test_picks_mcnemar_for_0_1_scores_and_signed_rank_otherwise():
     # an error indicator (lower is better): 0 -> 1 is the loss, so the same items count the other way
     flipped = paired_test(original, ablated, lower_is_better=True)
     assert (flipped.flips_lost, flipped.flips_gained) == (1, 3) and flipped.p_value == test.p_value
-    # continuous scores: the signed-rank test on the differences, and their sd by hand
+    # continuous scores: the test of the mean difference, and their sd by hand
     before = np.array([0.9, 0.8, 0.7, 0.6, 0.95, 0.5])
     after = np.array([0.5, 0.85, 0.2, 0.6, 0.4, 0.45])
     diff = before - after
     test = paired_test(before, after)
     assert test.flips_lost is None and test.flips_gained is None
-    assert test.p_value == pytest.approx(signed_rank_p(diff, np.zeros(6)))
+    assert test.p_value == pytest.approx(sign_flip_exact_p(diff))
     hand_sd = math.sqrt(sum((d - diff.mean()) ** 2 for d in diff) / 5)
     assert test.spread == pytest.approx(hand_sd, rel=1e-12)
 

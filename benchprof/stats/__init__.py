@@ -4,7 +4,7 @@
   per-item scores (p_correct), chance level and the test against it.
 - `resampling`: the paired bootstrap over items (clusters, strata), the two-level bootstrap against a pool of random
   draws and its null calibration, percentile intervals, bootstrap p-values, each cell's generator.
-- `paired`: paired tests of one region against the original (exact McNemar, Wilcoxon signed-rank).
+- `paired`: paired tests of one region against the original (exact and clustered McNemar, the mean test).
 - `multitest`: multiplicity corrections over a family of p-values (Benjamini–Hochberg, Holm).
 - `power`: the minimum detectable AIS and the items needed to detect one.
 - `profiles`: statistics over a benchmark's ability profile (breadth, entropy of the AIS mass, similarity).

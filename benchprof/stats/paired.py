@@ -1,8 +1,9 @@
 """Paired tests of a region against the original on the same items: arrays in, numbers out; no files, no plots.
 
 Discordant pairs of 0/1 scores (flip_counts) and the exact McNemar test (McNemar 1947; exact form as in Fagerland,
-Lydersen and Laake 2013), the Wilcoxon signed-rank test of continuous scores (Wilcoxon 1945), and paired_test,
-which picks one of the two for a row.
+Lydersen and Laake 2013) with its clustered form (Durkalski et al. 2003); the sign-flip test of the mean
+difference of continuous scores, exact for few units and a paired t-test beyond; and paired_test, which picks
+one for a row. Every test runs on the units the intervals resample (items, or clusters of items).
 """
 
 from __future__ import annotations
@@ -81,40 +82,101 @@ def mcnemar_exact(original: ArrayLike, ablated: ArrayLike) -> tuple[int, int, fl
     return int(lost), int(gained), float(mcnemar_p(lost, gained))
 
 
-def signed_rank_p(
+EXACT_UNITS = 14  # up to this many non-zero unit differences the sign-flip test enumerates all 2^m patterns
+
+
+def unit_differences(original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike | None = None) -> NDArray[np.float64]:
+    """The differences original − ablated summed per unit, along the last axis: per item, or with `clusters`
+    (one id per item) per cluster, since items that share a cluster (a fact, a passage) are exchangeable only
+    together. `ablated` may carry leading axes (one row per region)."""
+    import numpy as np
+
+    diff = np.asarray(original, dtype=float) - np.asarray(ablated, dtype=float)
+    if np.isnan(diff).any():
+        raise ValueError("unit_differences: per-item scores must not be NaN")
+    if clusters is None:
+        return diff
+    _, unit = np.unique(np.asarray(clusters).ravel(), return_inverse=True)
+    if unit.shape != (diff.shape[-1],):
+        raise ValueError(f"unit_differences: {unit.size} cluster ids for {diff.shape[-1]} items")
+    flat = diff.reshape(-1, diff.shape[-1])
+    summed = np.array([np.bincount(unit, weights=row) for row in flat])
+    return summed.reshape(*diff.shape[:-1], summed.shape[-1])
+
+
+def sign_flip_exact_p(units: ArrayLike) -> float:
+    """Two-sided exact sign-flip (permutation) p-value of the sum of paired differences (Fisher 1935, Pitman 1937).
+
+    Under "the ablation changes nothing" the two scores of a unit are exchangeable, so every sign pattern of the
+    unit differences is equally likely; p = the share of the 2^m patterns whose |sum| reaches the observed one
+    (zero differences dropped: their sign changes nothing). The sum is the mean difference times the item count,
+    so this tests the estimate the AIS is made of. Exact, but 2^m patterns: for m ≤ EXACT_UNITS.
+    """
+    import numpy as np
+
+    d = np.asarray(units, dtype=float).ravel()
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0
+    if d.size > EXACT_UNITS:
+        raise ValueError(f"sign_flip_exact_p: {d.size} non-zero units; enumerates at most {EXACT_UNITS}")
+    patterns = 1 - 2 * ((np.arange(2**d.size)[:, None] >> np.arange(d.size)) & 1)  # every ±1 pattern, one per row
+    sums = patterns @ d
+    observed = abs(d.sum())
+    return float(np.mean(np.abs(sums) >= observed - 1e-12 * max(1.0, observed)))
+
+
+def mean_difference_p(
     original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike | None = None
 ) -> float | NDArray[np.float64]:
-    """Two-sided Wilcoxon signed-rank test that paired continuous per-item scores do not differ (p_correct rows).
+    """Two-sided test that the mean paired difference is 0 (continuous rows: p_correct), on unit sums.
 
-    Under "the ablation changes nothing" the two scores of an item are exchangeable, so each difference
-    d_i = original_i − ablated_i is as likely positive as negative: the signed-rank statistic's null distribution
-    is that of random sign flips on the ranks of |d| (Wilcoxon 1945), exact for up to 50 non-zero differences
-    without ties, normal with the tie correction beyond (scipy.stats.wilcoxon; zero differences dropped). Unlike a
-    Monte Carlo sign-flip test its p-value is not floored at 1/(resamples + 1), which a Benjamini-Hochberg family
-    of hundreds of rows needs. With `clusters` (one id per item) the test runs on the clusters' summed
-    differences: items sharing a cluster are exchangeable only together. Items along the last axis; `ablated` may
-    carry leading axes (one p per row). p = 1 where nothing differs.
+    The sign-flip test of the sum (`sign_flip_exact_p`) where at most EXACT_UNITS units differ; beyond, the
+    paired t-test of the unit sums (Student 1908, the large-sample form of the same test; scipy.stats.ttest_1samp),
+    whose p-value has no floor, as a family of hundreds of rows needs. Unlike the signed-rank test it replaced,
+    it asks about the mean, which the AIS is: skewed differences with mean 0 are not a discovery.
+    Items along the last axis; `ablated` may carry leading axes (one p per row). p = 1 where nothing differs.
     """
     import numpy as np
     from scipy import stats
 
-    diff = np.asarray(original, dtype=float) - np.asarray(ablated, dtype=float)
-    if np.isnan(diff).any():
-        raise ValueError("signed_rank_p: per-item scores must not be NaN")
-    shape = diff.shape[:-1]
-    diff = diff.reshape(-1, diff.shape[-1])  # (rows, n)
-    if clusters is not None:
-        _, unit = np.unique(np.asarray(clusters).ravel(), return_inverse=True)
-        if unit.shape != (diff.shape[1],):
-            raise ValueError(f"signed_rank_p: {unit.size} cluster ids for {diff.shape[1]} items")
-        diff = np.array([np.bincount(unit, weights=row) for row in diff]).reshape(diff.shape[0], -1)
-    p = np.ones(diff.shape[0])
-    for i, row in enumerate(diff):
-        nonzero = row[row != 0]
-        if nonzero.size:
-            p[i] = float(stats.wilcoxon(nonzero).pvalue)
-    p = p.reshape(shape)
-    return float(p) if p.ndim == 0 else p
+    units = unit_differences(original, ablated, clusters)
+    shape = units.shape[:-1]
+    flat = units.reshape(-1, units.shape[-1])
+    p = np.ones(flat.shape[0])
+    for i, row in enumerate(flat):
+        nonzero = int(np.count_nonzero(row))
+        if nonzero == 0:
+            continue
+        if nonzero <= EXACT_UNITS:
+            p[i] = sign_flip_exact_p(row)
+        elif np.ptp(row) == 0:  # every unit moved by the same amount: t is undefined; only 2 sign patterns reach it
+            p[i] = 2.0 * 0.5**row.size
+        else:
+            p[i] = float(stats.ttest_1samp(row, 0.0).pvalue)
+    shaped = p.reshape(shape)
+    return float(shaped) if shaped.ndim == 0 else shaped
+
+
+def clustered_mcnemar_p(original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike) -> float:
+    """Two-sided McNemar test for 0/1 items in clusters (Durkalski et al. 2003, "Analysis of clustered matched-pair
+    data", Stat Med 22:2417): with D_c = lost − gained in cluster c, X² = (Σ D_c)² / Σ D_c² against χ²(1).
+
+    Items of one fact or passage flip together, so the plain McNemar test, which counts them as independent,
+    rejects far too often. X² is the normal approximation of the sign-flip test of the cluster sums, so where at
+    most EXACT_UNITS clusters differ that test is run exactly instead. With one item per cluster, X² is
+    McNemar's (b − c)² / (b + c).
+    """
+    from scipy import stats
+
+    units = unit_differences(original, ablated, clusters)
+    nonzero = units[units != 0]
+    if nonzero.size == 0:
+        return 1.0
+    if nonzero.size <= EXACT_UNITS:
+        return sign_flip_exact_p(nonzero)
+    statistic = float(nonzero.sum() ** 2 / (nonzero**2).sum())
+    return float(stats.chi2.sf(statistic, 1))
 
 
 @dataclass(frozen=True)
@@ -130,8 +192,9 @@ class PairedTest:
 def paired_test(
     original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike | None = None, lower_is_better: bool = False
 ) -> PairedTest:
-    """Test "the ablation changes nothing" on paired per-item scores: exact McNemar (`mcnemar_p`) where both
-    vectors are 0/1, else the Wilcoxon signed-rank test (`signed_rank_p`, on cluster sums with `clusters`).
+    """Test "the ablation changes nothing" on paired per-item scores, respecting the clusters the intervals
+    resample: where both vectors are 0/1, exact McNemar (`mcnemar_p`), or with `clusters` its clustered form
+    (`clustered_mcnemar_p`); else the test of the mean difference (`mean_difference_p`, on cluster sums).
 
     For a lower-is-better 0/1 metric (an error indicator) a 0 -> 1 change is the loss, so the flips swap.
     """
@@ -141,8 +204,9 @@ def paired_test(
     ablated = np.asarray(ablated, dtype=float)
     if np.isin(original, (0.0, 1.0)).all() and np.isin(ablated, (0.0, 1.0)).all():
         lost, gained = (int(v) for v in flip_counts(original, ablated))
+        p = mcnemar_p(lost, gained) if clusters is None else clustered_mcnemar_p(original, ablated, clusters)
         if lower_is_better:
             lost, gained = gained, lost
-        return PairedTest(float(mcnemar_p(lost, gained)), lost, gained, math.nan)
+        return PairedTest(float(p), lost, gained, math.nan)
     spread = float(np.std(original - ablated, ddof=1)) if original.size > 1 else math.nan
-    return PairedTest(float(signed_rank_p(original, ablated, clusters)), None, None, spread)
+    return PairedTest(float(mean_difference_p(original, ablated, clusters)), None, None, spread)

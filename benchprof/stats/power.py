@@ -71,8 +71,7 @@ def minimum_detectable_ais_continuous(
 ) -> float | NDArray[np.float64]:
     """Smallest AIS a two-sided paired test of a continuous per-item metric (p_correct) detects, broadcast.
 
-    Normal approximation to the paired t-test (the signed-rank test has 95% of its efficiency for normal
-    differences, and more for heavier tails; Hodges and Lehmann 1956):
+    Normal approximation to the paired t-test, the large-sample form of stats.paired.mean_difference_p:
     δ = (z_{1−α/2} + z_power)·sd_difference/√n, with sd_difference the standard deviation of the per-item
     differences original − ablated. Returns δ / s_original; NaN where s_original ≤ 0.
     """
