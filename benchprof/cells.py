@@ -19,8 +19,11 @@ from .config import AggregateSettings, random_draw
 from .layout import format_k
 from .profile import (
     ADJUSTED,
+    CONTROL,
     MEAN,
     P_CORRECT,
+    PRIMARY,
+    SECONDARY,
     SPECIFICITY,
     SPECIFICITY_METRIC,
     AisRow,
@@ -94,18 +97,39 @@ def joint_cell(
     )
 
 
+def family_of(row: AisRow) -> str:
+    """The multiplicity family a tested row belongs to (AisRow.family), declared before any result is seen.
+
+    primary: what the profile is read for, on each benchmark's primary metric: each ability's top region and
+    its top-random row per benchmark and k, and the specificity of top regions (each ability's and their mean).
+    control: random regions and their specificity, tested so a reader sees what a region of no ability does,
+    never starred (a random region belongs to no ability). secondary: everything else with a p-value (p_correct
+    rows, bottom regions, top-random specificity) in a family of its own. The mean top-random specificity is in
+    none: the pool cancels in it, so it equals the mean top specificity, a row already tested.
+    """
+    if math.isnan(row.p_value) or row.at_chance:
+        return ""
+    if random_draw(row.region):
+        return CONTROL
+    if row.ability == MEAN and row.region == ADJUSTED:
+        return ""
+    if row.metric == P_CORRECT:
+        return SECONDARY
+    if row.benchmark == SPECIFICITY:
+        return PRIMARY if row.region == "top" else SECONDARY
+    return PRIMARY if row.region in ("top", ADJUSTED) else SECONDARY
+
+
 def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
     """q-values, stars and minimum detectable AIS over the model's profile.
 
-    Two families, each every row with a p-value on a benchmark whose original score is above chance: the
-    headline metric's rows (each ability x benchmark x k x region, top-random and specificity rows included)
-    and the p_correct rows, which ask the same questions of another metric (a reader picks one metric per
-    question; pooling them would halve the power of both). Benjamini–Hochberg q-values within each,
-    `significant` = q < aggregate.alpha, so the expected share of false stars among a family's stars is at most
-    alpha. Rows of a benchmark at chance (Profile.at_chance) are marked `at_chance`, keep their p-value and get
-    no q-value and no star: an ablation of a model that cannot do the task measures noise. The minimum
-    detectable AIS of a row uses alpha / (family size), a conservative stand-in for the BH threshold, which
-    depends on how many other rows are discoveries.
+    Rows of a benchmark at chance (Profile.at_chance) are marked `at_chance`, keep their p-value and get no
+    q-value and no star: an ablation of a model that cannot do the task measures noise. Every other row with a
+    p-value is put in its family (`family_of`): Benjamini–Hochberg q-values within the primary family and, apart,
+    within the secondary one, `significant` = q < aggregate.alpha, so the expected share of false stars among a
+    family's stars is at most alpha; control rows keep their p-value and get neither q-value nor star. The
+    minimum detectable AIS of a row uses alpha / (its family's size; the primary one's for control rows), a
+    conservative stand-in for the BH threshold, which depends on how many other rows are discoveries.
     """
     import numpy as np
 
@@ -113,32 +137,27 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     splits_at_chance = at_chance & set(ability_benchmarks(profile.benchmarks))
     for row in profile.rows:  # a specificity row compares every ability split: one at chance makes it noise too
         row.at_chance = bool(splits_at_chance) if row.benchmark == SPECIFICITY else row.benchmark in at_chance
-        if row.at_chance and not math.isnan(row.p_value):
+        row.family = family_of(row)
+        if not math.isnan(row.p_value) and row.family in ("", CONTROL):
             row.significant = False
+    families = {name: [row for row in profile.rows if row.family == name] for name in (PRIMARY, SECONDARY, CONTROL)}
+    profile.family_size, profile.family_size_secondary = len(families[PRIMARY]), len(families[SECONDARY])
     discordance: dict[str, list[float]] = {}
-    for is_p_correct in (False, True):
-        family = [
-            row
-            for row in profile.rows
-            if not math.isnan(row.p_value) and not row.at_chance and (row.metric == P_CORRECT) == is_p_correct
-        ]
-        if is_p_correct:
-            profile.family_size_p_correct = len(family)
-        else:
-            profile.family_size = len(family)
+    for name, family in families.items():
         if not family:
             continue
-        for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
-            row.q_value = float(q)
-            material = material_drop(row.dropped, profile.bootstrap)
-            if material:  # a material share of resamples undefined: the interval is over a selected rest
-                profile.notes.append(
-                    f"{row.benchmark} {row.ability}/k{format_k(row.k)}/{row.region}: {row.dropped} of "
-                    f"{profile.bootstrap} resamples had no AIS (original mean 0); its interval is over the rest "
-                    "and it gets no star"
-                )
-            row.significant = bool(q < profile.alpha) and not material
-        level = profile.alpha / len(family)
+        if name != CONTROL:
+            for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
+                row.q_value = float(q)
+                material = material_drop(row.dropped, profile.bootstrap)
+                if material:  # a material share of resamples undefined: the interval is over a selected rest
+                    profile.notes.append(
+                        f"{row.benchmark} {row.ability}/k{format_k(row.k)}/{row.region}: {row.dropped} of "
+                        f"{profile.bootstrap} resamples had no AIS (original mean 0); its interval is over the rest "
+                        "and it gets no star"
+                    )
+                row.significant = bool(q < profile.alpha) and not material
+        level = profile.alpha / max(1, len(families[SECONDARY] if name == SECONDARY else families[PRIMARY]))
         for row in family:
             if row.n_docs and row.flips_lost is not None and row.flips_gained is not None:
                 share = (row.flips_lost + row.flips_gained) / row.n_docs

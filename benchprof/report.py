@@ -145,10 +145,13 @@ def statistics_markdown(profile: Profile) -> list[str]:
         "## Statistics",
         "",
         f"`*` marks a row whose q-value is below aggregate.alpha = {profile.alpha:g}: Benjamini-Hochberg over "
-        f"the family of every row of this profile with a p-value ({profile.family_size} rows: each ability x "
-        "benchmark x k x region on the primary metric, top-random and specificity rows included; the "
-        f"{profile.family_size_p_correct} p_correct rows are a family of their own), so among the starred rows the "
-        f"expected share of false discoveries is at most {profile.alpha:g}. p-values: exact McNemar on the "
+        f"the primary family, declared before any result ({profile.family_size} rows on each benchmark's primary "
+        "metric: each ability's top region and top-random row per benchmark and k, and the specificity of top "
+        "regions), so among the starred rows the expected share of false discoveries is at most "
+        f"{profile.alpha:g}. The other tested rows ({profile.family_size_secondary}: p_correct, other regions, "
+        "top-random specificity) are a secondary family with q-values of their own; random regions are a "
+        "control (column `family`): tested, never starred, since a random region belongs to no ability. "
+        "p-values: exact McNemar on the "
         "documents that flipped (0/1 metrics; clustered where documents share a fact), the sign-flip test of the "
         "mean difference (continuous metrics), a bootstrap test "
         "(top-random and specificity rows). ais.csv keeps the raw 95% interval (ci_low, ci_high), the p- and "
@@ -214,7 +217,7 @@ def render_markdown(profile: Profile) -> str:
         "",
         "AIS = (s_original - s_ablated) / s_original on each benchmark's primary metric, when the "
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
-        f"hurt the benchmark. `*`: q < {profile.alpha:g} (Benjamini-Hochberg over the profile; see "
+        f"hurt the benchmark. `*`: q < {profile.alpha:g} (Benjamini-Hochberg over the primary family; see "
         f"Statistics); intervals: 95% paired bootstrap ({profile.bootstrap} resamples over documents). "
         f"`{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "

@@ -246,12 +246,18 @@ def test_aggregate_end_to_end(results, capsys):
     assert adjusted["control_draws"] == "2"
 
     # tests (issue 18): exact McNemar for top (one document flipped right -> wrong: p = 1), a bootstrap
-    # p for top-random; q: Benjamini-Hochberg over every row with a p; the star is q < 0.05
+    # p for top-random; q: Benjamini-Hochberg within each family (issue 28); the star is q < 0.05; random regions
+    # are a control: tested, no q-value, never starred
     assert (top["flips_lost"], top["flips_gained"], float(top["p_value"])) == ("1", "0", 1.0)
     tested = [r for r in rows if r["p_value"]]
-    expected_q = bh_qvalues(np.array([float(r["p_value"]) for r in tested]))
-    assert [float(r["q_value"]) for r in tested] == pytest.approx(list(expected_q))
-    assert all(r["significant"] == ("true" if float(r["q_value"]) < 0.05 else "false") for r in tested)
+    for family in ("primary", "secondary"):
+        members = [r for r in tested if r["family"] == family]
+        expected_q = bh_qvalues(np.array([float(r["p_value"]) for r in members]))
+        assert [float(r["q_value"]) for r in members] == pytest.approx(list(expected_q))
+    assert {r["family"] for r in tested if r["region"] == "random"} == {"control"}
+    starred = [r for r in tested if r["family"] in ("primary", "secondary")]
+    assert all(r["significant"] == ("true" if float(r["q_value"]) < 0.05 else "false") for r in starred)
+    assert all(not r["q_value"] and r["significant"] == "false" for r in tested if r["family"] == "control")
     assert all(r["significant"] == "" for r in rows if not r["p_value"])
     # no option log-likelihoods in these samples: chance 0 (as for a generation task), AIS above chance = AIS
     assert float(top["chance"]) == 0.0 and float(top["ais_above_chance"]) == pytest.approx(0.25)
@@ -380,7 +386,10 @@ def test_null_profile_flags_at_most_alpha_after_correction(tmp_path):
                 )
     profile = load_scores(cfg, progress=False)
     tested = [r for r in profile.rows if not math.isnan(r.p_value)]
-    assert len(tested) == profile.family_size >= 12 * 2 * 4
+    primary = [r for r in tested if r.region in ("top", "top-random") and r.metric != "p_correct"]
+    assert len(primary) == profile.family_size >= 12 * 2 * 2 and all(r.family == "primary" for r in primary)
+    assert not any(r.significant for r in tested if r.region == "random")  # the control is never starred
+    tested = [r for r in tested if r.family in ("primary", "secondary")]
     flagged = sum(bool(r.significant) for r in tested)
     raw_flags = sum(r.p_value < 0.05 for r in tested)
     assert flagged <= 0.05 * len(tested), (flagged, len(tested))
@@ -496,9 +505,9 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     )[0]
     assert (p_row.ci_low, p_row.ci_high) == pytest.approx(percentile_ci(docs))
     p_rows = [r for r in profile.rows if r.metric == "p_correct" and not math.isnan(r.p_value)]
-    assert profile.family_size_p_correct == len(p_rows) == 1
+    assert profile.family_size_secondary == len(p_rows) == 1 and p_row.family == "secondary"
     assert profile.family_size == len(
-        [r for r in profile.rows if r.metric != "p_correct" and not math.isnan(r.p_value)]
+        [r for r in profile.rows if r.metric != "p_correct" and not math.isnan(r.p_value) and r.region == "top"]
     )
     assert p_row.q_value == pytest.approx(p_row.p_value)  # a family of one
 
@@ -582,7 +591,7 @@ def test_rows_of_a_benchmark_at_chance_are_marked_and_left_out_of_the_family(tmp
     assert arc.at_chance and arc.significant is False and math.isnan(arc.q_value)
     assert arc.p_value == 1.0  # nothing flipped: the paired test is still there
     assert not gsm.at_chance and gsm.flips_lost == 20 and gsm.significant
-    tested = [r for r in profile.rows if not math.isnan(r.p_value) and r.metric != "p_correct"]
+    tested = [r for r in profile.rows if not math.isnan(r.p_value) and r.metric != "p_correct" and r.region == "top"]
     assert profile.family_size == len([r for r in tested if r.benchmark != "arc_easy"]) < len(tested)
     # the only row in the family is gsm8k's: its q-value is its own p (McNemar, 20 lost, 0 gained)
     assert gsm.q_value == pytest.approx(2 * 0.5**20)
