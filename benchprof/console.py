@@ -202,11 +202,22 @@ class _DropMessages(logging.Filter):
         return not record.getMessage().startswith(self.starts)
 
 
+# lm-eval's warning when a task's few-shot count is passed in, for the tasks benchprof writes itself (local copies
+# of real benchmarks, prefix benchprof_): the count is evals.num_fewshot, passed on purpose (a user's own task keeps
+# the warning). Writing it into their YAML instead would change every local task's hash and redo its evaluations.
+OWN_TASK_FEWSHOT_WARNINGS = ("Overwriting default num_fewshot of benchprof_",)
+
+
 def drop_model_object_warning() -> None:
-    """Filter exactly lm-eval's MODEL_OBJECT_WARNINGS from its HF model's logger (once per process)."""
-    logger = logging.getLogger("lm_eval.models.huggingface")
-    if not any(isinstance(f, _DropMessages) and f.starts == MODEL_OBJECT_WARNINGS for f in logger.filters):
-        logger.addFilter(_DropMessages(MODEL_OBJECT_WARNINGS))
+    """Filter exactly lm-eval's MODEL_OBJECT_WARNINGS from its HF model's logger, and OWN_TASK_FEWSHOT_WARNINGS
+    from its evaluator's (once per process)."""
+    for name, starts in (
+        ("lm_eval.models.huggingface", MODEL_OBJECT_WARNINGS),
+        ("lm_eval.evaluator", OWN_TASK_FEWSHOT_WARNINGS),
+    ):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _DropMessages) and f.starts == starts for f in logger.filters):
+            logger.addFilter(_DropMessages(starts))
 
 
 def terminal_fd() -> int | None:

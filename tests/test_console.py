@@ -191,8 +191,13 @@ def test_lm_evals_warning_about_the_model_object_is_dropped_and_no_other(tmp_pat
         drop_model_object_warning()  # once per process, however often it is called
         HFLM(pretrained=model, tokenizer=tokenizer, batch_size=1)
         logging.getLogger("lm_eval.models.huggingface").warning("another warning")
+        evaluator = logging.getLogger("lm_eval.evaluator")
+        evaluator.warning("Overwriting default num_fewshot of benchprof_local_piqa from None to 0")
+        evaluator.warning("Overwriting default num_fewshot of sums_mc from None to 0")  # a user's own task
     shown = capfd.readouterr().err
     for message in MODEL_OBJECT_WARNINGS:
         assert message not in shown + log.read_text()
+    assert "benchprof_local_piqa" not in shown + log.read_text()
     assert "evaluate: warning: lm_eval.models.huggingface: another warning" in shown
+    assert "Overwriting default num_fewshot of sums_mc" in shown
     assert len(logging.getLogger("lm_eval.models.huggingface").filters) == 1
