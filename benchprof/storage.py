@@ -361,7 +361,32 @@ def is_current(output: Output, inputs: dict[str, Any]) -> bool:
     """The skip check of every stage: `judge` finds the output done (its manifest was written from exactly
     these inputs, all its files exist and they are the files it recorded), so `benchprof status` and the
     stages never disagree on what is done."""
-    return judge(output, inputs)[0] == "done"
+    if judge(output, inputs)[0] != "done":
+        return False
+    refresh_stat_keys(output)
+    return True
+
+
+def refresh_stat_keys(output: Output) -> None:
+    """Record the current stat_key of each file of a done output whose key moved (touched, copied, moved,
+    chmod) while its bytes did not: `judge` has just hashed them and found them the recorded ones, and without
+    this a touched 16 GB checkpoint was hashed again on every run. Settled files only (see modeling's
+    racy-clean rule); the stages call it through is_current, `benchprof status` never (it writes nothing)."""
+    record = _read_record(output.manifest)
+    files = record.get("files") if record else None
+    if not isinstance(record, dict) or not isinstance(files, dict):
+        return
+    folder, changed = output.manifest.parent, False
+    for name, entry in files.items():
+        path = folder / name
+        if not isinstance(entry, dict) or "hash" not in entry or not path.is_file():
+            continue
+        key = stat_key(path)
+        if entry.get("stat") != key and time.time_ns() - path.stat().st_ctime_ns > 2_000_000_000:
+            entry["stat"], changed = key, True
+    if changed:
+        with contextlib.suppress(BenchprofError):  # a read-only outputs folder: hashed again next time
+            write_json(output.manifest, record)
 
 
 # Keys older versions recorded among a stage's inputs that are no longer inputs of it: a manifest that

@@ -357,3 +357,37 @@ def test_an_older_manifests_sampled_record_is_still_judged_as_then(tmp_path):
     assert matches_record(path, old)
     same_size_edit(path, 0)  # the first block is always sampled
     assert not matches_record(path, old)
+
+
+def test_a_touched_file_is_hashed_once_then_trusted_by_its_new_stat(tmp_path, monkeypatch):
+    """A file whose stat key moved but whose bytes did not (touch, chmod, a copy) was hashed in full on every
+    check, forever: for an 8 B model's checkpoint, every run. The stage that finds it intact records its new key."""
+    import os
+    import time
+
+    from benchprof import storage
+    from benchprof.layout import Output
+    from benchprof.storage import is_current, judge, read_json, write_manifest
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    data = folder / "weights.bin"
+    data.write_bytes(os.urandom(1 << 16))
+    write_manifest(folder, {"x": 1})
+    output = Output("masks", "x", folder / "manifest.json", (data,))
+    later = time.time() - 10  # settled: its ctime is read as the touch's, so wait past the racy-clean window
+    os.utime(data, (later, later))
+    time.sleep(2.1)
+    hashed = []
+    real_hash = storage.file_hash
+    monkeypatch.setattr(storage, "file_hash", lambda path, *a: hashed.append(path) or real_hash(path, *a))
+    assert judge(output, {"x": 1})[0] == "done" and hashed == [data]  # status: hashed, nothing written
+    assert read_json(folder / "manifest.json")["files"]["weights.bin"]["stat"] != storage.stat_key(data)
+    assert is_current(output, {"x": 1}) and len(hashed) == 2  # a stage: hashed once more, key recorded
+    assert read_json(folder / "manifest.json")["files"]["weights.bin"]["stat"] == storage.stat_key(data)
+    assert is_current(output, {"x": 1}) and len(hashed) == 2  # trusted by its new key
+    with open(data, "r+b") as f:  # a same-size edit afterwards is still seen
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 0xFF]))
+    assert not is_current(output, {"x": 1})
