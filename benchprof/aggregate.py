@@ -342,11 +342,10 @@ def load_scores(
                     profile, cell, P_CORRECT, p_original, p_loaded[(ability, k)], None, row_spread, p_pools[k]
                 )
                 profile.rows.extend(rows)
-        if resamples > 0:
-            for k in profile.k_values:
-                calibration = pool_calibration(benchmark, k, original, pools[k], resamples, settings, clusters)
-                if calibration is not None:
-                    profile.null_calibration.append(calibration)
+        for k in profile.k_values:
+            calibration = pool_calibration(benchmark, k, original, pools[k], settings.alpha)
+            if calibration is not None:
+                profile.null_calibration.append(calibration)
     bar.close()
     profile.rows.extend(specificity_rows(profile, samples))
     profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))

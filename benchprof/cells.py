@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .analyses import JointCell
-from .config import AggregateSettings, random_draw
+from .config import random_draw
 from .layout import format_k
 from .profile import (
     ADJUSTED,
@@ -32,6 +32,8 @@ from .profile import (
     ability_benchmarks,
 )
 from .results import DocId, DocKey, PerDoc, Score
+from .stats.control import MIN_DRAWS, top_against_random
+from .stats.control import null_calibration as control_calibration
 from .stats.impact import adjusted_ais, ais_above_chance, impact_score, specificity_score
 from .stats.multitest import bh_qvalues
 from .stats.paired import paired_test
@@ -42,7 +44,6 @@ from .stats.resampling import (
     cell_rng,
     material_drop,
     mean_specificity_bootstrap,
-    null_calibration,
     percentile_ci,
     two_level_bootstrap,
 )
@@ -197,36 +198,17 @@ def random_pool(loaded: Loaded, k: float) -> list[Score]:
 
 
 def pool_calibration(
-    benchmark: str,
-    k: float,
-    original: Score,
-    pool: list[Score],
-    resamples: int,
-    settings: AggregateSettings,
-    clusters: dict[DocId, str],
+    benchmark: str, k: float, original: Score, pool: list[Score], alpha: float
 ) -> NullCalibration | None:
-    """stats.resampling.null_calibration on one benchmark at k: each random draw of the pool tested, as a top region
-    would be, against the others; None with fewer than two draws with per-document values."""
-    import numpy as np
-
-    if original.per_doc is None or len(pool) < 2 or any(score.per_doc is None for score in pool):
+    """stats.control.null_calibration on one benchmark at k: each random draw of the pool tested, as a top region
+    would be, against the others; None with too few draws."""
+    sign = -1.0 if original.lower_is_better else 1.0
+    ais = [sign * impact_score(original.value, score.value) for score in pool]
+    result = control_calibration(ais, alpha)
+    if result is None:
         return None
-    docs = list(original.per_doc)
-    base = np.array([original.per_doc[d] for d in docs])
-    draws = np.array([[score.per_doc[d] for d in docs] for score in pool if score.per_doc is not None])
-    cell = Cell(MEAN, k, benchmark, resamples, settings.seed, clusters)
-    cluster_ids, strata = cell.groups(docs)
-    p_values, share = null_calibration(
-        base,
-        draws,
-        resamples,
-        cell_rng(settings.seed + 3, "null", k, benchmark),
-        settings.alpha,
-        cluster_ids,
-        strata,
-    )
-    flagged = int(np.sum(p_values < settings.alpha))
-    return NullCalibration(benchmark, k, len(pool), flagged, share, [float(p) for p in p_values])
+    p_values, share = result
+    return NullCalibration(benchmark, k, len(p_values), sum(p < alpha for p in p_values), share, p_values)
 
 
 @dataclass
@@ -265,9 +247,10 @@ def cell_rows(
     """The rows of one (ability, k, benchmark) cell on one metric: one per region present, plus top-random.
 
     top-random = AIS(top) − the mean AIS of the `pool` of random draws at k (every ability's; default
-    this cell's own draws), its interval the two-level bootstrap over items and draws
-    (stats.resampling.two_level_bootstrap) and a bootstrap p-value. Each region row gets its paired test against the
-    original (stats.paired.paired_test). `samples_out[(ability,
+    this cell's own draws), its interval and test the top region against the distribution of the draws
+    (stats.control.top_against_random: is it outside what random regions of its size do?); its two-level
+    bootstrap samples (stats.resampling.two_level_bootstrap) still feed the top-random specificity rows. Each
+    region row gets its paired test against the original (stats.paired.paired_test). `samples_out[(ability,
     k, benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
     a continuous row's paired differences (for its minimum detectable AIS)."""
     import numpy as np
@@ -287,8 +270,21 @@ def cell_rows(
     control = pool if pool is not None else [score for region, score in ablated.items() if random_draw(region)]
     if "top" in rows and control:
         control_ais = [sign * impact_score(original.value, score.value) for score in control]
-        rows[ADJUSTED] = new_row(ADJUSTED, None, adjusted_ais(rows["top"].ais, control_ais))
-        rows[ADJUSTED].control_draws = len(control)
+        adjusted = rows[ADJUSTED] = new_row(ADJUSTED, None, adjusted_ais(rows["top"].ais, control_ais))
+        adjusted.control_draws = len(control)
+        # the interval and test: the top region against the distribution of random regions (stats.control)
+        comparison = top_against_random(rows["top"].ais, control_ais)
+        if comparison is not None:
+            adjusted.ci_low, adjusted.ci_high, adjusted.p_value = (
+                comparison.ci_low,
+                comparison.ci_high,
+                comparison.p_value,
+            )
+        elif not math.isnan(adjusted.ais):
+            profile.notes.append(
+                f"{benchmark} {ability}/k{format_k(k)}/top-random: {len(control)} random draw(s) at this k cannot say "
+                f"how much random regions differ (needs {MIN_DRAWS}); no interval, no test (raise extract.random_draws)"
+            )
 
     # paired tests and bootstrap over the documents every available per-sample file shares (0 resamples: no
     # intervals, the tests still run)
@@ -324,7 +320,8 @@ def cell_rows(
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values
                 row = rows[region]
-                set_interval(row, values, test=region == ADJUSTED)
+                if region != ADJUSTED:  # its interval and test come from the draws' distribution, above
+                    set_interval(row, values)
                 row.n_docs = len(docs)
             for region, values_ablated in zip(paired, matrix):
                 row = rows[region]

@@ -56,7 +56,7 @@ class AisRow:
 @dataclass
 class NullCalibration:
     """One benchmark at one k: each random draw tested against the pool of the others
-    (stats.resampling.null_calibration)."""
+    (stats.control.null_calibration)."""
 
     benchmark: str
     k: float

@@ -125,9 +125,9 @@ def null_calibration_markdown(profile: Profile) -> list[str]:
     return [
         "",
         "Null calibration of the top-random test: each random draw at k tested, as if it were a top region, "
-        f"against the pool of the other draws (two-level bootstrap, raw p < {profile.alpha:g}). Random draws do "
-        f"not differ in kind, so the share flagged is the test's false-positive rate: {flagged} of {tested} "
-        f"({flagged / tested:.1%}).",
+        f"against the distribution of the other draws (the predictive t test, raw p < {profile.alpha:g}). Random "
+        f"draws do not differ in kind, so the share flagged is the test's false-positive rate on this pool: "
+        f"{flagged} of {tested} ({flagged / tested:.1%}).",
         "",
         md_table(
             ["benchmark", "k", "random draws", "flagged", "share"],

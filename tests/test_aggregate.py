@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pytest
 import yaml
+from scipy import stats as scipy_stats
 
 from benchprof import BenchprofError
 from benchprof.aggregate import aggregate, load_scores
@@ -229,20 +230,9 @@ def test_aggregate_end_to_end(results, capsys):
     )
     low, high = finite_percentiles(slow["top"])
     assert float(top["ci_low"]) == pytest.approx(low) and float(top["ci_high"]) == pytest.approx(high)
-    # top-random: against the pool of every ability's random draw at k (here two, Quantitative's and
-    # Temporal's), by a hand loop over the two levels: items first (all resamples), then draws from the pool
-    rng = cell_rng(9, "Quantitative_Reasoning", K, "arc_easy")  # the cell's seed + 2
-    pool = [ARC["random"], ARC["random"]]
-    items = rng.integers(0, 5, size=(B, 5))
-    picks = rng.integers(0, len(pool), size=(B, len(pool)))
-    diff = []
-    for idx, chosen in zip(items, picks):
-        s = sum(ARC[None][i] for i in idx) / 5
-        ais_top = 1 - sum(ARC["top"][i] for i in idx) / 5 / s if s else math.nan
-        ais_pool = [1 - sum(pool[d][i] for i in idx) / 5 / s if s else math.nan for d in chosen]
-        diff.append(ais_top - sum(ais_pool) / len(ais_pool))
-    low, high = finite_percentiles(diff)
-    assert float(adjusted["ci_low"]) == pytest.approx(low) and float(adjusted["ci_high"]) == pytest.approx(high)
+    # top-random (issue 28): the top region against the distribution of every ability's random draws at k; a pool
+    # of two (Quantitative's and Temporal's) cannot say how much random regions differ: no interval, no test
+    assert adjusted["ci_low"] == adjusted["ci_high"] == adjusted["p_value"] == "" and adjusted["significant"] == ""
     assert adjusted["control_draws"] == "2"
 
     # tests (issue 18): exact McNemar for top (one document flipped right -> wrong: p = 1), a bootstrap
@@ -549,15 +539,25 @@ def test_random_draws_pool_across_abilities_and_null_calibration(tmp_path):
             random_scores.append(scores)
             arc(cfg, Variant(ability, K, region), scores)
     profile = load_scores(cfg, progress=False)
-    pool = np.mean([impact_score(original.mean(), s.mean()) for s in random_scores])
+    draws = [impact_score(original.mean(), s.mean()) for s in random_scores]
+    pool, sd = np.mean(draws), np.std(draws, ddof=1)
     for ability in ABILITIES:
         adjusted = profile.row(ability, "arc_easy", K, "top-random")
         top = profile.row(ability, "arc_easy", K, "top")
         assert adjusted.control_draws == 6 and adjusted.ais == pytest.approx(top.ais - pool)
+        # the predictive t test against the six draws, by hand (scipy for Student's t)
+        t = (top.ais - pool) / (sd * math.sqrt(1 + 1 / 6))
+        assert adjusted.p_value == pytest.approx(2 * scipy_stats.t.sf(abs(t), 5), rel=1e-9)
+        half = scipy_stats.t.ppf(0.975, 5) * sd * math.sqrt(1 + 1 / 6)
+        assert (adjusted.ci_low, adjusted.ci_high) == pytest.approx((adjusted.ais - half, adjusted.ais + half))
         assert profile.row(ability, "arc_easy", K, "random3") is not None
     [calibration] = profile.null_calibration
     assert (calibration.benchmark, calibration.draws, len(calibration.p_values)) == ("arc_easy", 6, 6)
     assert calibration.share == pytest.approx(np.mean(np.array(calibration.p_values) < 0.05))
+    for d in range(6):  # each draw against the other five
+        others = draws[:d] + draws[d + 1 :]
+        t = (draws[d] - np.mean(others)) / (np.std(others, ddof=1) * math.sqrt(1 + 1 / 5))
+        assert calibration.p_values[d] == pytest.approx(2 * scipy_stats.t.sf(abs(t), 4), rel=1e-9)
     aggregate(cfg, plots=False)
     markdown = Layout(cfg.output_root, "t").ais_md.read_text()
     assert "Null calibration of the top-random test" in markdown and "| arc_easy | 0.01 | 6 |" in markdown

@@ -9,7 +9,6 @@ import pytest
 from benchprof.stats.resampling import (
     bootstrap_p_value,
     material_drop,
-    null_calibration,
     resample_counts,
     resampled_means,
     two_level_bootstrap,
@@ -116,27 +115,3 @@ def test_two_level_bootstrap_shapes_and_paired_items():
     np.testing.assert_allclose(out[1], 0.4, atol=1e-12)  # (s − 0.5s)/s − (s − 0.9s)/s
     with pytest.raises(ValueError, match="items"):
         two_level_bootstrap(original, tops[:, :10], original[None, :], 10, rng)
-
-
-def test_null_calibration_flags_few_exchangeable_random_draws():
-    rng = np.random.default_rng(12)
-    pvals = []
-    for _ in range(30):
-        original = (rng.random(300) < 0.6).astype(float)
-        flips = rng.random((10, 300)) < 0.05  # every random region flips 5% of the items: the same effect
-        draws = np.where(flips, 1 - original, original)
-        draw_pvals, share = null_calibration(original, draws, 1000, rng)
-        assert share == np.mean(draw_pvals < 0.05)
-        pvals.extend(draw_pvals)
-    null_share = np.mean(np.array(pvals) < 0.05)
-
-    varied = []
-    for _ in range(30):
-        original = (rng.random(300) < 0.6).astype(float)
-        rates = rng.uniform(0.0, 0.3, 10)  # random regions that really differ from each other
-        draws = np.where(rng.random((10, 300)) < rates[:, None], 1 - original, original)
-        varied.extend(null_calibration(original, draws, 1000, rng)[0])
-    varied_share = np.mean(np.array(varied) < 0.05)
-    print(f"null calibration: exchangeable draws flagged {null_share:.3f}, differing draws {varied_share:.3f}")
-    assert null_share <= 0.06
-    assert varied_share > 0.1

@@ -1,0 +1,77 @@
+"""The random control as a distribution: is a top region's AIS outside what random regions of its size do?
+
+top − random compared with the mean of the pooled random draws alone tests "top equals the average random
+region", which a top region that is just one more random draw fails as often as random regions differ from
+each other (their region-level spread τ). The question a reader asks is predictive: would a random region of
+this size do as much? So the top region is compared with the distribution of the D random draws, whose
+spread (τ and each draw's own item noise together) is estimated from the draws themselves, with D − 1 degrees
+of freedom for that estimate's uncertainty.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MIN_DRAWS = 3  # fewer pooled random draws cannot estimate their spread: no interval, no test
+
+
+@dataclass(frozen=True)
+class ControlComparison:
+    """`top_against_random`'s answer for one cell."""
+
+    estimate: float  # AIS(top) − mean AIS(random draws)
+    ci_low: float  # the 95% prediction interval of AIS(top) − AIS(a new random region)
+    ci_high: float
+    p_value: float  # two-sided, H0: the top region is one more draw of the random regions' distribution
+    draws: int  # random draws with an AIS
+    spread: float  # sd of the draws' AIS (τ and item noise together)
+
+
+def top_against_random(top: float, random: Sequence[float], level: float = 0.95) -> ControlComparison | None:
+    """Compare a top region's AIS with the AIS of D random regions of the same size (the pooled draws at k).
+
+    The predictive t statistic (Student 1908; the prediction interval for a new observation, e.g. Geisser 1993):
+    t = (AIS(top) − mean) / (s · √(1 + 1/D)), s the draws' standard deviation, against Student's t with D − 1
+    degrees of freedom. Exact when the top region and the draws are exchangeable normal values, a shared
+    component (the original run's item noise, common to every region's AIS) included: it cancels in both the
+    difference and s. Its p-value has no floor (a bootstrap p stops at 2/(B + 1)). None with fewer than
+    MIN_DRAWS finite draws: a pool that small cannot say how much random regions differ, and a test that
+    ignored it would star a top region that is one more random draw (issue 28).
+    """
+    from scipy import stats
+
+    values = [float(v) for v in random if not math.isnan(v)]
+    if math.isnan(top) or len(values) < MIN_DRAWS:
+        return None
+    d = len(values)
+    mean = sum(values) / d
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (d - 1))
+    estimate = top - mean
+    scale = spread * math.sqrt(1 + 1 / d)
+    quantile = float(stats.t.ppf(0.5 + level / 2, d - 1))
+    if scale == 0:  # every draw did exactly the same: any difference is outside them
+        p = 1.0 if estimate == 0 else 0.0
+    else:
+        p = float(2 * stats.t.sf(abs(estimate) / scale, d - 1))
+    return ControlComparison(estimate, estimate - quantile * scale, estimate + quantile * scale, p, d, spread)
+
+
+def null_calibration(random: Sequence[float], alpha: float = 0.05) -> tuple[list[float], float] | None:
+    """Each random draw tested, as a top region is (`top_against_random`), against the other draws (leave-one-out).
+
+    The draws are exchangeable, so the share of p-values below `alpha` estimates the test's false-positive rate
+    on this pool: near alpha when the normal model of the draws holds, above it when one draw is far outside the
+    others (a heavy tail the t test does not expect). Returns (p-values, share), or None when leaving one out
+    leaves fewer than MIN_DRAWS.
+    """
+    values = [float(v) for v in random if not math.isnan(v)]
+    if len(values) - 1 < MIN_DRAWS:
+        return None
+    p_values = []
+    for d, value in enumerate(values):
+        comparison = top_against_random(value, values[:d] + values[d + 1 :])
+        assert comparison is not None  # MIN_DRAWS others, all finite
+        p_values.append(comparison.p_value)
+    return p_values, sum(p < alpha for p in p_values) / len(p_values)
