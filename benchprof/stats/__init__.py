@@ -3,7 +3,8 @@
 - `impact`: AIS and its variants (above chance, control-adjusted), region specificity, diagonal dominance,
   per-item scores (p_correct), chance level and the test against it.
 - `resampling`: the paired bootstrap over items (clusters, strata), the two-level bootstrap against a pool of random
-  draws and its null calibration, percentile intervals, bootstrap p-values, each cell's generator.
+  draws, percentile intervals, bootstrap p-values, each cell's generator.
+- `control`: the top region against the distribution of random regions of its size, and its null calibration.
 - `paired`: paired tests of one region against the original (exact and clustered McNemar, the mean test).
 - `multitest`: multiplicity corrections over a family of p-values (Benjamini–Hochberg, Holm).
 - `power`: the minimum detectable AIS and the items needed to detect one.
