@@ -22,7 +22,7 @@ from .plots import plot_comparison, plot_similarity
 from .profile import SAME_MIXTURE, Breadth, Comparison, Consensus, Profile, Similarity
 from .report import write_analysis_tables
 from .stats.profiles import breadth_bootstrap, count_above, positive_mass_entropy, profile_similarity
-from .stats.resampling import cell_rng, percentile_ci
+from .stats.resampling import basic_ci, cell_rng, percentile_ci
 
 if TYPE_CHECKING:
     import numpy as np
@@ -162,8 +162,9 @@ def _similarity(
     y_draws: NDArray[np.float64] | None,
     line: Similarity,
 ) -> Similarity:
-    """Point estimates of stats.profiles.profile_similarity over the abilities x and y both have, and percentile
-    intervals pairing resample r of x with resample r of y (none where either lacks an ability's resamples)."""
+    """Point estimates of stats.profiles.profile_similarity over the abilities x and y both have, and basic
+    bootstrap intervals (stats.resampling.basic_ci) pairing resample r of x with resample r of y (none where
+    either lacks an ability's resamples)."""
     import numpy as np
 
     both = np.isfinite(x) & np.isfinite(y)
@@ -174,8 +175,9 @@ def _similarity(
         xs, ys = x_draws[both], y_draws[both]
         if both.any() and not (np.all(np.isnan(xs), axis=1).any() or np.all(np.isnan(ys), axis=1).any()):
             cosine_draws, rho_draws = profile_similarity(xs.T, ys.T)
-            line.cosine_ci_low, line.cosine_ci_high = percentile_ci(cosine_draws)
-            line.spearman_ci_low, line.spearman_ci_high = percentile_ci(rho_draws)
+            # basic intervals: noise biases a cosine down, so percentile ones never covered a true cosine of 1
+            line.cosine_ci_low, line.cosine_ci_high = basic_ci(line.cosine, cosine_draws, bounds=(-1.0, 1.0))
+            line.spearman_ci_low, line.spearman_ci_high = basic_ci(line.spearman, rho_draws, bounds=(-1.0, 1.0))
     line.verdict = verdict(line.cosine_ci_low, line.cosine_ci_high)
     return line
 
