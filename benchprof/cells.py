@@ -182,6 +182,30 @@ def set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) ->
         row.p_value = float(bootstrap_p_value(draws))
 
 
+def finite_variance(values: NDArray[np.float64]) -> float:
+    """The sample variance of the finite values (NaN with fewer than two)."""
+    import numpy as np
+
+    finite = values[np.isfinite(values)]
+    return float(np.var(finite, ddof=1)) if finite.size > 1 else math.nan
+
+
+def set_control(
+    row: AisRow,
+    top: float,
+    control: list[float],
+    top_var: float | None = None,
+    random_vars: list[float] | None = None,
+) -> bool:
+    """A top-random row's interval and p-value from stats.control.top_against_random; False (nothing set) when
+    the pool is too small to say how much random regions differ."""
+    comparison = top_against_random(top, control, top_var=top_var, random_vars=random_vars)
+    if comparison is None:
+        return False
+    row.ci_low, row.ci_high, row.p_value = comparison.ci_low, comparison.ci_high, comparison.p_value
+    return True
+
+
 def widen_for_sparse_flips(
     row: AisRow, original: NDArray[np.float64], ablated: NDArray[np.float64], sign: float
 ) -> None:
@@ -291,15 +315,9 @@ def cell_rows(
         control_ais = [sign * impact_score(original.value, score.value) for score in control]
         adjusted = rows[ADJUSTED] = new_row(ADJUSTED, None, adjusted_ais(rows["top"].ais, control_ais))
         adjusted.control_draws = len(control)
-        # the interval and test: the top region against the distribution of random regions (stats.control)
-        comparison = top_against_random(rows["top"].ais, control_ais)
-        if comparison is not None:
-            adjusted.ci_low, adjusted.ci_high, adjusted.p_value = (
-                comparison.ci_low,
-                comparison.ci_high,
-                comparison.p_value,
-            )
-        elif not math.isnan(adjusted.ais):
+        # the interval and test: the top region against the distribution of random regions (stats.control);
+        # refined below with each run's item noise where per-document values give it
+        if not set_control(adjusted, rows["top"].ais, control_ais) and not math.isnan(adjusted.ais):
             profile.notes.append(
                 f"{benchmark} {ability}/k{format_k(k)}/top-random: {len(control)} random draw(s) at this k cannot say "
                 f"how much random regions differ (needs {MIN_DRAWS}); no interval, no test (raise extract.random_draws)"
@@ -335,6 +353,12 @@ def cell_rows(
                 rng = cell_rng(cell.seed + 2, ability, k, benchmark)  # the two-level bootstrap's own draws
                 two_level = two_level_bootstrap(base, top_values, pool_values, resamples, rng, clusters, strata)
                 samples[ADJUSTED] = sign * two_level
+                if (
+                    len(control) >= MIN_DRAWS
+                ):  # each run's item noise: the top's from its bootstrap, a draw's from its own
+                    pool_draws = bootstrap_ais(base, pool_values, resamples, rng, clusters=clusters, strata=strata)
+                    noise = [finite_variance(draw) for draw in pool_draws]
+                    set_control(rows[ADJUSTED], rows["top"].ais, control_ais, finite_variance(samples["top"]), noise)
             for region, values in samples.items():
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values

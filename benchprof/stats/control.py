@@ -29,7 +29,13 @@ class ControlComparison:
     spread: float  # sd of the draws' AIS (τ and item noise together)
 
 
-def top_against_random(top: float, random: Sequence[float], level: float = 0.95) -> ControlComparison | None:
+def top_against_random(
+    top: float,
+    random: Sequence[float],
+    level: float = 0.95,
+    top_var: float | None = None,
+    random_vars: Sequence[float] | None = None,
+) -> ControlComparison | None:
     """Compare a top region's AIS with the AIS of D random regions of the same size (the pooled draws at k).
 
     The predictive t statistic (Student 1908; the prediction interval for a new observation, e.g. Geisser 1993):
@@ -39,6 +45,12 @@ def top_against_random(top: float, random: Sequence[float], level: float = 0.95)
     difference and s. Its p-value has no floor (a bootstrap p stops at 2/(B + 1)). None with fewer than
     MIN_DRAWS finite draws: a pool that small cannot say how much random regions differ, and a test that
     ignored it would star a top region that is one more random draw (issue 28).
+
+    s² holds the draws' region-level spread τ² and their own item noise v̄ (the mean of `random_vars`, each
+    draw's bootstrap variance). A top region that flips many more items than a random one has more item noise
+    (`top_var`), which the interval must carry too, so when both are given the scale is
+    √(max(top_var, v̄) + τ̂² + s²/D), τ̂² = max(0, s² − v̄): the predictive scale when the top region is as noisy
+    as a draw (the null), wider when it is noisier.
     """
     from scipy import stats
 
@@ -50,6 +62,11 @@ def top_against_random(top: float, random: Sequence[float], level: float = 0.95)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (d - 1))
     estimate = top - mean
     scale = spread * math.sqrt(1 + 1 / d)
+    noise = [float(v) for v in (random_vars if random_vars is not None else []) if not math.isnan(v)]
+    if top_var is not None and not math.isnan(top_var) and noise:
+        item_noise = sum(noise) / len(noise)
+        tau2 = max(0.0, spread**2 - item_noise)
+        scale = max(scale, math.sqrt(max(top_var, item_noise) + tau2 + spread**2 / d))
     quantile = float(stats.t.ppf(0.5 + level / 2, d - 1))
     if scale == 0:  # every draw did exactly the same: any difference is outside them
         p = 1.0 if estimate == 0 else 0.0
