@@ -196,10 +196,11 @@ def set_control(
     control: list[float],
     top_var: float | None = None,
     random_vars: list[float] | None = None,
+    top_df: float = math.inf,
 ) -> bool:
     """A top-random row's interval and p-value from stats.control.top_against_random; False (nothing set) when
     the pool is too small to say how much random regions differ."""
-    comparison = top_against_random(top, control, top_var=top_var, random_vars=random_vars)
+    comparison = top_against_random(top, control, top_var=top_var, random_vars=random_vars, top_df=top_df)
     if comparison is None:
         return False
     row.ci_low, row.ci_high, row.p_value = comparison.ci_low, comparison.ci_high, comparison.p_value
@@ -358,7 +359,10 @@ def cell_rows(
                 ):  # each run's item noise: the top's from its bootstrap, a draw's from its own
                     pool_draws = bootstrap_ais(base, pool_values, resamples, rng, clusters=clusters, strata=strata)
                     noise = [finite_variance(draw) for draw in pool_draws]
-                    set_control(rows[ADJUSTED], rows["top"].ais, control_ais, finite_variance(samples["top"]), noise)
+                    units = len(set(clusters)) if clusters is not None else len(docs)  # what the bootstrap drew
+                    set_control(
+                        rows[ADJUSTED], rows["top"].ais, control_ais, finite_variance(samples["top"]), noise, units - 1
+                    )
             for region, values in samples.items():
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values

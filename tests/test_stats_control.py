@@ -33,21 +33,26 @@ def test_top_against_random_by_hand():
 
 
 def test_a_noisier_top_region_widens_the_scale_by_hand():
-    """With item noise given: scale = max(s·√(1 + 1/D), √(max(v_top, v̄) + τ̂² + s²/D)), τ̂² = max(0, s² − v̄)."""
+    """With item noise given: scale² = v_top + τ̂² + s²/D, τ̂² = max(0, s² − v̄), Welch-Satterthwaite degrees of
+    freedom from v_top's (top_df) and D − 1; the row keeps the larger p and the wider interval of it and the exact
+    predictive test."""
     from scipy import stats
 
     draws = [0.10, 0.04, 0.16, 0.07, 0.13]
     mean, sd = sum(draws) / 5, math.sqrt(sum((d - sum(draws) / 5) ** 2 for d in draws) / 4)
     v_bar, v_top = 0.0004, 0.01
-    tau2 = max(0.0, sd**2 - v_bar)
-    scale = max(sd * math.sqrt(1.2), math.sqrt(max(v_top, v_bar) + tau2 + sd**2 / 5))
-    c = top_against_random(0.31, draws, top_var=v_top, random_vars=[v_bar] * 5)
-    assert c.p_value == pytest.approx(2 * stats.t.sf((0.31 - mean) / scale, 4), rel=1e-12)
-    half = stats.t.ppf(0.975, 4) * scale
-    assert (c.ci_low, c.ci_high) == pytest.approx((0.31 - mean - half, 0.31 - mean + half))
-    # as noisy as a draw: the plain predictive scale
+    control = max(0.0, sd**2 - v_bar) + sd**2 / 5
+    total = v_top + control
+    df = total**2 / (v_top**2 / 99 + control**2 / 4)
+    c = top_against_random(0.31, draws, top_var=v_top, random_vars=[v_bar] * 5, top_df=99)
+    assert c.p_value == pytest.approx(2 * stats.t.sf((0.31 - mean) / math.sqrt(total), df), rel=1e-12)
     plain = top_against_random(0.31, draws)
-    assert top_against_random(0.31, draws, top_var=v_bar, random_vars=[v_bar] * 5) == plain
+    assert c.p_value > plain.p_value
+    half = stats.t.ppf(0.975, df) * math.sqrt(total)
+    assert c.ci_high - c.estimate == pytest.approx(max(half, plain.ci_high - plain.estimate))
+    # a top region as quiet as a draw: the exact predictive answer
+    quiet = top_against_random(0.31, draws, top_var=v_bar, random_vars=[v_bar] * 5, top_df=99)
+    assert quiet.p_value == plain.p_value and (quiet.ci_low, quiet.ci_high) == (plain.ci_low, plain.ci_high)
 
 
 def test_the_interval_covers_when_the_top_region_flips_many_more_items_than_random_ones():
@@ -65,7 +70,7 @@ def test_the_interval_covers_when_the_top_region_flips_many_more_items_than_rand
         ais = 1 - runs.mean(axis=1) / original.mean()
         boot = bootstrap_ais(original, runs, 200, rng)
         variances = np.nanvar(boot, axis=1, ddof=1)
-        c = top_against_random(ais[0], ais[1:], top_var=variances[0], random_vars=variances[1:])
+        c = top_against_random(ais[0], ais[1:], top_var=variances[0], random_vars=variances[1:], top_df=n - 1)
         covered.append(c.ci_low <= 0.35 - 0.02 <= c.ci_high)  # E[AIS] = rate (losses only)
     print(f"coverage with a noisy top region: {np.mean(covered):.3f}")
     assert np.mean(covered) >= 0.93

@@ -35,6 +35,7 @@ def top_against_random(
     level: float = 0.95,
     top_var: float | None = None,
     random_vars: Sequence[float] | None = None,
+    top_df: float = math.inf,
 ) -> ControlComparison | None:
     """Compare a top region's AIS with the AIS of D random regions of the same size (the pooled draws at k).
 
@@ -48,9 +49,10 @@ def top_against_random(
 
     s² holds the draws' region-level spread τ² and their own item noise v̄ (the mean of `random_vars`, each
     draw's bootstrap variance). A top region that flips many more items than a random one has more item noise
-    (`top_var`), which the interval must carry too, so when both are given the scale is
-    √(max(top_var, v̄) + τ̂² + s²/D), τ̂² = max(0, s² − v̄): the predictive scale when the top region is as noisy
-    as a draw (the null), wider when it is noisier.
+    (`top_var`, estimated on `top_df` degrees of freedom), which the comparison must carry too: the scale
+    √(v_top + τ̂² + s²/D), τ̂² = max(0, s² − v̄), with Welch–Satterthwaite degrees of freedom (Satterthwaite
+    1946). The row keeps the larger p-value and the wider interval of this and the exact predictive answer:
+    never less cautious than the exact test, and covering when the top region is the noisier.
     """
     from scipy import stats
 
@@ -61,18 +63,22 @@ def top_against_random(
     mean = sum(values) / d
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / (d - 1))
     estimate = top - mean
-    scale = spread * math.sqrt(1 + 1 / d)
+
+    def answer(scale: float, df: float) -> tuple[float, float]:
+        """(p, half-width of the interval) for the scale on df degrees of freedom."""
+        if scale == 0:  # every draw did exactly the same: any difference is outside them
+            return (1.0 if estimate == 0 else 0.0), 0.0
+        return float(2 * stats.t.sf(abs(estimate) / scale, df)), float(stats.t.ppf(0.5 + level / 2, df)) * scale
+
+    p, half = answer(spread * math.sqrt(1 + 1 / d), d - 1)
     noise = [float(v) for v in (random_vars if random_vars is not None else []) if not math.isnan(v)]
     if top_var is not None and not math.isnan(top_var) and noise:
-        item_noise = sum(noise) / len(noise)
-        tau2 = max(0.0, spread**2 - item_noise)
-        scale = max(scale, math.sqrt(max(top_var, item_noise) + tau2 + spread**2 / d))
-    quantile = float(stats.t.ppf(0.5 + level / 2, d - 1))
-    if scale == 0:  # every draw did exactly the same: any difference is outside them
-        p = 1.0 if estimate == 0 else 0.0
-    else:
-        p = float(2 * stats.t.sf(abs(estimate) / scale, d - 1))
-    return ControlComparison(estimate, estimate - quantile * scale, estimate + quantile * scale, p, d, spread)
+        control = max(0.0, spread**2 - sum(noise) / len(noise)) + spread**2 / d  # τ̂² + s²/D, on D − 1 df
+        total = top_var + control
+        df = total**2 / (top_var**2 / top_df + control**2 / (d - 1)) if total > 0 else d - 1
+        p_wide, half_wide = answer(math.sqrt(total), df)
+        p, half = max(p, p_wide), max(half, half_wide)
+    return ControlComparison(estimate, estimate - half, estimate + half, p, d, spread)
 
 
 def null_calibration(random: Sequence[float], alpha: float = 0.05) -> tuple[list[float], float] | None:
