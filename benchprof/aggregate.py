@@ -79,9 +79,16 @@ def default_report_k(cfg: Config, report_k: float | str | None = None) -> float:
     )
 
 
+# The definition of the profile's statistics: raised whenever a test, interval or family changes, so that a profile
+# computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
+# 2: issue 28's mean and clustered tests, hull intervals, predictive top-random, declared families.
+STATISTICS_VERSION = 2
+
+
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
     """What a model's profile is computed from: its manifest's inputs (`status` compares them)."""
     return {
+        "statistics": STATISTICS_VERSION,
         "aggregate": asdict(cfg.aggregate),
         "report_k": default_report_k(cfg, report_k),
         "abilities": cfg.abilities(),
