@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 from . import BenchprofError
 from .aggregate import aggregate
+from .config import Config, ModelSpec
 from .configfile import load_config
 from .console import quiet
 from .damage import damage
@@ -38,6 +39,25 @@ from .locks import folder_lock
 from .overlap import overlap
 from .run import run
 from .status import status
+
+
+def adopt_results(cfg: Config, spec: ModelSpec) -> None:
+    """A model whose outputs folder does not exist yet (a new or changed `tag:`) gets the results of the folder
+    that holds the same checkpoint (modeling.same_model_folder), linked, so a tag change redoes nothing."""
+    from .modeling import link_results, same_model_folder
+
+    target = Layout(cfg.output_root, spec.tag).model_dir
+    if target.exists():
+        return
+    found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
+    if found is None or found == spec.tag:
+        return
+    linked = link_results(cfg.output_root / found, target)
+    print(
+        f"{spec.tag}: same checkpoint as {cfg.output_root / found}; its {linked} result files linked "
+        "(only what this config asks differently is redone)"
+    )
+
 
 STAGES: dict[str, Callable[..., None]] = {
     "run": run,
@@ -90,6 +110,9 @@ def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
         with contextlib.ExitStack() as locks:
             model = options.get("model")
             specs = cfg.selected_models(str(model) if model is not None else None)
+            if writes_model_folders(name, options):
+                for spec in specs:
+                    adopt_results(cfg, spec)
             if name != "status" and not options.get("dry_run"):  # status prints only its own lines
                 # before the locks, which create the model folders: a log only where work was done
                 logs = [Layout(cfg.output_root, spec.tag).log_file(name) for spec in specs]

@@ -235,3 +235,28 @@ def same_model_folder(source: str, output_root: Path) -> str | None:
             if all(records[n]["hash"] == digest for n, digest in hashes.items()):
                 return name
     return None
+
+
+def link_results(source: Path, target: Path) -> int:
+    """Give a new model folder `target` the results of `source`, a folder of the same checkpoint, as hard links
+    (copies across file systems): no result depends on the folder's name (its tag), so they are current there
+    and nothing is redone. Locks, logs, temporary files and the profile (whose tables print the tag; it is
+    recomputed in seconds) are left out. Returns the number of files linked."""
+    import os
+    import shutil
+
+    linked = 0
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if not path.is_file() or path.is_symlink() or relative.parts[0] in ("logs", "profile"):
+            continue
+        if path.name.startswith(".") and (path.name.endswith(".lock") or path.name.endswith(".tmp")):
+            continue
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, destination)
+        except OSError:
+            shutil.copy2(path, destination)
+        linked += 1
+    return linked

@@ -217,3 +217,26 @@ def test_model_files_of_the_older_form_are_read(tmp_path, tiny_model_dir):
     identity = model_identity(str(tiny_model_dir), cache)
     settled = [n for n, h in identity["files"].items() if h == "0" * 16]
     assert settled and all(file_hash(tiny_model_dir / n) != "0" * 16 for n in settled)
+
+
+def test_a_changed_tag_links_the_results_of_the_same_model_and_redoes_nothing(finished, tmp_path, capsys):
+    """A tag only names the folder: `tag: tiny` changed to `tag: renamed` started an empty folder and redid the
+    importance pass, the masks and every evaluation. The new folder now gets the old one's results, linked."""
+    target = tmp_path / "project"
+    shutil.copytree(finished, target)
+    config = retarget(target, str(target / "model"))
+    raw = yaml.safe_load(config.read_text())
+    raw["models"][0]["tag"] = "renamed"
+    config.write_text(yaml.safe_dump(raw))
+    capsys.readouterr()
+    main(["run", str(config)])
+    out = capsys.readouterr().out
+    assert f"renamed: same checkpoint as {target / 'outputs' / 'tiny'}" in out
+    assert "finetune: wrote importance for 0 ability run(s)" in out
+    assert "extract: wrote 0 (ability, k) region set(s)" in out and "evaluate: 0 jobs run" in out
+    old, new = target / "outputs" / "tiny", target / "outputs" / "renamed"
+    importance = Path(ABILITY) / "importance" / "importance.safetensors"
+    assert (new / importance).samefile(old / importance) or (new / importance).read_bytes() == (
+        old / importance
+    ).read_bytes()
+    assert (new / "profile" / "ais.csv").is_file() and stale_or_pending(config) == []
