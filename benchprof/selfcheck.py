@@ -272,6 +272,16 @@ def timed(step: Callable[[], None], device: str, repeats: int = 3) -> float:
 
 def timings(cfg: Config, dtype: str, device: str, repeats: int = 3) -> list[Check]:
     """Importance pass against a plain forward + backward (tokens/s), and one variant in place against a reload."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the loads below are timed outside any stage: no "Loading weights" bars
+    try:
+        return _timings(cfg, dtype, device, repeats)
+    finally:
+        hf_logging.enable_progress_bar()
+
+
+def _timings(cfg: Config, dtype: str, device: str, repeats: int) -> list[Check]:
     import functools
 
     from .damage import ablated, eval_dtype, load_region
