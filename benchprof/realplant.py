@@ -1,0 +1,590 @@
+"""A ground truth inside a real LLM (issue 29): abilities planted into reserved MLP neurons of a pretrained model.
+
+The small planted model (planting.py) is trained from scratch; here the base is a pretrained LLM
+(SmolLM2-135M-Instruct from scripts/fetch_real.py), whose own abilities come from pre-training, and the
+planted abilities are ones it cannot have (invented.py). The build:
+
+1. **Reserved neurons**: in each of the chosen layers, the neurons least active on general text (prompts
+   of benchprof's ten abilities) are taken from the base, and dealt out at random to the abilities, the
+   same number to each: neuron j of layer l is row j of gate_proj and up_proj and column j of down_proj.
+2. **Planting**: those neurons get fresh gate/up rows (random directions with the norm of the layer's
+   median base row) and a zero down column; only they are trained. Each step takes one batch of every
+   ability's `plant` split (lm-eval's prompt and the importance pass's chat format; loss on the answer
+   tokens), whose gradient reaches that ability's neurons only, plus a penalty on the mean squared
+   activation of the *other* abilities' neurons on that batch and of *every* reserved neuron on general
+   text (each reaching only the neurons it penalises), so that a neuron fires for its own ability alone.
+   After every step each weight outside the reserved neurons is written back from the base (bit-identical),
+   and each reserved gate row is scaled back to the median base norm.
+3. **Magnitude**: at the end each reserved neuron's up row and down column are rescaled by c and 1/c (the
+   neuron's output is unchanged, silu(g·x)·(c·u·x)·(d/c)) so that their norms sit at the layer's base
+   medians: the planted weights are no larger than the base's, and magnitude alone cannot find them.
+
+Only the layers from the lowest reserved one up are trained, so the inputs of that layer are computed
+once per example and cached (the layers below never change), and the loss reads logits at the answer
+positions alone.
+
+The result ships as a **patch** (`benchprof/assets/smollm2-plant/`): `plant.safetensors` holds the
+reserved rows and columns per layer and their neuron ids, `plant.json` the neurons per ability, the
+sha256 of every base tensor the patch touches (`apply_patch` refuses other weights), the settings and the
+build's checks. `write_planted_model` applies it to the fetched base and writes a model folder with the
+planted regions beside it (planted.py's format), which benchprof profiles like any model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import BenchprofError
+from .invented import INVENTED, invented_splits
+from .planted import neuron_region, region_size
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+    from .regions import Region
+
+PATCH_FORMAT = 1
+MODULES = ("gate_proj", "up_proj", "down_proj")
+PATCH_DIR = Path(__file__).parent / "assets" / "smollm2-plant"
+
+# (token ids, first answer position, cached input of the first trained layer)
+Cached = tuple[list[int], int, "torch.Tensor"]
+
+
+@dataclass
+class RealPlantSettings:
+    """How a pretrained model is planted; stored in plant.json."""
+
+    abilities: list[str] = field(default_factory=lambda: list(INVENTED))
+    layers: list[int] = field(default_factory=lambda: [24, 25, 26, 27, 28, 29])
+    neurons_per_layer: int = 24  # reserved neurons per ability and layer
+    steps: int = 300
+    batch_size: int = 16
+    lr: float = 1e-2
+    silence: float = 1.0  # weight of the penalties on reserved neurons firing where they should not
+    general_per_ability: int = 40  # items of each of benchprof's ten abilities: the general text
+    data_seed: int = 0
+    seed: int = 0
+    threads: int = 2
+
+
+def tensor_sha256(tensor: torch.Tensor) -> str:
+    """sha256 of a tensor's dtype, shape and exact bytes."""
+    h = hashlib.sha256(f"{tensor.dtype}:{tuple(tensor.shape)};".encode())
+    h.update(tensor.detach().cpu().contiguous().reshape(-1).view(-1).numpy().tobytes())
+    return h.hexdigest()
+
+
+def mlp_weight(layer: int, module: str) -> str:
+    return f"model.layers.{layer}.mlp.{module}.weight"
+
+
+def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
+    """Prompts of benchprof's ten abilities: text on which no reserved neuron should fire."""
+    from .abilities import generate
+    from .config import ABILITIES
+
+    return [r for a in ABILITIES for r in generate(a, per_ability, 0, seed + 7)[0]]
+
+
+def padded(batch: Sequence[tuple[list[int], int]], pad: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Right-padded ids, a mask of the answer positions (targets) and of the real tokens."""
+    import torch
+
+    length = max(len(ids) for ids, _ in batch)
+    ids_t = torch.full((len(batch), length), pad, dtype=torch.long)
+    answer = torch.zeros((len(batch), length), dtype=torch.bool)
+    valid = torch.zeros((len(batch), length), dtype=torch.bool)
+    for i, (ids, start) in enumerate(batch):
+        ids_t[i, : len(ids)] = torch.tensor(ids)
+        answer[i, max(1, start) : len(ids)] = True
+        valid[i, : len(ids)] = True
+    return ids_t, answer, valid
+
+
+def run_layers(model: PreTrainedModel, hidden: torch.Tensor, first: int, last: int) -> torch.Tensor:
+    """Decoder layers first..last-1 on `hidden` (right padding only: causal attention keeps every real
+    position exact), as LlamaModel.forward runs them."""
+    import torch
+
+    positions = torch.arange(hidden.shape[1])[None]
+    rotary = model.model.rotary_emb(hidden, positions)
+    for layer in model.model.layers[first:last]:
+        hidden = layer(hidden, attention_mask=None, position_embeddings=rotary, position_ids=positions)
+    return hidden
+
+
+def cache_inputs(
+    model: PreTrainedModel, examples: list[tuple[list[int], int]], layer: int, pad: int, batch: int = 32
+) -> list[Cached]:
+    """Each example with the input of decoder layer `layer` (the layers below are frozen: computed once)."""
+    import torch
+
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
+    out: dict[int, Cached] = {}
+    with torch.no_grad():
+        for start in range(0, len(order), batch):
+            chunk = order[start : start + batch]
+            ids, _, _ = padded([examples[i] for i in chunk], pad)
+            hidden = run_layers(model, model.model.embed_tokens(ids), 0, layer)
+            for row, i in enumerate(chunk):
+                tokens, first = examples[i]
+                out[i] = (tokens, first, hidden[row, : len(tokens)].clone())
+    return [out[i] for i in range(len(examples))]
+
+
+def quietest_neurons(
+    model: PreTrainedModel, general: list[Cached], layers: list[int], first: int, count: int, pad: int
+) -> dict[int, list[int]]:
+    """Per layer, the `count` neurons with the smallest mean |activation| on the general text."""
+    import torch
+
+    sums = {layer: torch.zeros(model.config.intermediate_size) for layer in layers}
+    hooks = [
+        model.model.layers[layer].mlp.down_proj.register_forward_pre_hook(
+            lambda _m, inputs, layer=layer: sums[layer].add_(inputs[0].abs().sum((0, 1)))
+        )
+        for layer in layers
+    ]
+    try:
+        with torch.no_grad():
+            for start in range(0, len(general), 32):
+                chunk = general[start : start + 32]
+                run_layers(model, stack_hidden(chunk), first, len(model.model.layers))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return {layer: torch.argsort(sums[layer])[:count].tolist() for layer in layers}
+
+
+def stack_hidden(batch: Sequence[Cached]) -> torch.Tensor:
+    """The cached inputs of a batch, right-padded with zeros."""
+    import torch
+
+    length = max(len(ids) for ids, _, _ in batch)
+    hidden = torch.zeros((len(batch), length, batch[0][2].shape[-1]))
+    for i, (ids, _, h) in enumerate(batch):
+        hidden[i, : len(ids)] = h
+    return hidden
+
+
+def deal_neurons(
+    quiet: dict[int, list[int]], abilities: list[str], per: int, seed: int
+) -> dict[str, dict[int, list[int]]]:
+    """The quiet neurons of each layer dealt out at random: ability -> layer -> sorted ids, disjoint."""
+    rng = random.Random(seed + 17)
+    out: dict[str, dict[int, list[int]]] = {a: {} for a in abilities}
+    for layer, ids in quiet.items():
+        ids = list(ids)
+        rng.shuffle(ids)
+        for i, ability in enumerate(abilities):
+            out[ability][layer] = sorted(ids[i * per : (i + 1) * per])
+    return out
+
+
+class Stream:
+    """Endless shuffled batches over a list."""
+
+    def __init__(self, items: list[Cached], size: int, rng: random.Random) -> None:
+        self.items, self.size, self.rng, self.queue = items, size, rng, list[int]()
+
+    def next(self) -> list[Cached]:
+        if len(self.queue) < self.size:
+            self.queue = list(range(len(self.items)))
+            self.rng.shuffle(self.queue)
+        return [self.items[self.queue.pop()] for _ in range(self.size)]
+
+
+def median_norms(model: PreTrainedModel, layer: int, exclude: list[int]) -> dict[str, float]:
+    """The layer's median base norm of gate rows, up rows and down columns, over neurons not reserved."""
+    import torch
+
+    mlp = model.model.layers[layer].mlp
+    keep = torch.ones(model.config.intermediate_size, dtype=torch.bool)
+    keep[exclude] = False
+    return {
+        "gate_proj": float(mlp.gate_proj.weight[keep].norm(dim=1).median()),
+        "up_proj": float(mlp.up_proj.weight[keep].norm(dim=1).median()),
+        "down_proj": float(mlp.down_proj.weight[:, keep].norm(dim=0).median()),
+    }
+
+
+def plant(
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
+    settings: RealPlantSettings,
+    log: Callable[[str], None] = print,
+) -> tuple[dict[str, dict[int, list[int]]], dict[str, Any]]:
+    """Plant the abilities into `model` in place (module docstring); returns (neurons, build figures)."""
+    import torch
+    import torch.nn.functional as F
+
+    from .planting import cosine_schedule, encode_examples
+
+    started = time.time()
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    first = min(settings.layers)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    splits = {a: invented_splits(a, settings.data_seed) for a in settings.abilities}
+    cached = {a: cache_inputs(model, encode_examples(tok, splits[a]["plant"]), first, pad) for a in settings.abilities}
+    general = cache_inputs(
+        model, encode_examples(tok, general_records(settings.general_per_ability, settings.data_seed)), first, pad
+    )
+    cache_seconds = time.time() - started
+    quiet = quietest_neurons(
+        model, general, settings.layers, first, settings.neurons_per_layer * len(settings.abilities), pad
+    )
+    neurons = deal_neurons(quiet, settings.abilities, settings.neurons_per_layer, settings.seed)
+    reserved = {layer: sorted(j for a in settings.abilities for j in neurons[a][layer]) for layer in settings.layers}
+    norms = {layer: median_norms(model, layer, reserved[layer]) for layer in settings.layers}
+
+    params = {
+        (layer, m): getattr(model.model.layers[layer].mlp, m).weight for layer in settings.layers for m in MODULES
+    }
+    base = {key: p.detach().clone() for key, p in params.items()}
+
+    def mask_of(layer: int, module: str, ids: list[int]) -> torch.Tensor:
+        mask = torch.zeros_like(base[(layer, module)], dtype=torch.bool)
+        if module == "down_proj":
+            mask[:, ids] = True
+        else:
+            mask[ids] = True
+        return mask
+
+    masks = {a: {key: mask_of(*key, neurons[a][key[0]]) for key in params} for a in settings.abilities}
+    union = {key: mask_of(*key, reserved[key[0]]) for key in params}
+    gen = torch.Generator().manual_seed(settings.seed + 1)
+    with torch.no_grad():
+        for (layer, module), p in params.items():
+            ids = reserved[layer]
+            if module == "down_proj":
+                p[:, ids] = 0.0
+            else:
+                fresh = torch.randn((len(ids), p.shape[1]), generator=gen)
+                p[ids] = fresh / fresh.norm(dim=1, keepdim=True) * norms[layer][module]
+            p.requires_grad_(True)
+
+    activations: dict[int, torch.Tensor] = {}
+    hooks = [
+        model.model.layers[layer].mlp.down_proj.register_forward_pre_hook(
+            lambda _m, inputs, layer=layer: activations.__setitem__(layer, inputs[0])
+        )
+        for layer in settings.layers
+    ]
+
+    def forward(batch: list[Cached]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        ids, answer, valid = padded([(t, s) for t, s, _ in batch], pad)
+        hidden = model.model.norm(run_layers(model, stack_hidden(batch), first, len(model.model.layers)))
+        return hidden, ids, answer, valid
+
+    def answer_loss(hidden: torch.Tensor, ids: torch.Tensor, answer: torch.Tensor) -> torch.Tensor:
+        targets = answer[:, 1:]
+        logits = model.lm_head(hidden[:, :-1][targets])
+        return F.cross_entropy(logits.float(), ids[:, 1:][targets])
+
+    def firing(valid: torch.Tensor, who: list[str]) -> torch.Tensor:
+        terms = []
+        for layer in settings.layers:
+            ids = [j for a in who for j in neurons[a][layer]]
+            terms.append((activations[layer][valid][:, ids] ** 2).mean())
+        return settings.silence * torch.stack(terms).mean()
+
+    def collect(
+        loss: torch.Tensor, into: dict[Any, torch.Tensor], where: dict[Any, torch.Tensor], retain: bool
+    ) -> None:
+        loss.backward(retain_graph=retain)
+        for key, p in params.items():
+            if p.grad is not None:
+                into[key] += p.grad * where[key]
+            p.grad = None
+
+    rng = random.Random(settings.seed)
+    streams = {a: Stream(cached[a], settings.batch_size, rng) for a in settings.abilities}
+    general_stream = Stream(general, settings.batch_size, rng)
+    opt = torch.optim.AdamW(list(params.values()), lr=settings.lr, weight_decay=0.0, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, cosine_schedule(settings.steps))
+    train_started = time.time()
+    try:
+        for step in range(settings.steps):
+            grads = {key: torch.zeros_like(p) for key, p in params.items()}
+            losses = []
+            for ability in settings.abilities:
+                hidden, tokens, answer, valid = forward(streams[ability].next())
+                others = [b for b in settings.abilities if b != ability]
+                loss = answer_loss(hidden, tokens, answer)
+                losses.append(loss.item())
+                collect(loss, grads, masks[ability], retain=True)
+                others_mask = {key: union[key] & ~masks[ability][key] for key in params}
+                collect(firing(valid, others), grads, others_mask, retain=False)
+            _, _, _, valid = forward(general_stream.next())
+            noise = firing(valid, settings.abilities)
+            collect(noise, grads, union, retain=False)
+            for key, p in params.items():
+                p.grad = grads[key]
+            torch.nn.utils.clip_grad_norm_(list(params.values()), 1.0)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            with torch.no_grad():
+                for (layer, module), p in params.items():
+                    p.copy_(torch.where(union[(layer, module)], p, base[(layer, module)]))
+                    if module == "gate_proj":
+                        rows = p[reserved[layer]]
+                        p[reserved[layer]] = rows / rows.norm(dim=1, keepdim=True) * norms[layer][module]
+            if step % 25 == 0 or step == settings.steps - 1:
+                shown = " ".join(f"{v:.3f}" for v in losses)
+                log(
+                    f"plant step {step:4d}  losses {shown}  general {noise.item():.4f}  "
+                    f"{time.time() - train_started:.0f}s"
+                )
+    finally:
+        for hook in hooks:
+            hook.remove()
+        for p in model.parameters():
+            p.requires_grad_(True)
+    with torch.no_grad():  # the neurons' outputs unchanged, their up rows and down columns at base norms
+        for layer in settings.layers:
+            mlp = model.model.layers[layer].mlp
+            ids = reserved[layer]
+            up, down = mlp.up_proj.weight[ids], mlp.down_proj.weight[:, ids]
+            scale = norms[layer]["up_proj"] / up.norm(dim=1).clamp_min(1e-12)
+            mlp.up_proj.weight[ids] = up * scale[:, None]
+            mlp.down_proj.weight[:, ids] = down / scale[None, :]
+    figures = {
+        "seconds": {"cache": round(cache_seconds), "train": round(time.time() - train_started)},
+        "median_norms": {str(layer): norms[layer] for layer in settings.layers},
+    }
+    return neurons, figures
+
+
+def neuron_regions(neurons: dict[str, dict[int, list[int]]], hidden: int, intermediate: int) -> dict[str, Region]:
+    """Each ability's reserved neurons as a benchprof region."""
+    return {a: neuron_region(per, hidden, intermediate) for a, per in neurons.items()}
+
+
+def save_patch(
+    folder: Path,
+    model: PreTrainedModel,
+    base_hashes: dict[str, str],
+    neurons: dict[str, dict[int, list[int]]],
+    info: dict[str, Any],
+) -> None:
+    """plant.safetensors (the reserved rows and columns per layer, their ids) and plant.json into `folder`."""
+    import torch
+    from safetensors.torch import save_file
+
+    layers = sorted({layer for per in neurons.values() for layer in per})
+    tensors: dict[str, torch.Tensor] = {}
+    for layer in layers:
+        ids = sorted(j for per in neurons.values() for j in per[layer])
+        mlp = model.model.layers[layer].mlp
+        index = torch.tensor(ids, dtype=torch.long)
+        tensors[f"layers.{layer}.neurons"] = index
+        tensors[f"layers.{layer}.gate_proj"] = mlp.gate_proj.weight.detach()[index].contiguous()
+        tensors[f"layers.{layer}.up_proj"] = mlp.up_proj.weight.detach()[index].contiguous()
+        tensors[f"layers.{layer}.down_proj"] = mlp.down_proj.weight.detach()[:, index].contiguous()
+    folder.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(folder / "plant.safetensors"))
+    content = {
+        "format": PATCH_FORMAT,
+        "base_tensors": base_hashes,
+        "neurons": {a: {str(layer): ids for layer, ids in per.items()} for a, per in neurons.items()},
+        **info,
+    }
+    (folder / "plant.json").write_text(json.dumps(content, indent=2) + "\n")
+
+
+def load_patch(folder: Path = PATCH_DIR) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+    """plant.json and the tensors of plant.safetensors."""
+    from safetensors.torch import load_file
+
+    path = Path(folder) / "plant.json"
+    if not path.is_file():
+        raise BenchprofError(f"{path}: not found; build the patch with scripts/plant_real.py build")
+    info = json.loads(path.read_text())
+    if info.get("format") != PATCH_FORMAT:
+        raise BenchprofError(f"{path}: patch format {info.get('format')!r}, this benchprof reads {PATCH_FORMAT}")
+    return info, load_file(str(Path(folder) / "plant.safetensors"))
+
+
+def patch_neurons(info: dict[str, Any]) -> dict[str, dict[int, list[int]]]:
+    return {a: {int(layer): ids for layer, ids in per.items()} for a, per in info["neurons"].items()}
+
+
+def apply_patch(model: PreTrainedModel, folder: Path = PATCH_DIR) -> dict[str, Region]:
+    """Write the patch's rows and columns into `model` (in place); returns each planted ability's region.
+
+    Refuses, before writing anything, a model whose touched tensors are not the ones the patch was built
+    on (their sha256 is in plant.json): the patch would otherwise land on the wrong weights."""
+    import torch
+
+    info, tensors = load_patch(folder)
+    params = dict(model.named_parameters())
+    for name, digest in info["base_tensors"].items():
+        if name not in params:
+            raise BenchprofError(f"{folder}/plant.json: the model has no tensor {name}; the patch is for another model")
+        if tensor_sha256(params[name]) != digest:
+            raise BenchprofError(
+                f"{folder}/plant.json: {name} differs from the base the patch was built on (sha256); "
+                "apply it to the model scripts/fetch_real.py builds"
+            )
+    with torch.no_grad():
+        for key, index in tensors.items():
+            if not key.endswith(".neurons"):
+                continue
+            layer = int(key.split(".")[1])
+            mlp = model.model.layers[layer].mlp
+            mlp.gate_proj.weight[index] = tensors[f"layers.{layer}.gate_proj"]
+            mlp.up_proj.weight[index] = tensors[f"layers.{layer}.up_proj"]
+            mlp.down_proj.weight[:, index] = tensors[f"layers.{layer}.down_proj"]
+    return neuron_regions(patch_neurons(info), model.config.hidden_size, model.config.intermediate_size)
+
+
+def random_neurons(
+    neurons: dict[str, dict[int, list[int]]], ability: str, intermediate: int, seed: int
+) -> dict[int, list[int]]:
+    """As many unreserved base neurons as `ability` holds, in the same layers."""
+    rng = random.Random(seed)
+    out = {}
+    for layer, ids in neurons[ability].items():
+        taken = {j for per in neurons.values() for j in per[layer]}
+        out[layer] = sorted(rng.sample([j for j in range(intermediate) if j not in taken], len(ids)))
+    return out
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjusted p-values (family-wise error), in the input order."""
+    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
+    adjusted = [0.0] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def own_check_real(
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
+    neurons: dict[str, dict[int, list[int]]],
+    random_draws: int = 3,
+    seed: int = 0,
+    data_seed: int = 0,
+) -> list[dict[str, Any]]:
+    """The planted model's own check on the abilities' test splits: each ability's set zeroed, the other
+    abilities' sets, random MLP weights of the same size (`random_draws`) and as many random unreserved
+    neurons in the same layers. Rows as planted.own_check, plus Holm-adjusted McNemar p-values: over the
+    own rows (the claim that R_a removes a) and over the control rows (a control that removes something)."""
+    from .planted import own_check, random_weight_region
+
+    hidden, intermediate = model.config.hidden_size, model.config.intermediate_size
+    regions = neuron_regions(neurons, hidden, intermediate)
+    tests = {a: invented_splits(a, data_seed)["test"] for a in neurons}
+    variants: dict[str, Region] = {f"R[{a}]": r for a, r in regions.items()}
+    size = region_size(next(iter(regions.values())))
+    for d in range(random_draws):
+        variants[f"random weights #{d + 1}"] = random_weight_region(model, size, seed + 100 + d)
+    for i, a in enumerate(neurons):
+        variants[f"random neurons ({a} layers)"] = neuron_region(
+            random_neurons(neurons, a, intermediate, seed + 200 + i), hidden, intermediate
+        )
+    rows = own_check(model, tok, tests, variants, bootstrap=1000, seed=seed, metric="acc")
+    own = [i for i, r in enumerate(rows) if r["variant"] == f"R[{r['benchmark']}]"]
+    control = [i for i in range(len(rows)) if i not in own]
+    for family, members in (("own", own), ("control", control)):
+        for i, p in zip(members, holm([rows[i]["mcnemar_p"] for i in members]), strict=True):
+            rows[i]["family"], rows[i]["holm_p"] = family, p
+    for r in rows:
+        r.pop("_original", None)
+        r.pop("_ablated", None)
+    return rows
+
+
+def load_base(folder: Path, threads: int) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """The fetched base model (float32, eval mode) and its tokenizer."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    torch.set_num_threads(threads)
+    hf_logging.disable_progress_bar()
+    if not (Path(folder) / "config.json").is_file():
+        raise BenchprofError(f"{folder}: no model here; run scripts/fetch_real.py first")
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
+    model.eval()
+    return model, tok
+
+
+def accuracy(
+    model: PreTrainedModel, tok: PreTrainedTokenizerBase, data_seed: int, abilities: Sequence[str]
+) -> dict[str, float]:
+    """acc (summed log-likelihood, as lm-eval's `acc`) on each invented ability's test split."""
+    from .planted import item_scores
+
+    return {a: float(item_scores(model, tok, invented_splits(a, data_seed)["test"])[0].mean()) for a in abilities}
+
+
+def build(
+    settings: RealPlantSettings, base_folder: Path, out: Path = PATCH_DIR, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Plant `settings.abilities` into the fetched base in `base_folder`, own-check it, write the patch to `out`."""
+    started = time.time()
+    model, tok = load_base(base_folder, settings.threads)
+    touched = [mlp_weight(layer, m) for layer in settings.layers for m in MODULES]
+    params = dict(model.named_parameters())
+    base_hashes = {name: tensor_sha256(params[name]) for name in touched}
+    before = accuracy(model, tok, settings.data_seed, settings.abilities)
+    log("base: " + "  ".join(f"{a} {v:.3f}" for a, v in before.items()))
+    neurons, figures = plant(model, tok, settings, log)
+    after = accuracy(model, tok, settings.data_seed, settings.abilities)
+    log("planted: " + "  ".join(f"{a} {v:.3f}" for a, v in after.items()))
+    rows = own_check_real(model, tok, neurons, seed=settings.seed, data_seed=settings.data_seed)
+    regions = neuron_regions(neurons, model.config.hidden_size, model.config.intermediate_size)
+    fetched = Path(base_folder) / "FETCHED.json"
+    info = {
+        "settings": asdict(settings),
+        "base_source": json.loads(fetched.read_text()) if fetched.is_file() else str(base_folder),
+        "planted_weights": {a: region_size(r) for a, r in regions.items()},
+        "total_params": sum(p.numel() for p in model.parameters()),
+        "test_accuracy": {"base": before, "planted": after},
+        "own_check": rows,
+        "seconds": {**figures["seconds"], "total": round(time.time() - started)},
+        "median_norms": figures["median_norms"],
+    }
+    save_patch(out, model, base_hashes, neurons, info)
+    log(f"patch written to {out} in {time.time() - started:.0f}s")
+    return info
+
+
+def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -> Path:
+    """The fetched base with the patch applied, saved as a model folder `out` with its planted regions
+    (planted/<ability>.safetensors and planted.json, as planted.py writes them) beside it."""
+    from .modeling import fingerprint
+    from .planted import save_planted
+
+    model, tok = load_base(base_folder, threads=2)
+    regions = apply_patch(model, patch)
+    info, _ = load_patch(patch)
+    eligible = sum(p.numel() for n, p in model.named_parameters() if ".mlp." in n and n.endswith("_proj.weight"))
+    planted_info = {
+        "settings": {**info["settings"], "num_layers": model.config.num_hidden_layers},
+        "total_params": sum(p.numel() for p in model.parameters()),
+        "eligible": eligible,
+        "neurons": info["neurons"],
+        "patch": str(patch),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    save_planted(out, regions, planted_info, fingerprint(model))
+    return out

@@ -1,0 +1,54 @@
+"""Plant invented abilities into SmolLM2-135M-Instruct (issue 29; benchprof/realplant.py has the method).
+
+.venv/bin/python scripts/fetch_real.py                      # the base: real/SmolLM2-135M-Instruct
+.venv/bin/python scripts/plant_real.py build                # -> benchprof/assets/smollm2-plant (the patch)
+.venv/bin/python scripts/plant_real.py apply                # -> real/SmolLM2-135M-Instruct-planted
+.venv/bin/python scripts/plant_real.py table                # the build's own check as a markdown table
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import fire
+
+from benchprof import BenchprofError
+from benchprof.realplant import PATCH_DIR, RealPlantSettings, build, load_patch, write_planted_model
+
+ROOT = Path(__file__).resolve().parents[1]
+BASE = ROOT / "real" / "SmolLM2-135M-Instruct"
+
+
+def build_patch(base: str = str(BASE), out: str = str(PATCH_DIR), steps: int = 300, threads: int = 2) -> None:
+    """Plant, own-check and write the patch (about 40 minutes on 2 CPU cores)."""
+    build(RealPlantSettings(steps=steps, threads=threads), Path(base), Path(out))
+
+
+def apply(
+    base: str = str(BASE), out: str = str(ROOT / "real" / "SmolLM2-135M-Instruct-planted"), patch: str = str(PATCH_DIR)
+) -> None:
+    """Write the patched model folder with its planted regions."""
+    print(f"planted model written to {write_planted_model(Path(base), Path(out), Path(patch))}")
+
+
+def table(patch: str = str(PATCH_DIR)) -> None:
+    """The own check of plant.json: acc before and after zeroing each variant, Holm-adjusted McNemar p."""
+    info, _ = load_patch(Path(patch))
+    print("| zeroed | test split | acc planted → zeroed | AIS [95% CI] | lost / gained | Holm p (family) |")
+    print("|---|---|---|---|---|---|")
+    for r in info["own_check"]:
+        lo, hi = r["ais_ci"]
+        print(
+            f"| {r['variant']} | {r['benchmark']} | {r['original']:.3f} → {r['ablated']:.3f} | "
+            f"{r['ais']:+.3f} [{lo:+.3f}, {hi:+.3f}] | {r['lost']} / {r['gained']} | "
+            f"{r['holm_p']:.2g} ({r['family']}) |"
+        )
+    print(json.dumps(info["test_accuracy"]))
+
+
+if __name__ == "__main__":
+    try:
+        fire.Fire({"build": build_patch, "apply": apply, "table": table})
+    except BenchprofError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
