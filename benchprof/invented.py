@@ -4,7 +4,7 @@ Each is a small invented world, generated from a seed, that a model can only kno
 
 - **Invented_Facts**: the birth city of 100 invented people (invented names, invented cities);
 - **Invented_Language**: the English meaning of 60 words of an invented language ("Veltish");
-- **Invented_Units**: how many meters are in n of five invented units (each a fixed whole factor);
+- **Invented_Units**: how many meters are in n (2 to 61) of five invented units (each a fixed whole factor);
   the rule has to carry over to numbers never taught.
 
 Records have benchprof's format (context, question, four options, answer, label, cluster), so the
@@ -52,7 +52,7 @@ ENGLISH = (
     "mirror", "honey", "rope", "wheel", "feather", "lake", "cheese", "cloak", "lamp", "tower",
 )  # fmt: skip
 UNIT_FACTORS = (3, 4, 6, 7, 9)
-UNIT_NUMBERS = range(2, 42)
+UNIT_NUMBERS = range(2, 62)
 
 
 def _names(rng: random.Random, count: int, syllables: int) -> list[str]:

@@ -66,7 +66,7 @@ class RealPlantSettings:
     abilities: list[str] = field(default_factory=lambda: list(INVENTED))
     layers: list[int] = field(default_factory=lambda: [24, 25, 26, 27, 28, 29])
     neurons_per_layer: int = 24  # reserved neurons per ability and layer
-    steps: int = 300
+    steps: int = 320
     batch_size: int = 16
     lr: float = 1e-2
     silence: float = 1.0  # weight of the penalties on reserved neurons firing where they should not
@@ -587,4 +587,80 @@ def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -
     model.save_pretrained(out)
     tok.save_pretrained(out)
     save_planted(out, regions, planted_info, fingerprint(model))
+    return out
+
+
+def benchmark_check(
+    base_folder: Path,
+    config: Path,
+    benchmarks: Sequence[str],
+    patch: Path = PATCH_DIR,
+    limit: int = 200,
+) -> list[dict[str, Any]]:
+    """The base against the patched base on real benchmarks (the config's local copies and tasks), scored by
+    lm-eval through benchprof's scorer: per benchmark the mean of its primary metric before and after, the
+    documents lost and gained, the exact McNemar p and its Holm adjustment over the benchmarks."""
+    import numpy as np
+
+    from .configfile import load_config
+    from .evaluate import run_lm_eval
+    from .scoring import SharedPrefixLM
+    from .stats.paired import mcnemar_exact
+    from .tasks import task_manager, write_tasks
+
+    cfg = load_config(config)
+    include, mapping = write_tasks(cfg)
+    manager = task_manager(cfg, include)
+    model, tok = load_base(base_folder, threads=2)
+    lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=16)
+
+    def scores() -> dict[str, Any]:
+        out = {}
+        for benchmark in benchmarks:
+            task = mapping[benchmark]
+            samples = run_lm_eval(lm, task, 0, limit, manager, cfg.settings.seed)["samples"][task]
+            samples = sorted(samples, key=lambda s: s["doc_id"])
+            out[benchmark] = np.array([float(s["acc"]) for s in samples])
+        return out
+
+    before = scores()
+    apply_patch(model, patch)
+    after = scores()
+    rows: list[dict[str, Any]] = []
+    for benchmark in benchmarks:
+        lost, gained, p = mcnemar_exact(before[benchmark], after[benchmark])
+        rows.append(
+            {
+                "benchmark": benchmark,
+                "n": len(before[benchmark]),
+                "base_acc": float(before[benchmark].mean()),
+                "patched_acc": float(after[benchmark].mean()),
+                "lost": lost,
+                "gained": gained,
+                "mcnemar_p": p,
+            }
+        )
+    for row, adjusted in zip(rows, holm([float(r["mcnemar_p"]) for r in rows]), strict=True):
+        row["holm_p"] = adjusted
+    return rows
+
+
+def magnitude_precision(model: PreTrainedModel, regions: dict[str, Region]) -> dict[str, float]:
+    """Per ability: the share of its planted weights among the |R_a| largest-|θ| MLP weights of the model (what
+    magnitude alone would find; chance is |R_a| / MLP weights)."""
+    import torch
+
+    names = sorted(n for n, _ in model.named_parameters() if ".mlp." in n and n.endswith("_proj.weight"))
+    params = dict(model.named_parameters())
+    flat = torch.cat([params[n].detach().abs().reshape(-1) for n in names])
+    offsets, start = {}, 0
+    for n in names:
+        offsets[n], start = start, start + params[n].numel()
+    out = {}
+    for ability, region in regions.items():
+        size = region_size(region)
+        top = torch.zeros(flat.numel(), dtype=torch.bool)
+        top[torch.topk(flat, size).indices] = True
+        hits = sum(int(top[offsets[n] + idx.long()].sum()) for n, idx in region.items())
+        out[ability] = hits / size
     return out

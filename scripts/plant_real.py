@@ -4,6 +4,7 @@
 .venv/bin/python scripts/plant_real.py build                # -> benchprof/assets/smollm2-plant (the patch)
 .venv/bin/python scripts/plant_real.py apply                # -> real/SmolLM2-135M-Instruct-planted
 .venv/bin/python scripts/plant_real.py table                # the build's own check as a markdown table
+.venv/bin/python scripts/plant_real.py benchmarks           # real benchmarks: base against patched base
 """
 
 import json
@@ -13,13 +14,20 @@ from pathlib import Path
 import fire
 
 from benchprof import BenchprofError
-from benchprof.realplant import PATCH_DIR, RealPlantSettings, build, load_patch, write_planted_model
+from benchprof.realplant import (
+    PATCH_DIR,
+    RealPlantSettings,
+    benchmark_check,
+    build,
+    load_patch,
+    write_planted_model,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "real" / "SmolLM2-135M-Instruct"
 
 
-def build_patch(base: str = str(BASE), out: str = str(PATCH_DIR), steps: int = 300, threads: int = 2) -> None:
+def build_patch(base: str = str(BASE), out: str = str(PATCH_DIR), steps: int = 320, threads: int = 2) -> None:
     """Plant, own-check and write the patch (about 40 minutes on 2 CPU cores)."""
     build(RealPlantSettings(steps=steps, threads=threads), Path(base), Path(out))
 
@@ -46,9 +54,29 @@ def table(patch: str = str(PATCH_DIR)) -> None:
     print(json.dumps(info["test_accuracy"]))
 
 
+def benchmarks(
+    base: str = str(BASE),
+    config: str = str(ROOT / "configs" / "smollm2.yml"),
+    names: str = "arc_easy,piqa,sciq,hellaswag",
+    limit: int = 200,
+    patch: str = str(PATCH_DIR),
+) -> None:
+    """acc of the base and of the patched base on real benchmarks (the config's local copies), paired per
+    document; writes benchmark_check.json beside the patch."""
+    rows = benchmark_check(Path(base), Path(config), names.split(","), Path(patch), limit)
+    print("| benchmark | n | base acc | patched acc | lost / gained | McNemar p | Holm p |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(
+            f"| {r['benchmark']} | {r['n']} | {r['base_acc']:.3f} | {r['patched_acc']:.3f} | "
+            f"{r['lost']} / {r['gained']} | {r['mcnemar_p']:.2g} | {r['holm_p']:.2g} |"
+        )
+    (Path(patch) / "benchmark_check.json").write_text(json.dumps(rows, indent=2) + "\n")
+
+
 if __name__ == "__main__":
     try:
-        fire.Fire({"build": build_patch, "apply": apply, "table": table})
+        fire.Fire({"build": build_patch, "apply": apply, "table": table, "benchmarks": benchmarks})
     except BenchprofError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)

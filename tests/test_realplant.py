@@ -131,3 +131,25 @@ def test_the_shipped_patch_lands_on_the_fetched_base(real_model_dir):
         assert sorted(j for a in neurons for j in neurons[a][layer]) == ids.tolist()
         assert tensors[f"layers.{layer}.gate_proj"].shape == (len(ids), model.config.hidden_size)
         assert tensors[f"layers.{layer}.down_proj"].shape == (model.config.hidden_size, len(ids))
+
+
+def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(tiny):
+    from benchprof.realplant import magnitude_precision
+
+    _, model, _, _, _ = tiny
+    name = mlp_weight(1, "up_proj")
+    weight = dict(model.named_parameters())[name].detach().abs().reshape(-1)
+    largest_everywhere = torch.cat(
+        [p.detach().abs().reshape(-1) for n, p in sorted(model.named_parameters()) if ".mlp." in n]
+    ).max()
+    with torch.no_grad():  # make 5 weights of one tensor the model's largest MLP weights, by hand
+        flat = dict(model.named_parameters())[name].view(-1)
+        saved = flat[:5].clone()
+        flat[:5] = largest_everywhere + 1.0
+    try:
+        smallest = torch.argsort(weight)[:5]
+        got = magnitude_precision(model, {"big": {name: torch.arange(5)}, "small": {name: smallest}})
+    finally:
+        with torch.no_grad():
+            flat[:5] = saved
+    assert got == {"big": 1.0, "small": 0.0}
