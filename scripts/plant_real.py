@@ -14,6 +14,7 @@ from pathlib import Path
 import fire
 
 from benchprof import BenchprofError
+from benchprof.console import quiet
 from benchprof.realplant import (
     PATCH_DIR,
     RealPlantSettings,
@@ -63,7 +64,9 @@ def benchmarks(
 ) -> None:
     """acc of the base and of the patched base on real benchmarks (the config's local copies), paired per
     document; writes benchmark_check.json beside the patch."""
-    rows = benchmark_check(Path(base), Path(config), names.split(","), Path(patch), limit)
+    log = ROOT / "real" / "plant_benchmarks.log"
+    with quiet("plant_real benchmarks", [log]):  # lm-eval's bars and warnings go to the log
+        rows = benchmark_check(Path(base), Path(config), names.split(","), Path(patch), limit)
     print("| benchmark | n | base acc | patched acc | lost / gained | McNemar p | Holm p |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:

@@ -110,13 +110,19 @@ def test_the_patch_round_trips_bit_identically_and_refuses_other_weights(tiny, t
 
 @pytest.mark.skipif(not (PATCH_DIR / "plant.json").is_file(), reason="no patch shipped yet")
 def test_the_shipped_patch_lands_on_the_fetched_base(real_model_dir):
-    from benchprof.realplant import load_base
+    from benchprof.realplant import accuracy, load_base
 
-    model, _ = load_base(Path(real_model_dir), threads=2)
+    model, tok = load_base(Path(real_model_dir), threads=2)
     base = {n: p.detach().clone() for n, p in model.named_parameters()}
     info, tensors = load_patch()
     neurons = patch_neurons(info)
+    abilities, seed = info["settings"]["abilities"], info["settings"]["data_seed"]
+    recorded = info["test_accuracy"]
+    # abs 0.02: one item of 60 may flip in a near-tie on another CPU's arithmetic
+    assert accuracy(model, tok, seed, abilities) == pytest.approx(recorded["base"], abs=0.02)
     apply_patch(model, PATCH_DIR)
+    # the patched fetched base scores the test splits exactly as the build's model did
+    assert accuracy(model, tok, seed, abilities) == pytest.approx(recorded["planted"], abs=0.02)
     for name, p in model.named_parameters():
         changed = (p != base[name]).nonzero()
         layer = name.split(".")[2] if name.startswith("model.layers.") else None
