@@ -23,16 +23,12 @@ Only the layers from the lowest reserved one up are trained, so the inputs of th
 once per example and cached (the layers below never change), and the loss reads logits at the answer
 positions alone.
 
-The result ships as a **patch** (`benchprof/assets/smollm2-plant/`): `plant.safetensors` holds the
-reserved rows and columns per layer and their neuron ids, `plant.json` the neurons per ability, the
-sha256 of every base tensor the patch touches (`apply_patch` refuses other weights), the settings and the
-build's checks. `write_planted_model` applies it to the fetched base and writes a model folder with the
-planted regions beside it (planted.py's format), which benchprof profiles like any model.
+The result ships as a **patch** (`benchprof/assets/smollm2-plant/`; its format, its sha256 check against
+the base and the planted model folder it writes are plantpatch.py's).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import time
@@ -41,9 +37,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import BenchprofError
 from .invented import INVENTED, invented_splits
 from .planted import neuron_region, region_size
+from .plantpatch import PATCH_DIR, apply_patch, load_base, neuron_regions, save_patch, tensor_sha256
+from .stats.multitest import holm
 
 if TYPE_CHECKING:
     import torch
@@ -51,11 +48,7 @@ if TYPE_CHECKING:
 
     from .regions import Region
 
-PATCH_FORMAT = 1
 MODULES = ("gate_proj", "up_proj", "down_proj")
-PATCH_DIR = Path(__file__).parent / "assets" / "smollm2-plant"
-
-# (token ids, first answer position, cached input of the first trained layer)
 Cached = tuple[list[int], int, "torch.Tensor"]
 
 
@@ -74,13 +67,6 @@ class RealPlantSettings:
     data_seed: int = 0
     seed: int = 0
     threads: int = 2
-
-
-def tensor_sha256(tensor: torch.Tensor) -> str:
-    """sha256 of a tensor's dtype, shape and exact bytes."""
-    h = hashlib.sha256(f"{tensor.dtype}:{tuple(tensor.shape)};".encode())
-    h.update(tensor.detach().cpu().contiguous().reshape(-1).view(-1).numpy().tobytes())
-    return h.hexdigest()
 
 
 def mlp_weight(layer: int, module: str) -> str:
@@ -366,89 +352,6 @@ def plant(
     return neurons, figures
 
 
-def neuron_regions(neurons: dict[str, dict[int, list[int]]], hidden: int, intermediate: int) -> dict[str, Region]:
-    """Each ability's reserved neurons as a benchprof region."""
-    return {a: neuron_region(per, hidden, intermediate) for a, per in neurons.items()}
-
-
-def save_patch(
-    folder: Path,
-    model: PreTrainedModel,
-    base_hashes: dict[str, str],
-    neurons: dict[str, dict[int, list[int]]],
-    info: dict[str, Any],
-) -> None:
-    """plant.safetensors (the reserved rows and columns per layer, their ids) and plant.json into `folder`."""
-    import torch
-    from safetensors.torch import save_file
-
-    layers = sorted({layer for per in neurons.values() for layer in per})
-    tensors: dict[str, torch.Tensor] = {}
-    for layer in layers:
-        ids = sorted(j for per in neurons.values() for j in per[layer])
-        mlp = model.model.layers[layer].mlp
-        index = torch.tensor(ids, dtype=torch.long)
-        tensors[f"layers.{layer}.neurons"] = index
-        tensors[f"layers.{layer}.gate_proj"] = mlp.gate_proj.weight.detach()[index].contiguous()
-        tensors[f"layers.{layer}.up_proj"] = mlp.up_proj.weight.detach()[index].contiguous()
-        tensors[f"layers.{layer}.down_proj"] = mlp.down_proj.weight.detach()[:, index].contiguous()
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(tensors, str(folder / "plant.safetensors"))
-    content = {
-        "format": PATCH_FORMAT,
-        "base_tensors": base_hashes,
-        "neurons": {a: {str(layer): ids for layer, ids in per.items()} for a, per in neurons.items()},
-        **info,
-    }
-    (folder / "plant.json").write_text(json.dumps(content, indent=2) + "\n")
-
-
-def load_patch(folder: Path = PATCH_DIR) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
-    """plant.json and the tensors of plant.safetensors."""
-    from safetensors.torch import load_file
-
-    path = Path(folder) / "plant.json"
-    if not path.is_file():
-        raise BenchprofError(f"{path}: not found; build the patch with scripts/plant_real.py build")
-    info = json.loads(path.read_text())
-    if info.get("format") != PATCH_FORMAT:
-        raise BenchprofError(f"{path}: patch format {info.get('format')!r}, this benchprof reads {PATCH_FORMAT}")
-    return info, load_file(str(Path(folder) / "plant.safetensors"))
-
-
-def patch_neurons(info: dict[str, Any]) -> dict[str, dict[int, list[int]]]:
-    return {a: {int(layer): ids for layer, ids in per.items()} for a, per in info["neurons"].items()}
-
-
-def apply_patch(model: PreTrainedModel, folder: Path = PATCH_DIR) -> dict[str, Region]:
-    """Write the patch's rows and columns into `model` (in place); returns each planted ability's region.
-
-    Refuses, before writing anything, a model whose touched tensors are not the ones the patch was built
-    on (their sha256 is in plant.json): the patch would otherwise land on the wrong weights."""
-    import torch
-
-    info, tensors = load_patch(folder)
-    params = dict(model.named_parameters())
-    for name, digest in info["base_tensors"].items():
-        if name not in params:
-            raise BenchprofError(f"{folder}/plant.json: the model has no tensor {name}; the patch is for another model")
-        if tensor_sha256(params[name]) != digest:
-            raise BenchprofError(
-                f"{folder}/plant.json: {name} differs from the base the patch was built on (sha256); "
-                "apply it to the model scripts/fetch_real.py builds"
-            )
-    with torch.no_grad():
-        for key, index in tensors.items():
-            if not key.endswith(".neurons"):
-                continue
-            layer = int(key.split(".")[1])
-            mlp = model.model.layers[layer].mlp
-            mlp.gate_proj.weight[index] = tensors[f"layers.{layer}.gate_proj"]
-            mlp.up_proj.weight[index] = tensors[f"layers.{layer}.up_proj"]
-            mlp.down_proj.weight[:, index] = tensors[f"layers.{layer}.down_proj"]
-    return neuron_regions(patch_neurons(info), model.config.hidden_size, model.config.intermediate_size)
-
-
 def random_neurons(
     neurons: dict[str, dict[int, list[int]]], ability: str, intermediate: int, seed: int
 ) -> dict[int, list[int]]:
@@ -459,17 +362,6 @@ def random_neurons(
         taken = {j for per in neurons.values() for j in per[layer]}
         out[layer] = sorted(rng.sample([j for j in range(intermediate) if j not in taken], len(ids)))
     return out
-
-
-def holm(pvalues: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (family-wise error), in the input order."""
-    order = sorted(range(len(pvalues)), key=lambda i: pvalues[i])
-    adjusted = [0.0] * len(pvalues)
-    running = 0.0
-    for rank, i in enumerate(order):
-        running = max(running, min(1.0, (len(pvalues) - rank) * pvalues[i]))
-        adjusted[i] = running
-    return adjusted
 
 
 def own_check_real(
@@ -502,27 +394,11 @@ def own_check_real(
     control = [i for i in range(len(rows)) if i not in own]
     for family, members in (("own", own), ("control", control)):
         for i, p in zip(members, holm([rows[i]["mcnemar_p"] for i in members]), strict=True):
-            rows[i]["family"], rows[i]["holm_p"] = family, p
+            rows[i]["family"], rows[i]["holm_p"] = family, float(p)
     for r in rows:
         r.pop("_original", None)
         r.pop("_ablated", None)
     return rows
-
-
-def load_base(folder: Path, threads: int) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
-    """The fetched base model (float32, eval mode) and its tokenizer."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-    from transformers.utils import logging as hf_logging
-
-    torch.set_num_threads(threads)
-    hf_logging.disable_progress_bar()
-    if not (Path(folder) / "config.json").is_file():
-        raise BenchprofError(f"{folder}: no model here; run scripts/fetch_real.py first")
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    model.eval()
-    return model, tok
 
 
 def accuracy(
@@ -564,30 +440,6 @@ def build(
     save_patch(out, model, base_hashes, neurons, info)
     log(f"patch written to {out} in {time.time() - started:.0f}s")
     return info
-
-
-def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -> Path:
-    """The fetched base with the patch applied, saved as a model folder `out` with its planted regions
-    (planted/<ability>.safetensors and planted.json, as planted.py writes them) beside it."""
-    from .modeling import fingerprint
-    from .planted import save_planted
-
-    model, tok = load_base(base_folder, threads=2)
-    regions = apply_patch(model, patch)
-    info, _ = load_patch(patch)
-    eligible = sum(p.numel() for n, p in model.named_parameters() if ".mlp." in n and n.endswith("_proj.weight"))
-    planted_info = {
-        "settings": {**info["settings"], "num_layers": model.config.num_hidden_layers},
-        "total_params": sum(p.numel() for p in model.parameters()),
-        "eligible": eligible,
-        "neurons": info["neurons"],
-        "patch": str(patch),
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
-    save_planted(out, regions, planted_info, fingerprint(model))
-    return out
 
 
 def benchmark_check(
@@ -641,7 +493,7 @@ def benchmark_check(
             }
         )
     for row, adjusted in zip(rows, holm([float(r["mcnemar_p"]) for r in rows]), strict=True):
-        row["holm_p"] = adjusted
+        row["holm_p"] = float(adjusted)
     return rows
 
 

@@ -15,14 +15,8 @@ import fire
 
 from benchprof import BenchprofError
 from benchprof.console import quiet
-from benchprof.realplant import (
-    PATCH_DIR,
-    RealPlantSettings,
-    benchmark_check,
-    build,
-    load_patch,
-    write_planted_model,
-)
+from benchprof.plantpatch import PATCH_DIR, load_patch, write_planted_model
+from benchprof.realplant import RealPlantSettings, benchmark_check, build
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "real" / "SmolLM2-135M-Instruct"
