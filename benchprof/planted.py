@@ -253,7 +253,7 @@ def random_weight_region(model: torch.nn.Module, size: int, seed: int) -> Region
 
 
 def random_neuron_region(
-    neurons: dict[str, dict[int, list[int]]], ability: str, settings: PlantSettings, seed: int
+    neurons: dict[str, dict[int, list[int]]], ability: str, hidden: int, intermediate: int, seed: int
 ) -> Region:
     """As many neurons as R_a holds, in the same layers, drawn from the neurons no ability reserved
     (base neurons): the structural twin of R_a."""
@@ -261,9 +261,9 @@ def random_neuron_region(
     chosen: dict[int, list[int]] = {}
     for layer, ids in neurons[ability].items():
         reserved = {j for a in neurons for j in neurons[a][layer]}
-        free = [j for j in range(settings.intermediate) if j not in reserved]
+        free = [j for j in range(intermediate) if j not in reserved]
         chosen[layer] = sorted(rng.sample(free, len(ids)))
-    return neuron_region(chosen, settings.hidden, settings.intermediate)
+    return neuron_region(chosen, hidden, intermediate)
 
 
 def own_check(

@@ -374,7 +374,9 @@ def build(
         for i, a in enumerate(settings.abilities):
             size = region_size(regions[a])
             variants[f"random weights ({a} size)"] = random_weight_region(model, size, settings.seed + 100 + i)
-            variants[f"random neurons ({a} size)"] = random_neuron_region(neurons, a, settings, settings.seed + 200 + i)
+            variants[f"random neurons ({a} size)"] = random_neuron_region(
+                neurons, a, settings.hidden, settings.intermediate, settings.seed + 200 + i
+            )
         for region in regions.values():
             for name, idx in region.items():
                 everything[name] = torch.cat([everything[name], idx]) if name in everything else idx

@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .invented import INVENTED, invented_splits
-from .planted import neuron_region, region_size
+from .planted import mlp_name, random_neuron_region, region_size
 from .plantpatch import PATCH_DIR, apply_patch, load_base, neuron_regions, save_patch, tensor_sha256
 from .stats.multitest import holm
 
@@ -67,10 +67,6 @@ class RealPlantSettings:
     data_seed: int = 0
     seed: int = 0
     threads: int = 2
-
-
-def mlp_weight(layer: int, module: str) -> str:
-    return f"model.layers.{layer}.mlp.{module}.weight"
 
 
 def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
@@ -128,7 +124,7 @@ def cache_inputs(
 
 
 def quietest_neurons(
-    model: PreTrainedModel, general: list[Cached], layers: list[int], first: int, count: int, pad: int
+    model: PreTrainedModel, general: list[Cached], layers: list[int], first: int, count: int
 ) -> dict[int, list[int]]:
     """Per layer, the `count` neurons with the smallest mean |activation| on the general text."""
     import torch
@@ -227,7 +223,7 @@ def plant(
     )
     cache_seconds = time.time() - started
     quiet = quietest_neurons(
-        model, general, settings.layers, first, settings.neurons_per_layer * len(settings.abilities), pad
+        model, general, settings.layers, first, settings.neurons_per_layer * len(settings.abilities)
     )
     neurons = deal_neurons(quiet, settings.abilities, settings.neurons_per_layer, settings.seed)
     reserved = {layer: sorted(j for a in settings.abilities for j in neurons[a][layer]) for layer in settings.layers}
@@ -248,6 +244,7 @@ def plant(
 
     masks = {a: {key: mask_of(*key, neurons[a][key[0]]) for key in params} for a in settings.abilities}
     union = {key: mask_of(*key, reserved[key[0]]) for key in params}
+    others_masks = {a: {key: union[key] & ~masks[a][key] for key in params} for a in settings.abilities}
     gen = torch.Generator().manual_seed(settings.seed + 1)
     with torch.no_grad():
         for (layer, module), p in params.items():
@@ -309,8 +306,7 @@ def plant(
                 loss = answer_loss(hidden, tokens, answer)
                 losses.append(loss.item())
                 collect(loss, grads, masks[ability], retain=True)
-                others_mask = {key: union[key] & ~masks[ability][key] for key in params}
-                collect(firing(valid, others), grads, others_mask, retain=False)
+                collect(firing(valid, others), grads, others_masks[ability], retain=False)
             _, _, _, valid = forward(general_stream.next())
             noise = firing(valid, settings.abilities)
             collect(noise, grads, union, retain=False)
@@ -352,18 +348,6 @@ def plant(
     return neurons, figures
 
 
-def random_neurons(
-    neurons: dict[str, dict[int, list[int]]], ability: str, intermediate: int, seed: int
-) -> dict[int, list[int]]:
-    """As many unreserved base neurons as `ability` holds, in the same layers."""
-    rng = random.Random(seed)
-    out = {}
-    for layer, ids in neurons[ability].items():
-        taken = {j for per in neurons.values() for j in per[layer]}
-        out[layer] = sorted(rng.sample([j for j in range(intermediate) if j not in taken], len(ids)))
-    return out
-
-
 def own_check_real(
     model: PreTrainedModel,
     tok: PreTrainedTokenizerBase,
@@ -386,8 +370,8 @@ def own_check_real(
     for d in range(random_draws):
         variants[f"random weights #{d + 1}"] = random_weight_region(model, size, seed + 100 + d)
     for i, a in enumerate(neurons):
-        variants[f"random neurons ({a} layers)"] = neuron_region(
-            random_neurons(neurons, a, intermediate, seed + 200 + i), hidden, intermediate
+        variants[f"random neurons ({a} layers)"] = random_neuron_region(
+            neurons, a, hidden, intermediate, seed + 200 + i
         )
     rows = own_check(model, tok, tests, variants, bootstrap=1000, seed=seed, metric="acc")
     own = [i for i, r in enumerate(rows) if r["variant"] == f"R[{r['benchmark']}]"]
@@ -395,9 +379,6 @@ def own_check_real(
     for family, members in (("own", own), ("control", control)):
         for i, p in zip(members, holm([rows[i]["mcnemar_p"] for i in members]), strict=True):
             rows[i]["family"], rows[i]["holm_p"] = family, float(p)
-    for r in rows:
-        r.pop("_original", None)
-        r.pop("_ablated", None)
     return rows
 
 
@@ -416,7 +397,7 @@ def build(
     """Plant `settings.abilities` into the fetched base in `base_folder`, own-check it, write the patch to `out`."""
     started = time.time()
     model, tok = load_base(base_folder, settings.threads)
-    touched = [mlp_weight(layer, m) for layer in settings.layers for m in MODULES]
+    touched = [mlp_name(layer, m) for layer in settings.layers for m in MODULES]
     params = dict(model.named_parameters())
     base_hashes = {name: tensor_sha256(params[name]) for name in touched}
     before = accuracy(model, tok, settings.data_seed, settings.abilities)

@@ -9,8 +9,9 @@ import torch
 
 from benchprof import BenchprofError
 from benchprof.invented import INVENTED, invented_splits
+from benchprof.planted import mlp_name
 from benchprof.plantpatch import PATCH_DIR, apply_patch, load_patch, patch_neurons, save_patch, tensor_sha256
-from benchprof.realplant import RealPlantSettings, mlp_weight, plant
+from benchprof.realplant import RealPlantSettings, plant
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,9 +65,9 @@ def test_planting_changes_only_the_reserved_neurons(tiny):
     for name, p in after.items():
         mask = torch.zeros_like(p, dtype=torch.bool)
         for layer, ids in reserved.items():
-            if name in (mlp_weight(layer, "gate_proj"), mlp_weight(layer, "up_proj")):
+            if name in (mlp_name(layer, "gate_proj"), mlp_name(layer, "up_proj")):
                 mask[ids] = True
-            if name == mlp_weight(layer, "down_proj"):
+            if name == mlp_name(layer, "down_proj"):
                 mask[:, ids] = True
         assert torch.equal(p[~mask], before[name][~mask]), name
         if mask.any():
@@ -76,7 +77,7 @@ def test_planting_changes_only_the_reserved_neurons(tiny):
 def test_the_patch_round_trips_bit_identically_and_refuses_other_weights(tiny, tmp_path):
     base, model, _, neurons, settings = tiny
     params = dict(base.named_parameters())
-    touched = [mlp_weight(layer, m) for layer in settings.layers for m in ("gate_proj", "up_proj", "down_proj")]
+    touched = [mlp_name(layer, m) for layer in settings.layers for m in ("gate_proj", "up_proj", "down_proj")]
     save_patch(tmp_path, model, {n: tensor_sha256(params[n]) for n in touched}, neurons, {"settings": {}})
     fresh = copy.deepcopy(base)
     regions = apply_patch(fresh, tmp_path)
@@ -128,7 +129,7 @@ def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(t
     from benchprof.realplant import magnitude_precision
 
     _, model, _, _, _ = tiny
-    name = mlp_weight(1, "up_proj")
+    name = mlp_name(1, "up_proj")
     weight = dict(model.named_parameters())[name].detach().abs().reshape(-1)
     largest_everywhere = torch.cat(
         [p.detach().abs().reshape(-1) for n, p in sorted(model.named_parameters()) if ".mlp." in n]
