@@ -1,5 +1,5 @@
 """Tests of benchprof/stats/profiles.py: the entropy of the positive AIS mass, the count above the threshold, the
-similarity of two profiles and the joint bootstrap, against hand computations."""
+similarity of two profiles and the joint bootstrap, against hand computations; the count interval by simulation."""
 
 import math
 
@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from benchprof.stats.profiles import breadth_bootstrap, count_above, positive_mass_entropy, profile_similarity
+from benchprof.stats.resampling import percentile_ci
 
 
 def test_count_above_counts_abilities_over_the_threshold():
@@ -56,3 +57,41 @@ def test_breadth_bootstrap_is_the_per_cell_bootstrap_on_shared_draws():
     expected = positive_mass_entropy(ais.T)
     np.testing.assert_allclose(normalised, expected[0])
     np.testing.assert_allclose(effective, expected[1])
+
+
+def simulated_count_interval(true_ais, n, rng, resamples=400, gain=0.05, base=0.7):
+    """One dataset of n items: the original right with probability `base`; each ability's ablated run loses a right
+    item and gains a wrong one at the rates that make its population AIS `true_ais[a]`; returns the count-above
+    interval breadth() reports (percentile interval of the joint resamples, widened to whole abilities)."""
+    true_ais = np.asarray(true_ais)
+    lose = true_ais + gain * (1 - base) / base
+    original = (rng.random(n) < base).astype(float)
+    u = rng.random((len(true_ais), n))
+    ablated = np.where(original == 1, (u >= lose[:, None]).astype(float), (u < gain).astype(float))
+    ais, _, _ = breadth_bootstrap(original, ablated, resamples, rng)
+    low, high = percentile_ci(count_above(ais.T, 0.05))
+    return math.floor(low), math.ceil(high)
+
+
+@pytest.mark.parametrize(
+    ("true_ais", "n", "max_width"),
+    [
+        ([-0.05, 0.0, 0.1, 0.2, 0.3], 100, 2.0),
+        ([0.0, 0.02, 0.08, 0.15, 0.3], 100, 3.0),
+        ([0.04, 0.06, 0.2, 0.3, 0.0], 100, 3.0),
+        ([-0.05, 0.0, 0.1, 0.2, 0.3], 1000, 0.25),  # every ability at least 2 standard errors from 0.05
+        ([0.04, 0.06, 0.2, 0.3, 0.0], 1000, 2.0),  # two abilities 0.01 from the threshold
+    ],
+)
+def test_the_count_above_interval_covers_the_true_count(true_ais, n, max_width):
+    """n_above's interval (benchmarks.csv) over 200 simulated datasets with a known profile: it holds the true
+    number of abilities above the ribbon threshold in at least 93% of them, and narrows to one number where every
+    ability is clearly on one side of the threshold (mean width <= max_width)."""
+    rng = np.random.default_rng(int(n + 100 * sum(true_ais)))
+    truth = int((np.asarray(true_ais) > 0.05).sum())
+    intervals = [simulated_count_interval(true_ais, n, rng) for _ in range(200)]
+    coverage = np.mean([low <= truth <= high for low, high in intervals])
+    width = np.mean([high - low for low, high in intervals])
+    print(f"n {n}, AIS {true_ais}: coverage {coverage:.3f}, mean width {width:.2f}")
+    assert coverage >= 0.93
+    assert width <= max_width
