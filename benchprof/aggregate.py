@@ -24,7 +24,9 @@ from .cells import (
     Loaded,
     cell_rows,
     correct_for_multiplicity,
+    correct_k_steps,
     joint_cell,
+    k_steps,
     mean_specificity_rows,
     pool_calibration,
     random_pool,
@@ -349,6 +351,7 @@ def load_scores(
                     profile, cell, P_CORRECT, p_original, p_loaded[(ability, k)], None, row_spread, p_pools[k]
                 )
                 profile.rows.extend(rows)
+        profile.k_steps += k_steps(profile, benchmark, original, loaded, clusters)
         for k in profile.k_values:
             calibration = pool_calibration(benchmark, k, original, pools[k], settings.alpha)
             if calibration is not None:
@@ -357,6 +360,7 @@ def load_scores(
     profile.rows.extend(specificity_rows(profile, samples))
     profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))
     correct_for_multiplicity(profile, row_spread)
+    correct_k_steps(profile)
     draws = profile_analyses(profile, joint_cells, resamples, settings.seed)  # after the q-values: breadth counts stars
     if joint_out is not None:
         joint_out.update(draws)

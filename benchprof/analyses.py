@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 from .compare_report import write_comparison_tables
 from .layout import CompareLayout, Layout, format_k
 from .plots import plot_comparison, plot_similarity
-from .profile import SAME_MIXTURE, Breadth, Comparison, Consensus, Profile, Similarity
+from .profile import SAME_MIXTURE, Breadth, Comparison, Consensus, Difference, Profile, Similarity
 from .report import write_analysis_tables
+from .stats.multitest import bh_qvalues
 from .stats.profiles import breadth_bootstrap, count_above, positive_mass_entropy, profile_similarity
-from .stats.resampling import basic_ci, cell_rng, percentile_ci
+from .stats.resampling import basic_ci, cell_rng, difference_test, percentile_ci
 
 if TYPE_CHECKING:
     import numpy as np
@@ -233,9 +234,9 @@ def _consensus(kind: str, benchmark: str, k: float, per_model: dict[str, list[st
 def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> Comparison:
     """Several models' profiles side by side: per benchmark above chance in every model, k and pair of models the
     similarity of the benchmark's profiles (stats.profiles.profile_similarity; resample r of both models drawn by the
-    same generator, so on the same items when both scored the same ones: `paired`), and the findings that hold in
-    every model: each benchmark's significantly positive and negative abilities, and the benchmark pairs judged the
-    same mixture or different."""
+    same generator, so on the same items when both scored the same ones: `paired`), the test of each ability's AIS
+    difference between the two models (`differences`), and the findings that hold in every model: each benchmark's
+    significantly positive and negative abilities, and the benchmark pairs judged the same mixture or different."""
     at_chance = sorted({b for p in profiles for b in p.at_chance})
     benchmarks = [
         b for b in profiles[0].benchmarks if b not in at_chance and all(b in p.original_scores for p in profiles)
@@ -259,6 +260,7 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> 
                 line.paired = a is not None and b is not None and a[1] == b[1]
                 if not (_has_profile(first, benchmark, k) and _has_profile(second, benchmark, k)):
                     line.verdict = NO_PROFILE
+                comparison.differences += _differences(profiles[0], first, second, benchmark, k, a, b)
             for kind in ("breadth", "negative"):
                 per_model = {}
                 for p in profiles:
@@ -276,7 +278,46 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> 
                 for p in profiles
             }
             comparison.consensus.append(_consensus(kind, "", k, per_model))
+    tested = [d for d in comparison.differences if not math.isnan(d.p_value)]
+    alpha = profiles[0].alpha
+    for d, q in zip(tested, bh_qvalues([d.p_value for d in tested]), strict=True):
+        d.q_value, d.significant = float(q), bool(q < alpha)
     return comparison
+
+
+def _differences(
+    reference: Profile,
+    first: Profile,
+    second: Profile,
+    benchmark: str,
+    k: float,
+    draws_a: tuple[NDArray[np.float64], int] | None,
+    draws_b: tuple[NDArray[np.float64], int] | None,
+) -> list[Difference]:
+    """Per ability of `reference`, the top-region AIS on `benchmark` at k in two models and the test of their
+    difference (stats.resampling.difference_test) on their joint resamples: resample r of both drawn by one
+    generator, so on the same items where both scored the same ones (`paired`; independent resamples otherwise,
+    which the test's standard error then also covers)."""
+    import numpy as np
+
+    x, y = _aligned(reference, first, benchmark, k), _aligned(reference, second, benchmark, k)
+    xs = None if draws_a is None else _aligned_draws(reference, first, draws_a[0])
+    ys = None if draws_b is None else _aligned_draws(reference, second, draws_b[0])
+    paired = draws_a is not None and draws_b is not None and draws_a[1] == draws_b[1]
+    out = []
+    for i, ability in enumerate(reference.abilities):
+        if not (np.isfinite(x[i]) and np.isfinite(y[i])):
+            continue
+        line = Difference(
+            benchmark, k, ability, first.model, second.model, float(x[i]), float(y[i]), float(x[i] - y[i])
+        )
+        if xs is not None and ys is not None:
+            line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(
+                float(x[i]), float(y[i]), xs[i], ys[i]
+            )
+            line.paired = paired
+        out.append(line)
+    return out
 
 
 def _aligned(reference: Profile, profile: Profile, benchmark: str, k: float) -> NDArray[np.float64]:

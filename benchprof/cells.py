@@ -27,6 +27,7 @@ from .profile import (
     SPECIFICITY,
     SPECIFICITY_METRIC,
     AisRow,
+    KStep,
     NullCalibration,
     Profile,
     ability_benchmarks,
@@ -387,6 +388,63 @@ def cell_rows(
             if sign > 0:  # a chance level means nothing for a loss
                 row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
     return list(rows.values())
+
+
+def k_steps(
+    profile: Profile,
+    benchmark: str,
+    original: Score,
+    loaded: dict[tuple[str, float], dict[str, Score]],
+    clusters: dict[DocId, str],
+) -> list[KStep]:
+    """Per ability, the change of its top region's AIS on `benchmark` between neighbouring k values, tested by
+    stats.paired.paired_test between the two ablated runs on the documents both hold (their clusters respected):
+    both share the original run, so the change is (s'(k_from) − s'(k_to)) / s and needs no bootstrap. Only where
+    both runs have per-document values."""
+    out = []
+    sign = -1.0 if original.lower_is_better else 1.0
+    k_values = sorted(profile.k_values)
+    for ability in profile.abilities:
+        for k_from, k_to in zip(k_values, k_values[1:]):
+            first = loaded.get((ability, k_from), {}).get("top")
+            second = loaded.get((ability, k_to), {}).get("top")
+            if first is None or second is None or first.per_doc is None or second.per_doc is None:
+                continue
+            docs = [d for d in first.per_doc if d in second.per_doc]
+            if not docs or original.value == 0:
+                continue
+            ais_from = sign * impact_score(original.value, first.value)
+            ais_to = sign * impact_score(original.value, second.value)
+            cell = Cell(ability, k_to, benchmark, 0, 0, clusters)
+            test = paired_test(
+                [first.per_doc[d] for d in docs],
+                [second.per_doc[d] for d in docs],
+                cell.groups(docs)[0],
+                lower_is_better=original.lower_is_better,
+            )
+            out.append(
+                KStep(
+                    benchmark,
+                    ability,
+                    k_from,
+                    k_to,
+                    ais_from,
+                    ais_to,
+                    ais_to - ais_from,
+                    test.flips_lost,
+                    test.flips_gained,
+                    test.p_value,
+                )
+            )
+    return out
+
+
+def correct_k_steps(profile: Profile) -> None:
+    """Benjamini-Hochberg q-values and stars over the profile's k steps (a family of their own), leaving out
+    benchmarks at chance."""
+    tested = [s for s in profile.k_steps if not math.isnan(s.p_value) and s.benchmark not in profile.at_chance]
+    for step, q in zip(tested, bh_qvalues([s.p_value for s in tested]), strict=True):
+        step.q_value, step.significant = float(q), bool(q < profile.alpha)
 
 
 def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64]]) -> list[AisRow]:

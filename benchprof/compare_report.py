@@ -4,12 +4,12 @@ comparison analyses.py computes (cells written as formatting.py says)."""
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from .formatting import MISSING_CELL, fmt_ais, fmt_interval, fmt_names, md_table
 from .layout import CompareLayout, format_k
-from .profile import SAME_MIXTURE, Comparison
+from .profile import SAME_MIXTURE, Comparison, Difference
 from .storage import write_csv, write_text
 
 CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in two models
@@ -27,12 +27,14 @@ CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in t
     "verdict",
     "paired",
 )
+DIFFERENCE_COLUMNS = tuple(f.name for f in fields(Difference))  # compare/differences.csv
 COMPARE_PROFILE_COLUMNS = ("benchmark", "k", "ability", "model", "ais", "ci_low", "ci_high", "q_value", "significant")
 
 
 def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> list[Path]:
     """outputs/compare/: profiles.csv (every model's top-region AIS per benchmark, ability and k), correlation.csv
-    (each benchmark's profile in two models) and compare.md."""
+    (each benchmark's profile in two models), differences.csv (each AIS's difference between two models, tested)
+    and compare.md."""
     rows = []
     for benchmark in comparison.benchmarks:
         for profile in comparison.profiles:
@@ -63,8 +65,9 @@ def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> li
             for line in comparison.correlations
         ),
     )
+    write_csv(layout.differences_csv, DIFFERENCE_COLUMNS, (asdict(d) for d in comparison.differences))
     write_text(layout.compare_md, render_comparison(comparison))
-    return [layout.profiles_csv, layout.correlation_csv, layout.compare_md]
+    return [layout.profiles_csv, layout.correlation_csv, layout.differences_csv, layout.compare_md]
 
 
 def render_comparison(comparison: Comparison) -> str:
@@ -119,6 +122,35 @@ def render_comparison(comparison: Comparison) -> str:
                 for c in lines
             ],
         )
+    )
+    parts += [
+        "",
+        "## Did an ability's AIS change between models?",
+        "",
+        "The difference of each top-region AIS between two models, with its 95% interval and the test of the "
+        "difference on the joint resamples (paired: the same items in both; docs/statistics.md). `*`: q < alpha, "
+        "Benjamini-Hochberg over every difference in differences.csv. Read a change from this table, not from one "
+        "model's star and the other's lack of one.",
+        "",
+    ]
+    differences = [d for d in comparison.differences if math.isclose(d.k, k)]
+    parts.append(
+        md_table(
+            ["benchmark", "ability", "models", "AIS", "difference", "q"],
+            [
+                [
+                    d.benchmark,
+                    d.ability,
+                    f"{d.model_a} − {d.model_b}",
+                    f"{d.ais_a:+.3f} / {d.ais_b:+.3f}",
+                    fmt_interval(d.difference, d.ci_low, d.ci_high, 3, "+") + ("*" if d.significant else ""),
+                    MISSING_CELL if math.isnan(d.q_value) else f"{d.q_value:.3g}",
+                ]
+                for d in differences
+            ],
+        )
+        if differences
+        else "No ability has an AIS in both models."
     )
     parts += ["", "## Findings in every model", ""]
     for entry in comparison.consensus:

@@ -35,12 +35,13 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def fmt_interval(value: float, low: float, high: float, digits: int = 2) -> str:
-    """'0.81 [0.62, 0.93]', the point alone without an interval, '–' without a value."""
+def fmt_interval(value: float, low: float, high: float, digits: int = 2, sign: str = "") -> str:
+    """'0.81 [0.62, 0.93]' (sign "+": '+0.81 [+0.62, +0.93]'), the point alone without an interval, '–' without a
+    value."""
     if math.isnan(value):
         return MISSING_CELL
-    text = f"{value:.{digits}f}"
-    return text if math.isnan(low) else f"{text} [{low:.{digits}f}, {high:.{digits}f}]"
+    text = f"{value:{sign}.{digits}f}"
+    return text if math.isnan(low) else f"{text} [{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
 
 
 def fmt_names(names: list[str]) -> str:

@@ -276,6 +276,11 @@ class CompareLayout:
         return self.compare_dir / "profiles.csv"
 
     @property
+    def differences_csv(self) -> Path:
+        """Per benchmark, k, ability and pair of models: the paired test of the difference of the two AIS."""
+        return self.compare_dir / "differences.csv"
+
+    @property
     def correlation_csv(self) -> Path:
         """Per benchmark, k and pair of models: the similarity of the benchmark's profiles."""
         return self.compare_dir / "correlation.csv"

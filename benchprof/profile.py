@@ -189,6 +189,7 @@ class Profile:
     family_size: int = 0  # rows in the primary family (cells.family_of)
     family_size_secondary: int = 0  # rows in the secondary family
     null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool
+    k_steps: list[KStep] = field(default_factory=list)  # per (benchmark, ability, neighbouring k): tested changes
     breadth: list[Breadth] = field(default_factory=list)  # per (benchmark, k): benchmarks.csv
     similarity: list[Similarity] = field(default_factory=list)  # per (k, benchmark pair): similarity.csv
 
@@ -256,6 +257,50 @@ class Profile:
 
 
 @dataclass
+class KStep:
+    """One line of ais.md's k sweep tests: a top region's AIS on one benchmark at two neighbouring k, and the paired
+    test of the change (stats.paired.paired_test between the two ablated runs: the same documents and the same
+    original, so AIS(k_to) − AIS(k_from) = (s'(k_from) − s'(k_to)) / s). q_value: Benjamini-Hochberg over the
+    profile's k steps, a family of their own. Read "the damage grows with k" from here, not from two stars."""
+
+    benchmark: str
+    ability: str
+    k_from: float
+    k_to: float
+    ais_from: float
+    ais_to: float
+    difference: float  # ais_to - ais_from
+    lost: int | None = None  # documents right at k_from and wrong at k_to (0/1 metrics)
+    gained: int | None = None
+    p_value: float = math.nan
+    q_value: float = math.nan
+    significant: bool | None = None
+
+
+@dataclass
+class Difference:
+    """One line of compare/differences.csv: a top region's AIS on one benchmark at one k in two models, and the
+    test of their difference (stats.resampling.difference_test on the joint resamples; paired when both models
+    scored the same items). q_value: Benjamini-Hochberg over every difference of the comparison, a family of its
+    own; significant: q < alpha. This, not two columns of stars, says whether a model's profile changed."""
+
+    benchmark: str
+    k: float
+    ability: str
+    model_a: str
+    model_b: str
+    ais_a: float
+    ais_b: float
+    difference: float  # ais_a - ais_b
+    ci_low: float = math.nan
+    ci_high: float = math.nan
+    p_value: float = math.nan
+    q_value: float = math.nan
+    significant: bool | None = None
+    paired: bool = False
+
+
+@dataclass
 class Comparison:
     """Several models' profiles side by side (outputs/compare/): what analyses.compare_models computes,
     report writes and plots draw."""
@@ -266,6 +311,7 @@ class Comparison:
     report_k: float
     correlations: list[Similarity] = field(default_factory=list)  # per (benchmark, k, model pair)
     consensus: list[Consensus] = field(default_factory=list)  # per (kind, benchmark, k)
+    differences: list[Difference] = field(default_factory=list)  # per (benchmark, k, ability, model pair)
 
     @property
     def models(self) -> list[str]:

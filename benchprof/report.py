@@ -275,6 +275,7 @@ def render_markdown(profile: Profile) -> str:
             "",
             md_table(header, rows),
         ]
+    parts += k_steps_markdown(profile)
     parts += specificity_markdown(profile)
     parts += ["", "## Missing evaluations", ""]
     if profile.missing:
@@ -301,6 +302,36 @@ def render_markdown(profile: Profile) -> str:
         if len(profile.notes) > shown:
             parts.append(f"- ... and {len(profile.notes) - shown} more (ais.json, `notes`)")
     return "\n".join(parts) + "\n"
+
+
+def k_steps_markdown(profile: Profile) -> list[str]:
+    """ais.md: whether each top region's AIS changes between neighbouring k, by the paired test of the two ablated
+    runs (cells.k_steps), so that "grows with k" is read from a test and not from two cells' stars."""
+    if not profile.k_steps:
+        return []
+    rows = [
+        [
+            s.benchmark,
+            s.ability,
+            f"{format_k(s.k_from)} → {format_k(s.k_to)}",
+            f"{s.ais_from:+.3f} → {s.ais_to:+.3f}",
+            f"{s.difference:+.3f}" + ("*" if s.significant else ""),
+            MISSING_CELL if s.lost is None else f"{s.lost} / {s.gained}",
+            MISSING_CELL if math.isnan(s.q_value) else f"{s.q_value:.3g}",
+        ]
+        for s in profile.k_steps
+    ]
+    return [
+        "",
+        "### Does the damage change with k?",
+        "",
+        "Top region, primary metric: the change of the AIS from one k to the next, tested by the paired test of the "
+        "two ablated runs on the same documents (McNemar on the documents right at one k and wrong at the other, "
+        "clustered where items share a fact; the test of the mean for continuous metrics). `*`: q < alpha, "
+        "Benjamini-Hochberg over these rows (benchmarks at chance left out).",
+        "",
+        md_table(["benchmark", "ability", "k", "AIS", "change", "lost / gained", "q"], rows),
+    ]
 
 
 def specificity_markdown(profile: Profile) -> list[str]:

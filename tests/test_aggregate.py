@@ -708,3 +708,37 @@ def test_a_profile_of_an_earlier_statistics_version_is_recomputed(results, capsy
     # its inputs are current again (this fixture's hand-written evaluations carry no manifests of their own, so
     # status may still call the profile stale for them, never for its inputs)
     assert profile.state == "done" or not profile.why.startswith("changed"), profile.why
+
+
+def test_the_change_between_neighbouring_k_is_a_paired_test_of_the_two_ablated_runs(tmp_path):
+    """ais.md's k steps: a top region that loses 5 of 80 right items at k = 0.01 and those 5 plus 20 more at
+    k = 0.03 changes by 20 documents (McNemar: 20 lost, 0 gained between the two runs); one that loses the same 10
+    at both k changes by nothing (p = 1)."""
+    raw = yaml.safe_load(write_config(tmp_path).read_text())
+    raw["settings"]["k_values"] = [0.01, 0.03]
+    raw["evals"]["benchmarks"] = ["arc_easy"]
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "config.yml")
+    original = np.array([1.0] * 80 + [0.0] * 20)
+
+    def lost(count):
+        out = original.copy()
+        out[:count] = 0.0
+        return out
+
+    runs = {
+        (Variant(), "arc_easy"): original,
+        (Variant(ABILITIES[0], 0.01, "top"), "arc_easy"): lost(5),
+        (Variant(ABILITIES[0], 0.03, "top"), "arc_easy"): lost(25),
+        (Variant(ABILITIES[1], 0.01, "top"), "arc_easy"): lost(10),
+        (Variant(ABILITIES[1], 0.03, "top"), "arc_easy"): lost(10),
+    }
+    for (variant, benchmark), values in runs.items():
+        write_eval(cfg, variant, benchmark, {"acc,none": float(values.mean())}, {"acc": list(values)})
+    profile = load_scores(cfg, progress=False)
+    steps = {s.ability: s for s in profile.k_steps}
+    grows, flat = steps[ABILITIES[0]], steps[ABILITIES[1]]
+    assert (grows.k_from, grows.k_to, grows.lost, grows.gained) == (0.01, 0.03, 20, 0)
+    assert grows.difference == pytest.approx(25 / 80 - 5 / 80)
+    assert grows.p_value == pytest.approx(2 * 0.5**20) and grows.significant
+    assert (flat.difference, flat.lost, flat.gained, flat.p_value, flat.significant) == (0.0, 0, 0, 1.0, False)

@@ -202,6 +202,21 @@ def test_comparison_across_two_models(tmp_path, capsys):
     assert float(moved["spearman"]) == pytest.approx(-0.5) and moved["verdict"] == "differ"
     assert correlation[("mixed", "t", "u")]["cosine"] == "1.0"  # mixed is the same in both
 
+    differences = {
+        (r["benchmark"], r["ability"], r["model_a"], r["model_b"]): r for r in read_csv(compare.differences_csv)
+    }
+    assert len(differences) == 3 * 3 * 3  # headline benchmarks x abilities x model pairs
+    for (benchmark, ability, a, b), r in differences.items():
+        if (a, b) == ("t", "v"):  # the same evaluations: no difference, p = 1, never a star
+            assert (float(r["difference"]), float(r["p_value"]), r["significant"]) == (0.0, 1.0, "false")
+    moved_away = differences[("one_ability", ABILITIES[0], "t", "u")]  # 40 of 100 lost in t, none in u
+    assert float(moved_away["difference"]) == pytest.approx(0.4) and moved_away["significant"] == "true"
+    assert float(moved_away["ci_low"]) > 0.25 and moved_away["paired"] == "true"
+    moved_in = differences[("one_ability", ABILITIES[1], "t", "u")]
+    assert float(moved_in["difference"]) == pytest.approx(-0.4) and moved_in["significant"] == "true"
+    assert differences[("mixed", ABILITIES[0], "t", "u")]["significant"] == "false"  # mixed is the same in both
+    assert "## Did an ability's AIS change between models?" in compare.compare_md.read_text()
+
     profiles = read_csv(compare.profiles_csv)
     assert len(profiles) == 3 * 3 * 3  # benchmarks x models x abilities at one k
     assert {r["model"] for r in profiles} == {"t", "u", "v"}

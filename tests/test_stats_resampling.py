@@ -6,8 +6,10 @@ import math
 import numpy as np
 import pytest
 
+from benchprof.stats.profiles import breadth_bootstrap
 from benchprof.stats.resampling import (
     bootstrap_p_value,
+    difference_test,
     material_drop,
     resample_counts,
     resampled_means,
@@ -115,3 +117,64 @@ def test_two_level_bootstrap_shapes_and_paired_items():
     np.testing.assert_allclose(out[1], 0.4, atol=1e-12)  # (s − 0.5s)/s − (s − 0.9s)/s
     with pytest.raises(ValueError, match="items"):
         two_level_bootstrap(original, tops[:, :10], original[None, :], 10, rng)
+
+
+def test_difference_test_by_hand():
+    """The Wald difference on the bootstrap standard error, computed by hand on four resamples."""
+    from scipy.stats import norm
+
+    a, b = np.array([0.2, 0.3, 0.1, np.nan, 0.25]), np.array([0.1, 0.1, 0.05, 0.1, 0.0])
+    diff, low, high, p = difference_test(0.22, 0.08, a, b)
+    se = np.std([0.1, 0.2, 0.05, 0.25], ddof=1)  # the NaN resample is left out
+    assert diff == pytest.approx(0.14)
+    assert (low, high) == pytest.approx((0.14 - 1.959964 * se, 0.14 + 1.959964 * se), abs=1e-6)
+    assert p == pytest.approx(2 * norm.sf(0.14 / se))
+    assert difference_test(0.1, 0.1, [0.1, 0.1], [0.1, 0.1])[3] == 1.0  # nothing moved, no difference
+    assert math.isnan(difference_test(0.1, 0.0, [0.1], [0.0])[3])
+
+
+def two_models(n, true_ais, rng, resamples=300, base=0.7, gain=0.05):
+    """One benchmark's n items scored by two models that share the items' difficulty (each item right with
+    probability p_i in both originals); each model's ablation loses right items and gains wrong ones at the rates
+    that make its population AIS true_ais[m]. Returns the two point AIS and their joint resamples, drawn by one
+    generator seed per model pair as analyses.joint_draws does (the same item indices in both)."""
+    difficulty = rng.beta(base * 4, (1 - base) * 4, n)
+    seed = int(rng.integers(1 << 30))
+    points, draws = [], []
+    for ais in true_ais:
+        original = (rng.random(n) < difficulty).astype(float)
+        lose = ais + gain * (1 - base) / base
+        u = rng.random(n)
+        ablated = np.where(original == 1, (u >= lose).astype(float), (u < gain).astype(float))
+        points.append(1 - ablated.mean() / original.mean())
+        resampled, _, _ = breadth_bootstrap(original, ablated[None], resamples, np.random.default_rng(seed))
+        draws.append(resampled[0])
+    return points, draws
+
+
+@pytest.mark.parametrize("n", [100, 1000])
+def test_the_difference_test_keeps_its_level_and_its_interval_covers(n):
+    """Over 400 simulated pairs of models per n: with equal true AIS (0.12) the paired difference test rejects at
+    most about 5% and its interval covers 0; with 0.3 against 0.1 the interval covers 0.2. Comparing the two
+    models' stars instead (each AIS's own 95% interval excluding 0 in one model and not the other) is no test of
+    the difference: it says "differs" far more often than 5% when nothing differs."""
+    rng = np.random.default_rng(n)
+    for truth in ((0.12, 0.12), (0.3, 0.1)):
+        rejected, covered, star_differs = [], [], []
+        for _ in range(400):
+            (a, b), (draws_a, draws_b) = two_models(n, truth, rng)
+            diff, low, high, p = difference_test(a, b, draws_a, draws_b)
+            rejected.append(p < 0.05)
+            covered.append(low <= truth[0] - truth[1] <= high)
+            star_differs.append((np.quantile(draws_a, 0.025) > 0) != (np.quantile(draws_b, 0.025) > 0))
+        print(
+            f"n {n}, true AIS {truth}: rejects {np.mean(rejected):.3f}, covers {np.mean(covered):.3f}, "
+            f"stars differ {np.mean(star_differs):.3f}"
+        )
+        assert np.mean(covered) >= 0.93
+        if truth[0] == truth[1]:
+            assert np.mean(rejected) <= 0.07
+            if n == 100:
+                assert np.mean(star_differs) > 0.2  # what reading two columns of stars would have claimed
+        else:
+            assert np.mean(rejected) >= (0.5 if n == 100 else 0.95)

@@ -298,3 +298,32 @@ def bootstrap_p_value(samples: ArrayLike, null: float = 0.0) -> float | NDArray[
     with np.errstate(invalid="ignore", divide="ignore"):
         p = np.where(b > 0, np.minimum(1.0, 2.0 * (np.minimum(below, above) + 1) / (b + 1)), np.nan)
     return float(p) if p.ndim == 0 else p
+
+
+def difference_test(
+    estimate_a: float, estimate_b: float, draws_a: ArrayLike, draws_b: ArrayLike, level: float = 0.95
+) -> tuple[float, float, float, float]:
+    """The difference of two estimates (e.g. one benchmark's AIS for one ability in two models, or one model at two
+    k) tested from their bootstrap resamples: (difference, interval low, interval high, two-sided p).
+
+    draws_a[r] and draws_b[r] must come from one resample of the items (the same item indices where both estimates
+    were computed on the same items: then the items' shared noise cancels in the difference, a paired test; from
+    independent resamples where the items differ). With se the standard deviation of draws_a − draws_b over the
+    resamples where both are finite, the interval is d ± z·se and p = 2·(1 − Φ(|d| / se)), d = estimate_a −
+    estimate_b: a Wald test on the bootstrap standard error (Efron and Tibshirani 1993, §12), with no floor at
+    1 / (resamples + 1), so a family of many differences can reach its BH threshold. se = 0 (no item moved either
+    estimate) gives p = 1 for d = 0; NaN throughout with fewer than 2 finite pairs or a NaN estimate.
+    """
+    import numpy as np
+    from scipy.stats import norm
+
+    a, b = np.asarray(draws_a, dtype=float), np.asarray(draws_b, dtype=float)
+    both = np.isfinite(a) & np.isfinite(b)
+    difference = float(estimate_a - estimate_b)
+    if both.sum() < 2 or math.isnan(difference):
+        return difference, math.nan, math.nan, math.nan
+    se = float(np.std(a[both] - b[both], ddof=1))
+    if se == 0:
+        return difference, difference, difference, 1.0 if difference == 0 else 0.0
+    z = float(norm.ppf(0.5 + level / 2))
+    return difference, difference - z * se, difference + z * se, float(2 * norm.sf(abs(difference) / se))
