@@ -41,12 +41,12 @@ from .stats.paired import paired_test
 from .stats.power import minimum_detectable_ais, minimum_detectable_ais_continuous
 from .stats.resampling import (
     bootstrap_ais,
-    bootstrap_p_value,
     cell_rng,
     material_drop,
     mean_specificity_bootstrap,
     percentile_ci,
     two_level_bootstrap,
+    wald_test,
 )
 
 if TYPE_CHECKING:
@@ -173,14 +173,15 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
 
 
 def set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:
-    """The 95% percentile interval of a row's bootstrap draws; with `test`, also its p-value (derived
-    rows: top-random and specificity, whose null is 0). Stars come later, from the q-values."""
+    """The 95% percentile interval of a row's bootstrap draws; with `test` (specificity rows, whose null is 0), the
+    interval and p-value of stats.resampling.wald_test instead, which has no floor at 1 / (resamples + 1). Stars
+    come later, from the q-values."""
     import numpy as np
 
     row.ci_low, row.ci_high = percentile_ci(draws)
     row.dropped = int(np.isnan(draws).sum())
     if test:
-        row.p_value = float(bootstrap_p_value(draws))
+        row.ci_low, row.ci_high, row.p_value = wald_test(row.ais, draws)
 
 
 def finite_variance(values: NDArray[np.float64]) -> float:

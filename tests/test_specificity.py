@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from scipy import stats as scipy_stats
 
 from benchprof.aggregate import load_scores
 from benchprof.configfile import load_config
@@ -16,7 +17,7 @@ from benchprof.extract import extract
 from benchprof.layout import Layout, Variant
 from benchprof.profile import MEAN, SPECIFICITY
 from benchprof.report import render_markdown
-from benchprof.stats.resampling import bootstrap_ais, cell_rng, percentile_ci
+from benchprof.stats.resampling import bootstrap_ais, cell_rng
 from benchprof.storage import file_hash, save_tensors
 
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
@@ -130,10 +131,11 @@ def test_specificity_and_diagonal_dominance_by_hand(result_files):
         )[0]
         for b in SPLITS
     }
-    expected = percentile_ci(draws[a] - (draws["Quantitative_Reasoning"] + draws["Spatial_Reasoning"]) / 2)
+    combined = draws[a] - (draws["Quantitative_Reasoning"] + draws["Spatial_Reasoning"]) / 2
+    se = np.std(combined[np.isfinite(combined)], ddof=1)  # a Wald test on the bootstrap standard error: no p floor
     row = profile.row(a, SPECIFICITY, 0.01, "top")
-    assert (row.ci_low, row.ci_high) == pytest.approx(expected)
-    assert row.ci_low < row.ais < row.ci_high
+    assert (row.ci_low, row.ci_high) == pytest.approx((row.ais - 1.959964 * se, row.ais + 1.959964 * se))
+    assert row.p_value == pytest.approx(2 * scipy_stats.norm.sf(abs(row.ais) / se))
 
     markdown = render_markdown(profile)
     assert "## Region specificity (extract.score = `importance`" in markdown

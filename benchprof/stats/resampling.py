@@ -300,30 +300,40 @@ def bootstrap_p_value(samples: ArrayLike, null: float = 0.0) -> float | NDArray[
     return float(p) if p.ndim == 0 else p
 
 
-def difference_test(
-    estimate_a: float, estimate_b: float, draws_a: ArrayLike, draws_b: ArrayLike, level: float = 0.95
-) -> tuple[float, float, float, float]:
-    """The difference of two estimates (e.g. one benchmark's AIS for one ability in two models, or one model at two
-    k) tested from their bootstrap resamples: (difference, interval low, interval high, two-sided p).
-
-    draws_a[r] and draws_b[r] must come from one resample of the items (the same item indices where both estimates
-    were computed on the same items: then the items' shared noise cancels in the difference, a paired test; from
-    independent resamples where the items differ). With se the standard deviation of draws_a − draws_b over the
-    resamples where both are finite, the interval is d ± z·se and p = 2·(1 − Φ(|d| / se)), d = estimate_a −
-    estimate_b: a Wald test on the bootstrap standard error (Efron and Tibshirani 1993, §12), with no floor at
-    1 / (resamples + 1), so a family of many differences can reach its BH threshold. se = 0 (no item moved either
-    estimate) gives p = 1 for d = 0; NaN throughout with fewer than 2 finite pairs or a NaN estimate.
-    """
+def wald_test(estimate: float, draws: ArrayLike, level: float = 0.95) -> tuple[float, float, float]:
+    """Interval and two-sided p of "the statistic is 0" from its bootstrap resamples: with se their standard
+    deviation (NaN ones left out), estimate ± z·se and p = 2·(1 − Φ(|estimate| / se)) (a Wald test on the bootstrap
+    standard error; Efron and Tibshirani 1993, §12). Unlike the percentile p of `bootstrap_p_value` it has no floor
+    at 1 / (resamples + 1), so a row in a family of hundreds can reach its Benjamini-Hochberg threshold. se = 0
+    (nothing moved) gives the point interval and p = 1 for a 0 estimate; NaN with fewer than 2 finite resamples or
+    a NaN estimate. Returns (low, high, p)."""
     import numpy as np
     from scipy.stats import norm
 
-    a, b = np.asarray(draws_a, dtype=float), np.asarray(draws_b, dtype=float)
-    both = np.isfinite(a) & np.isfinite(b)
-    difference = float(estimate_a - estimate_b)
-    if both.sum() < 2 or math.isnan(difference):
-        return difference, math.nan, math.nan, math.nan
-    se = float(np.std(a[both] - b[both], ddof=1))
+    values = np.asarray(draws, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size < 2 or math.isnan(estimate):
+        return math.nan, math.nan, math.nan
+    se = float(np.std(values, ddof=1))
     if se == 0:
-        return difference, difference, difference, 1.0 if difference == 0 else 0.0
+        return estimate, estimate, 1.0 if estimate == 0 else 0.0
     z = float(norm.ppf(0.5 + level / 2))
-    return difference, difference - z * se, difference + z * se, float(2 * norm.sf(abs(difference) / se))
+    return estimate - z * se, estimate + z * se, float(2 * norm.sf(abs(estimate) / se))
+
+
+def difference_test(
+    estimate_a: float, estimate_b: float, draws_a: ArrayLike, draws_b: ArrayLike, level: float = 0.95
+) -> tuple[float, float, float, float]:
+    """The difference of two estimates (e.g. one benchmark's AIS for one ability in two models) tested from their
+    bootstrap resamples: (difference, interval low, interval high, two-sided p), `wald_test` on draws_a − draws_b
+    over the resamples where both are finite.
+
+    draws_a[r] and draws_b[r] must come from one resample of the items (the same item indices where both estimates
+    were computed on the same items: then the items' shared noise cancels in the difference, a paired test; from
+    independent resamples where the items differ)."""
+    import numpy as np
+
+    a, b = np.asarray(draws_a, dtype=float), np.asarray(draws_b, dtype=float)
+    difference = float(estimate_a - estimate_b)
+    low, high, p = wald_test(difference, a - b, level)
+    return difference, low, high, p
