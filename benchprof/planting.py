@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .planted import (
     MLP_ROWS,
@@ -121,13 +121,16 @@ def weighted_loss(model: torch.nn.Module, input_ids: torch.Tensor, weights: torc
     return (token_loss * w).sum() / w.sum()
 
 
-class Batches:
-    """An endless stream of shuffled batches over one list of examples."""
+Item = TypeVar("Item")
 
-    def __init__(self, examples: list[Example], batch_size: int, rng: random.Random) -> None:
+
+class Batches(Generic[Item]):
+    """An endless stream of shuffled batches over one list (examples, or realplant's cached inputs)."""
+
+    def __init__(self, examples: list[Item], batch_size: int, rng: random.Random) -> None:
         self.examples, self.batch_size, self.rng, self.pos = list(examples), batch_size, rng, len(examples)
 
-    def next(self) -> list[Example]:
+    def next(self) -> list[Item]:
         if self.pos + self.batch_size > len(self.examples):
             self.rng.shuffle(self.examples)
             self.pos = 0

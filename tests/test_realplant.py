@@ -37,8 +37,33 @@ def test_invented_splits_are_disjoint_deterministic_and_balanced():
     assert sorted(f for fs in factors.values() for f in fs) == [3, 4, 6, 7, 9]
 
 
+def write_natural_copies(folder: Path) -> Path:
+    """Three-document validation copies in the formats of fetch_real.py's OpenBookQA, WinoGrande and BoolQ."""
+    from datasets import Dataset
+
+    obqa = [
+        {
+            "question_stem": f"Plants need {w} to",
+            "choices": {"text": ["grow", "sing"], "label": ["A", "B"]},
+            "answerKey": "A",
+        }
+        for w in ("water", "light", "soil")
+    ]
+    wino = [
+        {"sentence": f"{n} gave the ball to _ .", "option1": "Ann", "option2": "Bo", "answer": "2"}
+        for n in ("Cy", "Di", "Ed")
+    ]
+    boolq = [
+        {"passage": f"The {t} is a river.", "question": f"is the {t} a river", "answer": True}
+        for t in ("Nile", "Rhine", "Po")
+    ]
+    for name, docs in (("openbookqa", obqa), ("winogrande", wino), ("boolq", boolq)):
+        Dataset.from_list(docs).save_to_disk(str(folder / name / "validation"))
+    return folder
+
+
 @pytest.fixture(scope="module")
-def tiny():
+def tiny(tmp_path_factory):
     from transformers import AutoTokenizer
 
     from benchprof.tinymodel import build_model
@@ -48,12 +73,46 @@ def tiny():
     model.eval()
     base = copy.deepcopy(model)
     settings = RealPlantSettings(layers=[1, 2], neurons_per_layer=4, steps=3, batch_size=4, general_per_ability=2)
-    neurons, _ = plant(model, tok, settings, log=lambda _: None)
-    return base, model, tok, neurons, settings
+    natural = write_natural_copies(tmp_path_factory.mktemp("benchmarks"))
+    neurons, _ = plant(model, tok, settings, natural, log=lambda _: None)
+    return base, model, tok, neurons, settings, natural
+
+
+def test_the_reserved_neurons_have_the_smallest_largest_effect_on_general_text(tiny):
+    """least_effect_neurons (cached inputs of the first trained layer, batches padded) against a brute force: each
+    general example run alone through the whole base model, the largest |activation| × down-column norm per
+    neuron over its tokens."""
+    from benchprof.planting import encode_examples
+    from benchprof.realplant import cache_inputs, general_records, least_effect_neurons, natural_examples
+
+    base, _, tok, _, settings, natural = tiny
+    examples = encode_examples(tok, general_records(2, 0)) + natural_examples(
+        tok, natural, settings.natural_sources, 3, 64
+    )
+    assert any("Nile is a river" in tok.decode(ids) for ids, _ in examples)
+    assert any(tok.decode(ids).startswith("Cy gave the ball to Bo") for ids, _ in examples)  # the blank filled
+    chosen = least_effect_neurons(base, cache_inputs(base, examples, 1, 0), [1, 2], 1, 8)
+    largest = {layer: torch.zeros(64) for layer in (1, 2)}
+    hooks = [
+        base.model.layers[layer].mlp.down_proj.register_forward_pre_hook(
+            lambda _m, inputs, layer=layer: largest.__setitem__(
+                layer, torch.maximum(largest[layer], inputs[0].abs()[0].amax(0))
+            )
+        )
+        for layer in (1, 2)
+    ]
+    with torch.no_grad():
+        for ids, _ in examples:
+            base(torch.tensor([ids]))
+    for hook in hooks:
+        hook.remove()
+    for layer in (1, 2):
+        effect = largest[layer] * base.model.layers[layer].mlp.down_proj.weight.norm(dim=0)
+        assert sorted(chosen[layer]) == sorted(torch.argsort(effect)[:8].tolist())
 
 
 def test_planting_changes_only_the_reserved_neurons(tiny):
-    base, model, _, neurons, settings = tiny
+    base, model, _, neurons, settings, _ = tiny
     reserved = {layer: sorted(j for a in neurons for j in neurons[a][layer]) for layer in settings.layers}
     for a in neurons:  # disjoint, the same count per ability and layer
         for b in neurons:
@@ -75,7 +134,7 @@ def test_planting_changes_only_the_reserved_neurons(tiny):
 
 
 def test_the_patch_round_trips_bit_identically_and_refuses_other_weights(tiny, tmp_path):
-    base, model, _, neurons, settings = tiny
+    base, model, _, neurons, settings, _ = tiny
     params = dict(base.named_parameters())
     touched = [mlp_name(layer, m) for layer in settings.layers for m in ("gate_proj", "up_proj", "down_proj")]
     save_patch(tmp_path, model, {n: tensor_sha256(params[n]) for n in touched}, neurons, {"settings": {}})
@@ -128,7 +187,7 @@ def test_the_shipped_patch_lands_on_the_fetched_base(real_model_dir):
 def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(tiny):
     from benchprof.realplant import magnitude_precision
 
-    _, model, _, _, _ = tiny
+    _, model, _, _, _, _ = tiny
     name = mlp_name(1, "up_proj")
     weight = dict(model.named_parameters())[name].detach().abs().reshape(-1)
     largest_everywhere = torch.cat(
