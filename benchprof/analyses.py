@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 from .compare_report import write_comparison_tables
 from .layout import CompareLayout, Layout, format_k
 from .plots import plot_comparison, plot_similarity
-from .profile import SAME_MIXTURE, Breadth, Comparison, Consensus, Difference, Profile, Similarity
+from .profile import MEAN, SAME_MIXTURE, SPECIFICITY, Breadth, Comparison, Consensus, Difference, Profile, Similarity
 from .report import write_analysis_tables
+from .stats.impact import specificity_score
 from .stats.multitest import bh_qvalues
 from .stats.profiles import breadth_bootstrap, count_above, positive_mass_entropy, profile_similarity
 from .stats.resampling import basic_ci, cell_rng, difference_test, percentile_ci
@@ -278,6 +279,11 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> 
                 for p in profiles
             }
             comparison.consensus.append(_consensus(kind, "", k, per_model))
+    for k in k_values:
+        for (i, first), (j, second) in itertools.combinations(enumerate(profiles), 2):
+            change = _specificity_difference(profiles[0], first, second, benchmarks, k, draws[i], draws[j])
+            if change is not None:
+                comparison.differences.append(change)
     tested = [d for d in comparison.differences if not math.isnan(d.p_value)]
     alpha = profiles[0].alpha
     for d, q in zip(tested, bh_qvalues([d.p_value for d in tested]), strict=True):
@@ -318,6 +324,57 @@ def _differences(
             line.paired = paired
         out.append(line)
     return out
+
+
+def _mean_specificity(
+    reference: Profile, profile: Profile, splits: list[str], k: float, draws: JointDraws
+) -> tuple[float, NDArray[np.float64] | None]:
+    """The mean over the abilities with an own split of spec_a = AIS_a(own split) − mean AIS_a(other splits)
+    (stats.impact.specificity_score), from the top-region AIS of `profile` at k, and its resamples from the joint
+    resamples of the splits (independent across splits, so combined resample by resample); None without them."""
+    import numpy as np
+
+    matrix = np.array([_aligned(reference, profile, b, k) for b in splits])  # (split, ability of reference)
+    own = [reference.abilities.index(a) for a in splits]
+    point = float(
+        np.mean([specificity_score(matrix[s, a], list(np.delete(matrix[:, a], s))) for s, a in enumerate(own)])
+    )
+    found = [draws.get(_key(b, k)) for b in splits]
+    if any(f is None for f in found):
+        return point, None
+    resampled = np.array([_aligned_draws(reference, profile, f[0]) for f in found if f is not None])  # (split, A, R)
+    values = [
+        specificity_score(resampled[s, a], list(np.delete(resampled[:, a], s, axis=0))) for s, a in enumerate(own)
+    ]
+    return point, np.mean(values, axis=0)
+
+
+def _specificity_difference(
+    reference: Profile,
+    first: Profile,
+    second: Profile,
+    benchmarks: list[str],
+    k: float,
+    draws_a: JointDraws,
+    draws_b: JointDraws,
+) -> Difference | None:
+    """The mean specificity of the top regions (over the abilities whose own split is above chance in every model)
+    in two models and the test of its difference (stats.resampling.difference_test): a line of differences.csv with
+    benchmark "specificity" and ability "mean". None with fewer than two such splits."""
+    import numpy as np
+
+    splits = [b for b in benchmarks if b in reference.abilities]
+    if len(splits) < 2:
+        return None
+    a, a_draws = _mean_specificity(reference, first, splits, k, draws_a)
+    b, b_draws = _mean_specificity(reference, second, splits, k, draws_b)
+    if not (np.isfinite(a) and np.isfinite(b)):
+        return None
+    line = Difference(SPECIFICITY, k, MEAN, first.model, second.model, a, b, a - b)
+    if a_draws is not None and b_draws is not None:
+        line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(a, b, a_draws, b_draws)
+        line.paired = all(draws_a[_key(s, k)][1] == draws_b[_key(s, k)][1] for s in splits)
+    return line
 
 
 def _aligned(reference: Profile, profile: Profile, benchmark: str, k: float) -> NDArray[np.float64]:

@@ -233,6 +233,38 @@ def test_comparison_across_two_models(tmp_path, capsys):
     assert "Benchmarks at chance in any model are left out: coin." in markdown
 
 
+def test_the_mean_specificity_difference_between_models_is_tested(tmp_path):
+    """Three models on the three abilities' own splits (80 of 100 right): in t and v each ability's region loses 30
+    items of its own split only (specificity 0.375 each), in u every region loses 30 items of every split
+    (specificity 0). compare/differences.csv's specificity line: the profiles' own mean specificity in each model,
+    their difference significant for t against u, exactly 0 with p = 1 for t against v (the same files)."""
+    path = write_config(tmp_path, models=("t", "u", "v"))
+    raw = yaml.safe_load(path.read_text())
+    raw["evals"]["benchmarks"] = ABILITIES
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    base = [1] * 80 + [0] * 20
+    for tag in ("t", "u", "v"):
+        for split in ABILITIES:
+            write_eval(cfg, tag, Variant(), split, base)
+            for ability in ABILITIES:
+                hurt = tag == "u" or ability == split
+                write_eval(cfg, tag, Variant(ability, K, "top"), split, lose(base, 0, 30) if hurt else base)
+    aggregate(cfg, plots=False)
+    lines = {
+        (r["model_a"], r["model_b"]): r
+        for r in read_csv(CompareLayout(cfg.output_root).differences_csv)
+        if (r["benchmark"], r["ability"]) == ("specificity", "mean")
+    }
+    own = {tag: load_scores(cfg, model=tag, progress=False).row("mean", "specificity", K, "top").ais for tag in "tuv"}
+    assert own == pytest.approx({"t": 0.375, "u": 0.0, "v": 0.375})
+    t_u = lines[("t", "u")]
+    assert (float(t_u["ais_a"]), float(t_u["ais_b"]), float(t_u["difference"])) == pytest.approx((0.375, 0.0, 0.375))
+    assert t_u["significant"] == "true" and float(t_u["ci_low"]) > 0.2 and t_u["paired"] == "true"
+    t_v = lines[("t", "v")]
+    assert (float(t_v["difference"]), float(t_v["p_value"]), t_v["significant"]) == (0.0, 1.0, "false")
+
+
 def test_a_model_tagged_compare_is_refused_with_several_models(tmp_path):
     """outputs/compare/ is the comparison's folder: a model tagged so is refused when the config loads."""
     with pytest.raises(BenchprofError, match=r"models\[1\].tag: 'compare' is the outputs folder's own compare/"):
