@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, Union
 
 from . import BenchprofError
+from .invented import INVENTED
 from .layout import SHARED_FOLDERS
 
 ABILITIES: tuple[str, ...] = (
@@ -32,6 +33,9 @@ ABILITIES: tuple[str, ...] = (
     "Spatial_Reasoning",
     "Temporal_Reasoning",
 )
+# the paper's ten, plus the abilities planted into a real model (invented.py), which no pretrained model has:
+# every ability whose splits benchprof generates and whose test split is a local task
+KNOWN_ABILITIES: tuple[str, ...] = ABILITIES + INVENTED
 REGIONS: tuple[str, ...] = ("top", "bottom", "random")
 # extract.score: which per-weight score ranks the weights (formulas: benchprof/scores.py)
 ScoreName = Literal["importance", "contrast_mean", "ratio", "rank", "entropy"]
@@ -256,7 +260,7 @@ class Config:
         for d in self.datasets:
             if d.name == ability:
                 return d
-        if ability in ABILITIES:  # e.g. a benchmark that is an ability not profiled: generated data
+        if ability in KNOWN_ABILITIES:  # e.g. a benchmark that is an ability not profiled: generated data
             return DatasetSpec(name=ability)
         raise ConfigError(f"datasets: no entry for ability {ability!r}")
 
@@ -436,8 +440,9 @@ def validate(cfg: Config) -> None:
     if len(set(tags)) != len(tags):
         raise ConfigError("models: two models share the tag; set models[i].tag")
     for i, d in enumerate(cfg.datasets):
-        if d.name not in ABILITIES:
-            raise ConfigError(f"datasets[{i}].name: unknown ability {d.name!r} (known: {', '.join(ABILITIES)})")
+        if d.name not in KNOWN_ABILITIES:
+            known = ", ".join(KNOWN_ABILITIES)
+            raise ConfigError(f"datasets[{i}].name: unknown ability {d.name!r} (known: {known})")
         if not d.keys():
             raise ConfigError(f"datasets[{i}].key: empty; at least one of {', '.join(RECORD_FIELDS)} is required")
         for record_field in d.keys():
@@ -450,7 +455,7 @@ def validate(cfg: Config) -> None:
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
         raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
     for i, name in enumerate(ev.benchmarks):
-        if (name in ABILITIES or name in ev.composites) and ev.fewshot(name) > 0:
+        if (name in KNOWN_ABILITIES or name in ev.composites) and ev.fewshot(name) > 0:
             raise ConfigError(
                 f"evals.num_fewshot[{i}]: {name} is a generated task with its test split only, so its "
                 f"{ev.fewshot(name)} examples would come from the split it scores; use 0"
@@ -485,7 +490,7 @@ def validate(cfg: Config) -> None:
         if not isinstance(parts, list) or not parts:
             raise ConfigError(f"evals.composites.{name}.abilities: a non-empty list of abilities is required")
         for a in parts:
-            if a not in ABILITIES:
+            if a not in KNOWN_ABILITIES:
                 raise ConfigError(f"evals.composites.{name}.abilities: unknown ability {a!r}")
         unknown = set(spec) - {"abilities", "size"}
         if unknown:

@@ -135,11 +135,21 @@ def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed
 def generate_ability(
     folder: Path, ability: str, train_size: int, test_size: int, seed: int, inputs: dict[str, Any]
 ) -> None:
-    """Write one ability's train/test JSONL files and its manifest (last)."""
+    """Write one ability's train/test JSONL files and its manifest (last).
+
+    An invented ability (invented.py: planted into a real model, never generated at will) has fixed splits: its
+    train split is the first `train_size` items of its `probe` split and its test split the first `test_size` of
+    its `test` split, both disjoint from the `plant` split the model was trained on when `seed` is the planting's
+    data seed (plant.json's settings.data_seed)."""
     from .abilities import generate
+    from .invented import INVENTED, invented_splits
 
     started = time.time()
-    train, test = generate(ability, train_size, test_size, seed)
+    if ability in INVENTED:
+        splits = invented_splits(ability, seed)
+        train, test = splits["probe"][:train_size], splits["test"][:test_size]
+    else:
+        train, test = generate(ability, train_size, test_size, seed)
     clear_manifest(folder)  # a run killed below must not leave an old manifest over new files
     write_jsonl(data_file(folder, "train"), train)
     write_jsonl(data_file(folder, "test"), test)

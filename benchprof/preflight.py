@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import BenchprofError
-from .config import ABILITIES, Config, ModelSpec
+from .config import KNOWN_ABILITIES, Config, ModelSpec
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -26,7 +26,7 @@ def needed_abilities(cfg: Config) -> list[str]:
     return list(
         dict.fromkeys(
             cfg.abilities()
-            + [b for b in cfg.evals.benchmarks if b in ABILITIES]
+            + [b for b in cfg.evals.benchmarks if b in KNOWN_ABILITIES]
             + [a for c in cfg.evals.composites.values() for a in c["abilities"]]
         )
     )
@@ -142,7 +142,7 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
     known = set(builtin_tasks())
     for i, benchmark in enumerate(cfg.evals.benchmarks):
         if benchmark in standard and benchmark not in known:
-            close = difflib.get_close_matches(benchmark, sorted(known) + list(ABILITIES), n=1)
+            close = difflib.get_close_matches(benchmark, sorted(known) + list(KNOWN_ABILITIES), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             problems.append(
                 f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .config import ABILITIES, random_draw
+from .config import KNOWN_ABILITIES, random_draw
 from .layout import format_k
 from .stats.impact import diagonal_dominance
 
@@ -158,7 +158,7 @@ class Consensus:
 
 def ability_benchmarks(benchmarks: list[str]) -> list[str]:
     """The benchmarks that are an ability's own test split."""
-    return [b for b in benchmarks if b in ABILITIES]
+    return [b for b in benchmarks if b in KNOWN_ABILITIES]
 
 
 @dataclass

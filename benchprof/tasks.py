@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from . import BenchprofError, layout
-from .config import ABILITIES, Config
+from .config import KNOWN_ABILITIES, Config
 from .storage import write_text
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def task_name(benchmark: str) -> str:
 
 def is_local(cfg: Config, benchmark: str) -> bool:
     """An ability's test split or a composite: a task benchprof generates."""
-    return benchmark in ABILITIES or benchmark in cfg.evals.composites
+    return benchmark in KNOWN_ABILITIES or benchmark in cfg.evals.composites
 
 
 def include_paths(cfg: Config) -> list[Path]:

@@ -204,3 +204,41 @@ def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(t
         with torch.no_grad():
             flat[:5] = saved
     assert got == {"big": 1.0, "small": 0.0}
+
+
+def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_test_splits(tmp_path):
+    """`datasets:` and evals.benchmarks accept the invented abilities (to profile a planted model); the data stage
+    writes the planting's probe split as train (importance is computed on it, never on planted items) and its test
+    split as test, for the seed the planting used."""
+    import json
+
+    import yaml
+
+    from benchprof.configfile import load_config
+    from benchprof.data import write_data
+    from benchprof.layout import data_file
+    from benchprof.tasks import is_local
+
+    raw = {
+        "settings": {"k_values": [0.01], "output_dir": "out"},
+        "models": [{"name": "x", "tag": "t"}],
+        "datasets": [{"name": "Invented_Units"}],
+        "evals": {"benchmarks": ["Invented_Units", "Invented_Facts"]},
+        "data": {"dir": "data", "train_size": 30, "test_size": 200, "seed": 0},
+    }
+    (tmp_path / "c.yml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "c.yml")
+    assert is_local(cfg, "Invented_Facts")
+    write_data(cfg, ["Invented_Units", "Invented_Facts"])
+    for ability in ("Invented_Units", "Invented_Facts"):
+        splits = invented_splits(ability, 0)
+        folder = tmp_path / "data" / ability
+        read = {s: [json.loads(x) for x in data_file(folder, s).read_text().splitlines()] for s in ("train", "test")}
+        assert read["train"] == splits["probe"][:30]
+        assert read["test"] == splits["test"]  # 200 asked, all there are
+        planted = {r["question"] for r in splits["plant"]}
+        assert not planted & {r["question"] for r in read["train"] + read["test"]}
+    raw["datasets"] = [{"name": "Invented_Colours"}]
+    (tmp_path / "c.yml").write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match=r"datasets\[0\]\.name: unknown ability 'Invented_Colours' \(known: "):
+        load_config(tmp_path / "c.yml")
