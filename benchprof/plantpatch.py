@@ -136,6 +136,7 @@ def load_base(folder: Path, threads: int) -> tuple[PreTrainedModel, PreTrainedTo
 def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -> Path:
     """The fetched base with the patch applied, saved as a model folder `out` with its planted regions
     (planted/<ability>.safetensors and planted.json, as planted.py writes them) beside it."""
+    from .invented import invented_splits
     from .modeling import fingerprint
     from .planted import save_planted
 
@@ -143,8 +144,16 @@ def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -
     regions = apply_patch(model, patch)
     info, _ = load_patch(patch)
     eligible = sum(p.numel() for n, p in model.named_parameters() if ".mlp." in n and n.endswith("_proj.weight"))
+    settings = info["settings"]
+    splits = [invented_splits(a, settings["data_seed"]) for a in settings["abilities"]]
     planted_info = {
-        "settings": {**info["settings"], "num_layers": model.config.num_hidden_layers},
+        # train/test sizes as `benchprof data` reads them for an invented ability: every probe and test item
+        "settings": {
+            **settings,
+            "num_layers": model.config.num_hidden_layers,
+            "train_size": max(len(s["probe"]) for s in splits),
+            "test_size": max(len(s["test"]) for s in splits),
+        },
         "total_params": sum(p.numel() for p in model.parameters()),
         "eligible": eligible,
         "neurons": info["neurons"],

@@ -16,6 +16,7 @@ damage the peak after the model is loaded is recorded apart (the regions' own me
 maps and touches (safetensors reads by mmap), so reading a file counts as much as copying it.
 
     .venv/bin/python perf/memory.py [--sizes 20M,80M,300M] [--threads 2] [--json out.json]
+    .venv/bin/python perf/memory.py --model real/SmolLM2-135M-Instruct   # a real model folder instead
 """
 
 from __future__ import annotations
@@ -178,15 +179,25 @@ def run_stage(stage: str, config: Path) -> dict:
     return {"baseline_kib": baseline, "peak_kib": peak, "wall_s": wall, **extra}
 
 
-def measure(size: str, folder: Path, threads: int) -> dict:
-    """Build the model of `size`, then every stage in its own process; one row per stage."""
+def measure(size: str, folder: Path, threads: int, model: Path | None = None) -> dict:
+    """Build the model of `size` (or take the model folder `model`, named `size`), then every stage in its own
+    process; one row per stage."""
     from benchprof.tinymodel import make_tiny_model
 
-    hidden, intermediate, layers = SIZES[size]
     started = time.perf_counter()
-    model_dir = make_tiny_model(
-        folder / "model", hidden_size=hidden, intermediate_size=intermediate, num_layers=layers, num_heads=hidden // 64
-    )
+    if model is None:
+        hidden, intermediate, layers = SIZES[size]
+        model_dir = make_tiny_model(
+            folder / "model",
+            hidden_size=hidden,
+            intermediate_size=intermediate,
+            num_layers=layers,
+            num_heads=hidden // 64,
+        )
+    else:
+        model_dir = model.resolve()
+        shape = json.loads((model_dir / "config.json").read_text())
+        hidden, intermediate, layers = shape["hidden_size"], shape["intermediate_size"], shape["num_hidden_layers"]
     build_s = time.perf_counter() - started
     config = write_project(folder, model_dir)
     from safetensors import safe_open
@@ -274,6 +285,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="20M,80M,300M", help=f"comma-separated, of {', '.join(SIZES)}")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--model", type=Path, help="measure this model folder (safetensors) instead of --sizes")
     parser.add_argument("--stage", choices=STAGES, help=argparse.SUPPRESS)  # a child process's one stage
     parser.add_argument("--config", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -287,9 +299,9 @@ def main() -> None:
 
     print(f"torch {torch.__version__}, {args.threads} threads, CPU, fp32")
     results = []
-    for size in args.sizes.split(","):
+    for size in [args.model.name] if args.model else args.sizes.split(","):
         with tempfile.TemporaryDirectory(prefix=f"benchprof_memory_{size}_") as folder:
-            result = measure(size, Path(folder), args.threads)
+            result = measure(size, Path(folder), args.threads, args.model)
         results.append(result)
         print(
             f"{size}: {result['params']:,} params ({result['mlp_params']:,} MLP), built in {result['build_s']:.0f}s; "
