@@ -278,8 +278,7 @@ def own_check(
     """Per (variant, benchmark): accuracy before and after zeroing the variant's region, its 95% interval,
     AIS with its 95% paired bootstrap interval, and the exact McNemar test of the paired items.
 
-    `variants`: name -> region ('all' zeroes every planted set: the base model). Rows carry the
-    per-item original and ablated vectors under `_original`/`_ablated` for callers that pool them.
+    `variants`: name -> region ('all' zeroes every planted set: the base model).
     """
     import numpy as np
 
