@@ -84,7 +84,8 @@ def default_report_k(cfg: Config, report_k: float | str | None = None) -> float:
 # The definition of the profile's statistics: raised whenever a test, interval or family changes, so that a profile
 # computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
 # 2: issue 28's mean and clustered tests, hull intervals, predictive top-random, declared families.
-STATISTICS_VERSION = 2
+# 3: specificity rows on the Wald test of their bootstrap standard error (no p floor); k steps tested.
+STATISTICS_VERSION = 3
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:

@@ -19,12 +19,23 @@ from typing import TYPE_CHECKING
 from .compare_report import write_comparison_tables
 from .layout import CompareLayout, Layout, format_k
 from .plots import plot_comparison, plot_similarity
-from .profile import MEAN, SAME_MIXTURE, SPECIFICITY, Breadth, Comparison, Consensus, Difference, Profile, Similarity
+from .profile import (
+    MEAN,
+    SAME_MIXTURE,
+    SPECIFICITY,
+    Breadth,
+    Comparison,
+    Consensus,
+    Difference,
+    Profile,
+    Similarity,
+    ability_benchmarks,
+)
 from .report import write_analysis_tables
 from .stats.impact import specificity_score
 from .stats.multitest import bh_qvalues
 from .stats.profiles import breadth_bootstrap, count_above, positive_mass_entropy, profile_similarity
-from .stats.resampling import basic_ci, cell_rng, difference_test, percentile_ci
+from .stats.resampling import basic_ci, cell_rng, difference_test, material_drop, percentile_ci
 
 if TYPE_CHECKING:
     import numpy as np
@@ -287,7 +298,8 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> 
     tested = [d for d in comparison.differences if not math.isnan(d.p_value)]
     alpha = profiles[0].alpha
     for d, q in zip(tested, bh_qvalues([d.p_value for d in tested]), strict=True):
-        d.q_value, d.significant = float(q), bool(q < alpha)
+        d.q_value = float(q)
+        d.significant = bool(q < alpha) and not material_drop(d.dropped, profiles[0].bootstrap)
     return comparison
 
 
@@ -302,8 +314,9 @@ def _differences(
 ) -> list[Difference]:
     """Per ability of `reference`, the top-region AIS on `benchmark` at k in two models and the test of their
     difference (stats.resampling.difference_test) on their joint resamples: resample r of both drawn by one
-    generator, so on the same items where both scored the same ones (`paired`; independent resamples otherwise,
-    which the test's standard error then also covers)."""
+    generator, so on the same items where both scored the same ones (`paired`). Where they scored different items
+    the draws pair items by position only, which shares no noise, so the standard error of the difference is that
+    of two independent estimates."""
     import numpy as np
 
     x, y = _aligned(reference, first, benchmark, k), _aligned(reference, second, benchmark, k)
@@ -321,6 +334,7 @@ def _differences(
             line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(
                 float(x[i]), float(y[i]), xs[i], ys[i]
             )
+            line.dropped = int((~(np.isfinite(xs[i]) & np.isfinite(ys[i]))).sum())
             line.paired = paired
         out.append(line)
     return out
@@ -329,23 +343,20 @@ def _differences(
 def _mean_specificity(
     reference: Profile, profile: Profile, splits: list[str], k: float, draws: JointDraws
 ) -> tuple[float, NDArray[np.float64] | None]:
-    """The mean over the abilities with an own split of spec_a = AIS_a(own split) − mean AIS_a(other splits)
-    (stats.impact.specificity_score), from the top-region AIS of `profile` at k, and its resamples from the joint
-    resamples of the splits (independent across splits, so combined resample by resample); None without them."""
+    """The mean over the profiled abilities with an own split of spec_a = AIS_a(own split) − mean AIS_a(the other
+    ability splits in `splits`) (stats.impact.specificity_score, as cells.specificity_rows), from the top-region
+    AIS of `profile` at k, and its resamples from the joint resamples of the splits (independent across splits, so
+    combined resample by resample); None without them."""
     import numpy as np
 
     matrix = np.array([_aligned(reference, profile, b, k) for b in splits])  # (split, ability of reference)
-    own = [reference.abilities.index(a) for a in splits]
-    point = float(
-        np.mean([specificity_score(matrix[s, a], list(np.delete(matrix[:, a], s))) for s, a in enumerate(own)])
-    )
+    own = [(s, reference.abilities.index(b)) for s, b in enumerate(splits) if b in reference.abilities]
+    point = float(np.mean([specificity_score(matrix[s, a], list(np.delete(matrix[:, a], s))) for s, a in own]))
     found = [draws.get(_key(b, k)) for b in splits]
     if any(f is None for f in found):
         return point, None
     resampled = np.array([_aligned_draws(reference, profile, f[0]) for f in found if f is not None])  # (split, A, R)
-    values = [
-        specificity_score(resampled[s, a], list(np.delete(resampled[:, a], s, axis=0))) for s, a in enumerate(own)
-    ]
+    values = [specificity_score(resampled[s, a], list(np.delete(resampled[:, a], s, axis=0))) for s, a in own]
     return point, np.mean(values, axis=0)
 
 
@@ -358,13 +369,14 @@ def _specificity_difference(
     draws_a: JointDraws,
     draws_b: JointDraws,
 ) -> Difference | None:
-    """The mean specificity of the top regions (over the abilities whose own split is above chance in every model)
-    in two models and the test of its difference (stats.resampling.difference_test): a line of differences.csv with
-    benchmark "specificity" and ability "mean". None with fewer than two such splits."""
+    """The mean specificity of the top regions in two models, over the ability splits above chance in every model
+    (each model's own mean specificity where no split is at chance), and the test of its difference
+    (stats.resampling.difference_test): a line of differences.csv with benchmark "specificity" and ability "mean".
+    None with fewer than two such splits, no profiled ability among them, or an AIS lacking."""
     import numpy as np
 
-    splits = [b for b in benchmarks if b in reference.abilities]
-    if len(splits) < 2:
+    splits = ability_benchmarks(benchmarks)
+    if len(splits) < 2 or not any(b in reference.abilities for b in splits):
         return None
     a, a_draws = _mean_specificity(reference, first, splits, k, draws_a)
     b, b_draws = _mean_specificity(reference, second, splits, k, draws_b)
@@ -373,6 +385,7 @@ def _specificity_difference(
     line = Difference(SPECIFICITY, k, MEAN, first.model, second.model, a, b, a - b)
     if a_draws is not None and b_draws is not None:
         line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(a, b, a_draws, b_draws)
+        line.dropped = int((~(np.isfinite(a_draws) & np.isfinite(b_draws))).sum())
         line.paired = all(draws_a[_key(s, k)][1] == draws_b[_key(s, k)][1] for s in splits)
     return line
 

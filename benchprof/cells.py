@@ -400,7 +400,8 @@ def k_steps(
 ) -> list[KStep]:
     """Per ability, the change of its top region's AIS on `benchmark` between neighbouring k values, tested by
     stats.paired.paired_test between the two ablated runs on the documents both hold (their clusters respected):
-    both share the original run, so the change is (s'(k_from) − s'(k_to)) / s and needs no bootstrap. Only where
+    both share the original run, so the change is (s'(k_from) − s'(k_to)) / s (reversed for a lower-is-better
+    metric) and needs no bootstrap. Only where
     both runs have per-document values."""
     out = []
     sign = -1.0 if original.lower_is_better else 1.0

@@ -136,7 +136,7 @@ def render_comparison(comparison: Comparison) -> str:
     differences = [d for d in comparison.differences if math.isclose(d.k, k)]
     parts.append(
         md_table(
-            ["benchmark", "ability", "models", "AIS", "difference", "q"],
+            ["benchmark", "ability", "models", "AIS", "difference", "q", "paired"],
             [
                 [
                     d.benchmark,
@@ -145,6 +145,7 @@ def render_comparison(comparison: Comparison) -> str:
                     f"{d.ais_a:+.3f} / {d.ais_b:+.3f}",
                     fmt_interval(d.difference, d.ci_low, d.ci_high, 3, "+") + ("*" if d.significant else ""),
                     MISSING_CELL if math.isnan(d.q_value) else f"{d.q_value:.3g}",
+                    "yes" if d.paired else "no",
                 ]
                 for d in differences
             ],

@@ -10,6 +10,7 @@ from typing import Any
 
 from . import BenchprofError
 from .config import ABILITIES, Config, select
+from .invented import INVENTED
 from .layout import DATA_SPLITS, data_file, data_output
 from .storage import clear_manifest, is_current, write_manifest, write_text
 
@@ -132,6 +133,14 @@ def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed
     }
 
 
+def invented_sizes(ability: str, train_size: int, test_size: int, seed: int) -> tuple[int, int]:
+    """The train and test sizes an invented ability gets: at most its probe and test splits."""
+    from .invented import invented_splits
+
+    splits = invented_splits(ability, seed)
+    return min(train_size, len(splits["probe"])), min(test_size, len(splits["test"]))
+
+
 def generate_ability(
     folder: Path, ability: str, train_size: int, test_size: int, seed: int, inputs: dict[str, Any]
 ) -> None:
@@ -142,7 +151,7 @@ def generate_ability(
     its `test` split, both disjoint from the `plant` split the model was trained on when `seed` is the planting's
     data seed (plant.json's settings.data_seed)."""
     from .abilities import generate
-    from .invented import INVENTED, invented_splits
+    from .invented import invented_splits
 
     started = time.time()
     if ability in INVENTED:
@@ -204,11 +213,12 @@ def write_data(cfg: Config, names: list[str], force: bool = False, started: floa
             skipped.append(name)  # the user's own data
             continue
         folder = root / name
-        inputs = data_inputs(cfg, name, train_size, test_size, seed)
+        sizes = invented_sizes(name, train_size, test_size, seed) if name in INVENTED else (train_size, test_size)
+        inputs = data_inputs(cfg, name, *sizes, seed)
         if not force and is_current(data_output(folder, name), inputs):
             skipped.append(name)
             continue
-        generate_ability(folder, name, train_size, test_size, seed, inputs)
+        generate_ability(folder, name, *sizes, seed, inputs)
         written.append(name)
     print(
         f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each), "

@@ -325,6 +325,28 @@ def check_writable(key: str, folder: Path, problems: list[str]) -> None:
         problems.append(f"{key}: {existing} is not writable")
 
 
+def check_invented_seed(cfg: Config, problems: list[str]) -> None:
+    """An invented ability's splits (invented.py) are a world of invented facts drawn by data.seed: a model planted
+    with them (its planted.json, scripts/plant_real.py apply) knows the world of its planting's data seed only."""
+    import json
+
+    from .invented import INVENTED
+
+    used = [a for a in needed_abilities(cfg) if a in INVENTED and not cfg.dataset(a).path]
+    for i, spec in enumerate(cfg.models):
+        info_file = Path(cfg.model_source(spec)[0]) / "planted.json"
+        if not used or not info_file.is_file():
+            continue
+        settings = json.loads(info_file.read_text()).get("settings", {})
+        planted = [a for a in used if a in settings.get("abilities", [])]
+        if planted and settings.get("data_seed") != cfg.data.seed:
+            problems.append(
+                f"data.seed: {cfg.data.seed}, but models[{i}] ({info_file}) was planted with {', '.join(planted)} "
+                f"drawn with data seed {settings.get('data_seed')}: another seed is another invented world; "
+                f"set data.seed: {settings.get('data_seed')}"
+            )
+
+
 def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     """Check the whole plan before any heavy work; write nothing.
 
@@ -347,6 +369,7 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
         if model_config is not None and finetune:
             check_k_values(cfg, spec, model_config, problems, warnings)
     check_datasets(cfg, problems, finetune)
+    check_invented_seed(cfg, problems)
     check_composites(cfg, problems)
     check_user_tasks(cfg, problems)
     check_benchmarks(cfg, problems)

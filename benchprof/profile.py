@@ -260,7 +260,8 @@ class Profile:
 class KStep:
     """One line of ais.md's k sweep tests: a top region's AIS on one benchmark at two neighbouring k, and the paired
     test of the change (stats.paired.paired_test between the two ablated runs: the same documents and the same
-    original, so AIS(k_to) − AIS(k_from) = (s'(k_from) − s'(k_to)) / s). q_value: Benjamini-Hochberg over the
+    original, so AIS(k_to) − AIS(k_from) = (s'(k_from) − s'(k_to)) / s, the sign reversed for a lower-is-better
+    metric). q_value: Benjamini-Hochberg over the
     profile's k steps, a family of their own. Read "the damage grows with k" from here, not from two stars."""
 
     benchmark: str
@@ -298,6 +299,7 @@ class Difference:
     q_value: float = math.nan
     significant: bool | None = None
     paired: bool = False
+    dropped: int = 0  # resamples without both values (an original mean of 0): more than 5% and no star
 
 
 @dataclass

@@ -41,7 +41,7 @@ def _no_nan(record: dict[str, Any]) -> dict[str, Any]:
 def profile_json(profile: Profile) -> dict[str, Any]:
     """ais.json: the Profile with NaN written as null."""
     out = asdict(profile)
-    for key in ("rows", "breadth", "similarity"):
+    for key in ("rows", "breadth", "similarity", "k_steps", "null_calibration"):
         out[key] = [_no_nan(record) for record in out[key]]
     out["report_k"] = profile.report_k
     return out

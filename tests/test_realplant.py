@@ -238,6 +238,25 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
         assert read["test"] == splits["test"]  # 200 asked, all there are
         planted = {r["question"] for r in splits["plant"]}
         assert not planted & {r["question"] for r in read["train"] + read["test"]}
+    manifest = json.loads((tmp_path / "data" / "Invented_Facts" / "manifest.json").read_text())
+    assert (manifest["inputs"]["train_size"], manifest["inputs"]["test_size"]) == (30, 100)  # what was written
+
+    # a model planted with these abilities knows the world of its planting's data seed only
+    from benchprof.preflight import check_invented_seed
+
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "planted.json").write_text(
+        json.dumps({"settings": {"abilities": ["Invented_Units"], "data_seed": 0}})
+    )
+    problems: list[str] = []
+    check_invented_seed(cfg, problems)
+    assert problems == []
+    raw["data"]["seed"] = 1234
+    (tmp_path / "c.yml").write_text(yaml.safe_dump(raw))
+    check_invented_seed(load_config(tmp_path / "c.yml"), problems)
+    assert len(problems) == 1 and problems[0].startswith("data.seed: 1234, but models[0] (")
+    assert problems[0].endswith("drawn with data seed 0: another seed is another invented world; set data.seed: 0")
+
     raw["datasets"] = [{"name": "Invented_Colours"}]
     (tmp_path / "c.yml").write_text(yaml.safe_dump(raw))
     with pytest.raises(BenchprofError, match=r"datasets\[0\]\.name: unknown ability 'Invented_Colours' \(known: "):

@@ -76,10 +76,10 @@ def simulated_count_interval(true_ais, n, rng, resamples=400, gain=0.05, base=0.
 @pytest.mark.parametrize(
     ("true_ais", "n", "max_width"),
     [
-        ([-0.05, 0.0, 0.1, 0.2, 0.3], 100, 2.0),
+        ([-0.02, 0.0, 0.1, 0.2, 0.3], 100, 2.0),
         ([0.0, 0.02, 0.08, 0.15, 0.3], 100, 3.0),
         ([0.04, 0.06, 0.2, 0.3, 0.0], 100, 3.0),
-        ([-0.05, 0.0, 0.1, 0.2, 0.3], 1000, 0.25),  # every ability at least 2 standard errors from 0.05
+        ([-0.02, 0.0, 0.1, 0.2, 0.3], 1000, 0.25),  # every ability at least 2 standard errors from 0.05
         ([0.04, 0.06, 0.2, 0.3, 0.0], 1000, 2.0),  # two abilities 0.01 from the threshold
     ],
 )

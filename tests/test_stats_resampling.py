@@ -14,6 +14,7 @@ from benchprof.stats.resampling import (
     resample_counts,
     resampled_means,
     two_level_bootstrap,
+    wald_test,
 )
 
 
@@ -131,6 +132,9 @@ def test_difference_test_by_hand():
     assert p == pytest.approx(2 * norm.sf(0.14 / se))
     assert difference_test(0.1, 0.1, [0.1, 0.1], [0.1, 0.1])[3] == 1.0  # nothing moved, no difference
     assert math.isnan(difference_test(0.1, 0.0, [0.1], [0.0])[3])
+    # resamples that never vary measure no spread: no Wald p of 0, the percentile p with its floor instead
+    assert difference_test(1.0, 0.0, [1.0] * 199, [0.0] * 199)[1:] == (1.0, 1.0, pytest.approx(2 / 200))
+    assert wald_test(1e-17, [0.0, 0.0, 0.0])[2] == 1.0  # rounding noise is no effect
 
 
 def two_models(n, true_ais, rng, resamples=300, base=0.7, gain=0.05):
@@ -186,7 +190,7 @@ def test_the_wald_test_of_a_specificity_keeps_its_level(n):
     own) tested by wald_test over 400 simulated datasets where the region hurts every split alike (true specificity
     0): rejects about 5%; where it hurts its own split more (true specificity 0.15) its interval covers 0.15."""
     from benchprof.stats.impact import specificity_score
-    from benchprof.stats.resampling import bootstrap_ais, wald_test
+    from benchprof.stats.resampling import bootstrap_ais
 
     rng = np.random.default_rng(n + 5)
     for own_extra in (0.0, 0.15):

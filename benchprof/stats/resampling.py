@@ -304,9 +304,12 @@ def wald_test(estimate: float, draws: ArrayLike, level: float = 0.95) -> tuple[f
     """Interval and two-sided p of "the statistic is 0" from its bootstrap resamples: with se their standard
     deviation (NaN ones left out), estimate ± z·se and p = 2·(1 − Φ(|estimate| / se)) (a Wald test on the bootstrap
     standard error; Efron and Tibshirani 1993, §12). Unlike the percentile p of `bootstrap_p_value` it has no floor
-    at 1 / (resamples + 1), so a row in a family of hundreds can reach its Benjamini-Hochberg threshold. se = 0
-    (nothing moved) gives the point interval and p = 1 for a 0 estimate; NaN with fewer than 2 finite resamples or
-    a NaN estimate. Returns (low, high, p)."""
+    at 1 / (resamples + 1), so a row in a family of hundreds can reach its Benjamini-Hochberg threshold. Where the
+    resamples do not vary (se within rounding of 0) the interval is the point, and p is 1 for a 0 estimate and
+    otherwise the percentile p of `bootstrap_p_value` with its floor: a statistic every resample puts at the same
+    non-zero value (e.g. an own split whose every item is lost) has no measured spread, and a Wald p of 0 would
+    claim more than the items can say. NaN with fewer than 2 finite resamples or a NaN estimate. Returns
+    (low, high, p)."""
     import numpy as np
     from scipy.stats import norm
 
@@ -315,8 +318,10 @@ def wald_test(estimate: float, draws: ArrayLike, level: float = 0.95) -> tuple[f
     if values.size < 2 or math.isnan(estimate):
         return math.nan, math.nan, math.nan
     se = float(np.std(values, ddof=1))
-    if se == 0:
-        return estimate, estimate, 1.0 if estimate == 0 else 0.0
+    if se <= 1e-12 * max(1.0, abs(estimate)):
+        if abs(estimate) <= 1e-12:
+            return estimate, estimate, 1.0
+        return estimate, estimate, float(bootstrap_p_value(values))
     z = float(norm.ppf(0.5 + level / 2))
     return estimate - z * se, estimate + z * se, float(2 * norm.sf(abs(estimate) / se))
 
