@@ -207,7 +207,7 @@ def write_data(cfg: Config, names: list[str], force: bool = False, started: floa
     started = time.time() if started is None else started
     root = cfg.resolve(cfg.data.dir)
     train_size, test_size, seed = cfg.data.train_size, cfg.data.test_size, cfg.data.seed
-    written, skipped = [], []
+    written, skipped, smaller = [], [], []
     for name in names:
         if name in cfg.abilities() and cfg.dataset(name).path:
             skipped.append(name)  # the user's own data
@@ -220,7 +220,10 @@ def write_data(cfg: Config, names: list[str], force: bool = False, started: floa
             continue
         generate_ability(folder, name, *sizes, seed, inputs)
         written.append(name)
+        if sizes != (train_size, test_size):
+            smaller.append(f"{name} {sizes[0]} / {sizes[1]}")
+    fewer = f"; fewer where the splits hold fewer: {', '.join(smaller)}" if smaller else ""
     print(
-        f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each), "
+        f"data: wrote {len(written)} abilities ({train_size} train / {test_size} test each{fewer}), "
         f"{len(skipped)} up to date or user-supplied, in {root} ({time.time() - started:.1f}s)"
     )
