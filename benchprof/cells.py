@@ -395,14 +395,13 @@ def k_steps(
     profile: Profile,
     benchmark: str,
     original: Score,
-    loaded: dict[tuple[str, float], dict[str, Score]],
+    loaded: Loaded,
     clusters: dict[DocId, str],
 ) -> list[KStep]:
     """Per ability, the change of its top region's AIS on `benchmark` between neighbouring k values, tested by
     stats.paired.paired_test between the two ablated runs on the documents both hold (their clusters respected):
     both share the original run, so the change is (s'(k_from) − s'(k_to)) / s (reversed for a lower-is-better
-    metric) and needs no bootstrap. Only where
-    both runs have per-document values."""
+    metric) and needs no bootstrap. Only where both runs have per-document values."""
     out = []
     sign = -1.0 if original.lower_is_better else 1.0
     k_values = sorted(profile.k_values)
