@@ -143,6 +143,7 @@ def item_scores(
             rows.append((i, j, ctx, cont, len(" " + option)))
     loglik = np.zeros(len(rows))
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    device = next(model.parameters()).device
     with torch.no_grad():
         for start in range(0, len(rows), batch_rows):
             chunk = rows[start : start + batch_rows]
@@ -150,10 +151,12 @@ def item_scores(
             ids = torch.full((len(chunk), length), pad, dtype=torch.long)
             for r, (_, _, c, o, _) in enumerate(chunk):
                 ids[r, : len(c) + len(o)] = torch.tensor(c + o)
-            logp = torch.log_softmax(model(input_ids=ids).logits.float(), -1)
+            logp = torch.log_softmax(model(input_ids=ids.to(device)).logits.float(), -1)
+            sums = []
             for r, (_, _, c, o, _) in enumerate(chunk):
-                positions = torch.arange(len(c) - 1, len(c) - 1 + len(o))
-                loglik[start + r] = float(logp[r, positions, torch.tensor(o)].sum())
+                positions = torch.arange(len(c) - 1, len(c) - 1 + len(o), device=device)
+                sums.append(logp[r, positions, torch.tensor(o, device=device)].sum())
+            loglik[start : start + len(chunk)] = torch.stack(sums).double().cpu().numpy()
     n_opt = [len(r["options"]) for r in records]
     acc, acc_norm = np.zeros(len(records)), np.zeros(len(records))
     pos = 0

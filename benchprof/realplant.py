@@ -77,6 +77,7 @@ class RealPlantSettings:
     data_seed: int = 0
     seed: int = 0
     threads: int = 2
+    device: str = "cpu"  # where planting and the own check run (cuda on a GPU); the patch is the same format
 
 
 def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
@@ -107,7 +108,7 @@ def run_layers(model: PreTrainedModel, hidden: torch.Tensor, first: int, last: i
     position exact), as LlamaModel.forward runs them."""
     import torch
 
-    positions = torch.arange(hidden.shape[1])[None]
+    positions = torch.arange(hidden.shape[1], device=hidden.device)[None]
     rotary = model.model.rotary_emb(hidden, positions)
     for layer in model.model.layers[first:last]:
         hidden = layer(hidden, attention_mask=None, position_embeddings=rotary, position_ids=positions)
@@ -126,7 +127,7 @@ def cache_inputs(
         for start in range(0, len(order), batch):
             chunk = order[start : start + batch]
             ids, _, _ = padded([examples[i] for i in chunk], pad)
-            hidden = run_layers(model, model.model.embed_tokens(ids), 0, layer)
+            hidden = run_layers(model, model.model.embed_tokens(ids.to(model.device)), 0, layer)
             for row, i in enumerate(chunk):
                 tokens, first = examples[i]
                 out[i] = (tokens, first, hidden[row, : len(tokens)].clone())
@@ -170,7 +171,7 @@ def least_effect_neurons(
     on a token = |activation_j| × ‖down_proj[:, j]‖, its largest over the real (unpadded) tokens."""
     import torch
 
-    largest = {layer: torch.zeros(model.config.intermediate_size) for layer in layers}
+    largest = {layer: torch.zeros(model.config.intermediate_size, device=model.device) for layer in layers}
     current: dict[str, torch.Tensor] = {}  # the real-token mask of the chunk running
 
     def record(layer: int, activation: torch.Tensor) -> None:
@@ -187,7 +188,7 @@ def least_effect_neurons(
         with torch.no_grad():
             for start in range(0, len(general), 32):
                 chunk = general[start : start + 32]
-                current["valid"] = padded([(ids, len(ids)) for ids, _, _ in chunk], 0)[2].float()
+                current["valid"] = padded([(ids, len(ids)) for ids, _, _ in chunk], 0)[2].float().to(model.device)
                 run_layers(model, stack_hidden(chunk), first, len(model.model.layers))
     finally:
         for hook in hooks:
@@ -195,7 +196,7 @@ def least_effect_neurons(
     out = {}
     for layer in layers:
         effect = largest[layer] * model.model.layers[layer].mlp.down_proj.weight.detach().norm(dim=0)
-        out[layer] = torch.argsort(effect)[:count].tolist()
+        out[layer] = torch.argsort(effect.cpu())[:count].tolist()
     return out
 
 
@@ -204,7 +205,7 @@ def stack_hidden(batch: Sequence[Cached]) -> torch.Tensor:
     import torch
 
     length = max(len(ids) for ids, _, _ in batch)
-    hidden = torch.zeros((len(batch), length, batch[0][2].shape[-1]))
+    hidden = torch.zeros((len(batch), length, batch[0][2].shape[-1]), device=batch[0][2].device)
     for i, (ids, _, h) in enumerate(batch):
         hidden[i, : len(ids)] = h
     return hidden
@@ -294,7 +295,7 @@ def plant(
             if module == "down_proj":
                 p[:, ids] = 0.0
             else:
-                fresh = torch.randn((len(ids), p.shape[1]), generator=gen)
+                fresh = torch.randn((len(ids), p.shape[1]), generator=gen).to(p.device)  # the CPU's draws
                 p[ids] = fresh / fresh.norm(dim=1, keepdim=True) * norms[layer][module]
             p.requires_grad_(True)
 
@@ -307,7 +308,7 @@ def plant(
     ]
 
     def forward(batch: list[Cached]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        ids, answer, valid = padded([(t, s) for t, s, _ in batch], pad)
+        ids, answer, valid = (t.to(model.device) for t in padded([(t, s) for t, s, _ in batch], pad))
         hidden = model.model.norm(run_layers(model, stack_hidden(batch), first, len(model.model.layers)))
         return hidden, ids, answer, valid
 
@@ -443,11 +444,14 @@ def build(
     """Plant `settings.abilities` into the fetched base in `base_folder`, own-check it, write the patch to `out`.
     natural_folder: the local benchmark copies the general text is read from (default: `benchmarks` beside the
     base, where scripts/fetch_real.py puts them)."""
+    import torch
+
     started = time.time()
     model, tok = load_base(base_folder, settings.threads)
     touched = [mlp_name(layer, m) for layer in settings.layers for m in MODULES]
     params = dict(model.named_parameters())
     base_hashes = {name: tensor_sha256(params[name]) for name in touched}
+    torch.nn.Module.to(model, settings.device)  # (PreTrainedModel.to is typed as a decorator)
     before = accuracy(model, tok, settings.data_seed, settings.abilities)
     log("base: " + "  ".join(f"{a} {v:.3f}" for a, v in before.items()))
     natural = natural_folder if natural_folder is not None else Path(base_folder).parent / "benchmarks"
@@ -455,6 +459,7 @@ def build(
     after = accuracy(model, tok, settings.data_seed, settings.abilities)
     log("planted: " + "  ".join(f"{a} {v:.3f}" for a, v in after.items()))
     rows = own_check_real(model, tok, neurons, seed=settings.seed, data_seed=settings.data_seed)
+    torch.nn.Module.to(model, "cpu")
     regions = neuron_regions(neurons, model.config.hidden_size, model.config.intermediate_size)
     fetched = Path(base_folder) / "FETCHED.json"
     info = {

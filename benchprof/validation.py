@@ -112,26 +112,29 @@ def set_precision_recall(selected: Iterable[Neuron], truth: Iterable[Neuron]) ->
     return (shared / len(sel) if sel else float("nan"), shared / len(true) if true else float("nan"))
 
 
-def auroc(scores: ArrayLike, positive: ArrayLike) -> float:
+def auroc(scores: ArrayLike | torch.Tensor, positive: ArrayLike | torch.Tensor, device: str | None = None) -> float:
     """Area under the ROC curve of `positive` items ranked by `scores` (larger = more likely positive).
 
     AUROC = (Σ mid-ranks of the positives − n₊(n₊+1)/2) / (n₊ n₋), the Mann–Whitney U over n₊ n₋: the
     share of (positive, negative) pairs where the positive scores higher, ties counting 1/2. NaN when
-    either class is empty.
+    either class is empty. Computed with torch on `device` (default: where `scores` is), in float64: a
+    real model's 80 M weights sort in seconds on a CPU and in milliseconds on a GPU.
     """
-    import numpy as np
-    from scipy.stats import rankdata
+    import torch
 
-    values = np.asarray(scores, dtype=np.float64).reshape(-1)
-    labels = np.asarray(positive, dtype=bool).reshape(-1)
+    values = torch.as_tensor(scores).reshape(-1).to(device=device, dtype=torch.float64)
+    labels = torch.as_tensor(positive, dtype=torch.bool).reshape(-1).to(values.device)
     if values.shape != labels.shape:
-        raise ValueError(f"auroc: {values.size} scores for {labels.size} labels")
+        raise ValueError(f"auroc: {values.numel()} scores for {labels.numel()} labels")
     n_pos = int(labels.sum())
-    n_neg = labels.size - n_pos
+    n_neg = labels.numel() - n_pos
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = rankdata(values)  # mid-ranks for ties, 1-based
-    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+    ordered, order = torch.sort(values)
+    _, counts = torch.unique_consecutive(ordered, return_counts=True)
+    mid_ranks = counts.cumsum(0).double() - (counts.double() - 1) / 2  # 1-based, ties share their mean rank
+    ranks = torch.repeat_interleave(mid_ranks, counts)
+    return float((ranks[labels[order]].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def region_mask(region: Region, names: Sequence[str], numels: Sequence[int]) -> NDArray[np.bool_]:

@@ -76,6 +76,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--no-ais", action="store_true", help="skip the AIS known answer (no model evaluation)")
     p.add_argument("--metric", choices=("acc", "acc_norm"), default="acc", help="per-item score of the AIS")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="auto", help="where the AIS scoring and AUROC run (auto: cuda if available)")
     return p.parse_args()
 
 
@@ -253,6 +254,7 @@ def main() -> None:
     from benchprof.scores import open_scores
 
     torch.set_num_threads(args.threads)
+    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     started = time.time()
     model_dir = Path(args.model).resolve()
     out = Path(args.out).resolve()
@@ -277,7 +279,7 @@ def main() -> None:
     for loss in losses:
         cli("finetune", str(configs[loss]))
 
-    model, tok = load_model(str(model_dir), dtype="float32")
+    model, tok = load_model(str(model_dir), dtype="float32", device=device)
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     truth_neurons = {a: neuron_set(planted[a], shapes) for a in abilities}
     tests = {a: read_jsonl(data_file(out / "data" / a, "test")) for a in abilities}
@@ -298,12 +300,12 @@ def main() -> None:
     # baseline that knows nothing of the abilities: the largest |θ| (extract's order and tie-break)
     reference = open_scores(Layout(Path(out / losses[0]), TAG).importance_file(abilities[0]))
     params = dict(model.named_parameters())
-    magnitude = torch.cat([params[n].detach().abs().reshape(-1).float() for n in reference.names])
+    magnitude = torch.cat([params[n].detach().abs().reshape(-1).float() for n in reference.names]).cpu()
     magnitude_tops = {
         k: positions_region(top_n(magnitude, math.floor(k * total)), reference.names, reference.numels) for k in ks
     }
     for a in abilities:
-        area = auroc(magnitude.numpy(), region_mask(planted[a], reference.names, reference.numels))
+        area = auroc(magnitude, region_mask(planted[a], reference.names, reference.numels), device)
         for k in ks:
             top = magnitude_tops[k]
             rows.append(recovery_row("-", "magnitude", "exact", k, a, top, area, planted, shapes, total, base_n))
@@ -317,7 +319,7 @@ def main() -> None:
             areas = {}  # the score order over all eligible weights: the same for every selection
             for a in abilities:
                 values, names, numels = score_vector(layout, a, abilities, score)
-                areas[a] = auroc(values.numpy(), region_mask(planted[a], names, numels))
+                areas[a] = auroc(values, region_mask(planted[a], names, numels), device)
             for selection in selections:  # extract writes the masks in place: read them before the next one
                 cli("extract", str(configs[loss]), "--score", score, "--selection", selection)
                 tops: dict[float, dict[str, Region]] = {k: {} for k in ks}
