@@ -185,3 +185,23 @@ def jaccard_pairs(regions: Mapping[str, Region], eligible: int) -> list[tuple[st
             n_a, n_b = size(regions[a]), size(regions[b])
             out.append((a, b, jaccard(shared, n_a, n_b), expected_jaccard(n_a, n_b, eligible)))
     return out
+
+
+def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): the mean of replicate values (one per planted-model build) and its Student t interval,
+    mean ± t₍₁₊level₎/₂(n − 1) · s / √n. Builds are independent draws of the whole construction (init, neurons,
+    batches), so this interval says how much a figure would move with another build. NaN bounds below two
+    values."""
+    import math
+
+    from scipy import stats
+
+    finite = [float(v) for v in values if not math.isnan(v)]
+    if not finite:
+        return math.nan, math.nan, math.nan
+    mean = sum(finite) / len(finite)
+    if len(finite) < 2:
+        return mean, math.nan, math.nan
+    sd = math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
+    half = float(stats.t.ppf(0.5 + level / 2, len(finite) - 1)) * sd / math.sqrt(len(finite))
+    return mean, mean - half, mean + half

@@ -39,6 +39,7 @@ from benchprof.regions import Region, read_region
 from benchprof.validation import (
     auroc,
     jaccard_pairs,
+    mean_interval,
     neuron_counts,
     neuron_set,
     positions_region,
@@ -60,7 +61,12 @@ TAG = "planted"
 
 def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default=str(ROOT / "benchprof" / "assets" / "planted-model"))
+    p.add_argument(
+        "--model",
+        default=str(ROOT / "benchprof" / "assets" / "planted-model"),
+        help="a planted model folder, or several builds (comma-separated): each into OUT/build-<i>, then combined",
+    )
+    p.add_argument("--combine", default="", help="comma-separated --out folders of earlier runs: only combine them")
     p.add_argument("--out", default="/tmp/benchprof-validate")
     p.add_argument("--scores", default=",".join(SCORES))
     p.add_argument("--loss", default="all,answer", help="finetune.loss_on values")
@@ -89,8 +95,42 @@ def k_for(n: int, total: int) -> float:
     raise ValueError(f"no k gives {n} of {total}")
 
 
+def held_out_data(out: Path, info: dict[str, Any], n: int) -> dict[str, Path]:
+    """For abilities the planting drew from benchprof's generators: a data folder whose train split holds `n`
+    items disjoint from the planting items (the generator's next draws after the planting's train split, same
+    seed) and whose test split is the planted model's own test split. Importance is then measured on items
+    the planted neurons never saw, as a user's diagnostic items would be. (An invented ability's `benchprof
+    data` split is already disjoint: its probe split.)"""
+    from benchprof.abilities import generate
+    from benchprof.data import write_jsonl
+    from benchprof.invented import INVENTED
+
+    s = info["settings"]
+    folders = {}
+    for a in s["abilities"]:
+        if a in INVENTED:
+            continue
+        planted_train, test = generate(a, s["train_size"], s["test_size"], s["data_seed"])
+        wider, same_test = generate(a, s["train_size"] + n, s["test_size"], s["data_seed"])
+        assert same_test == test, f"{a}: the generator's test split moved with train_size"
+        seen = {(r["context"], r["question"]) for r in planted_train}
+        probe = [r for r in wider if (r["context"], r["question"]) not in seen][:n]
+        folder = out / "held-out" / a
+        write_jsonl(folder / "train.jsonl", probe)
+        write_jsonl(folder / "test.jsonl", test)
+        folders[a] = folder
+    return folders
+
+
 def write_config(
-    out: Path, model: Path, info: dict[str, Any], loss_on: str, ks: list[float], max_samples: int, chunk_size: int
+    out: Path,
+    model: Path,
+    info: dict[str, Any],
+    loss_on: str,
+    ks: list[float],
+    max_samples: int,
+    chunk_size: int,
+    held_out: dict[str, Path],
 ) -> Path:
     s = info["settings"]
     abilities = list(s["abilities"])
@@ -106,7 +146,7 @@ def write_config(
             "seed": 1234,
         },
         "models": [{"name": str(model), "tag": TAG, "dtype": "float32"}],
-        "datasets": [{"name": a} for a in abilities],
+        "datasets": [{"name": a, "path": str(held_out[a])} if a in held_out else {"name": a} for a in abilities],
         "evals": {"benchmarks": abilities, "num_fewshot": [0] * len(abilities), "backend": "hf", "device": "cpu"},
         "data": {
             "dir": str(out / "data"),
@@ -244,6 +284,22 @@ def add_jaccard(
 
 def main() -> None:
     args = parse_args()
+    out = Path(args.out).resolve()
+    if args.combine:
+        combine([Path(f).resolve() for f in args.combine.split(",")], out)
+        return
+    models = [Path(m).resolve() for m in args.model.split(",")]
+    if len(models) == 1:
+        validate_one(args, models[0], out)
+        return
+    folders = [out / f"build-{i}" for i in range(len(models))]
+    for model_dir, folder in zip(models, folders, strict=True):
+        validate_one(args, model_dir, folder)
+    combine(folders, out)
+
+
+def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
+    """Every stage and comparison for one planted model: validation.json and validation.md in `out`."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
     os.environ.setdefault("HF_EVALUATE_OFFLINE", "1")
@@ -256,8 +312,6 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
     started = time.time()
-    model_dir = Path(args.model).resolve()
-    out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     planted, info = load_planted(model_dir)
     abilities = list(info["settings"]["abilities"])
@@ -270,7 +324,11 @@ def main() -> None:
     losses = [x for x in args.loss.split(",") if x]
     scores = [x for x in args.scores.split(",") if x]
     selections = [x for x in args.selections.split(",") if x]
-    configs = {loss: write_config(out, model_dir, info, loss, ks, args.max_samples, args.chunk_size) for loss in losses}
+    held_out = held_out_data(out, info, args.max_samples)
+    configs = {
+        loss: write_config(out, model_dir, info, loss, ks, args.max_samples, args.chunk_size, held_out)
+        for loss in losses
+    }
     print(
         f"validate: {model_dir.name}, |R_a| = {base_n} weights (k = {k_exact}), k values {ks}, selections "
         f"{selections} (chunk_size {args.chunk_size}), out {out}"
@@ -282,7 +340,7 @@ def main() -> None:
     model, tok = load_model(str(model_dir), dtype="float32", device=device)
     shapes = {n: tuple(p.shape) for n, p in model.named_parameters()}
     truth_neurons = {a: neuron_set(planted[a], shapes) for a in abilities}
-    tests = {a: read_jsonl(data_file(out / "data" / a, "test")) for a in abilities}
+    tests = {a: read_jsonl(data_file(held_out.get(a, out / "data" / a), "test")) for a in abilities}
     which = 0 if args.metric == "acc" else 1
     original = {b: item_scores(model, tok, recs)[which] for b, recs in tests.items()} if not args.no_ais else {}
     rows: list[dict[str, Any]] = []
@@ -421,6 +479,81 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
                 f"{s['off_diagonal']:+.3f} | {own} |"
             )
     return "\n".join(lines)
+
+
+COMBINED = (  # (key in a row, header): the figures shown with their interval over builds
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("top_neuron_precision", "top neurons: precision"),
+    ("auroc", "AUROC"),
+    ("in_other_planted", "in other R_b"),
+    ("outside_tensors", "in tensors w/o R_a"),
+    ("jaccard_mean", "Jaccard"),
+)
+
+
+def combine(folders: list[Path], out: Path) -> None:
+    """The recovery table over several builds: each figure's mean over the abilities per build, then its mean
+    over the builds with a 95% t interval (benchprof.validation.mean_interval). Writes combined.json and
+    combined.md in `out`."""
+    results = []
+    for folder in folders:
+        path = folder / "validation.json"
+        if not path.is_file():
+            sys.exit(f"validate --combine: {path}: not found; run validate.py --out {folder} first")
+        results.append(json.loads(path.read_text()))
+    keys = sorted(
+        {(r["loss_on"], r["score"], r["selection"], r["k"]) for r in results[0]["rows"]},
+        key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, SELECTIONS.index(t[2]), t[3]),
+    )
+    per_build = [{key: {} for key in keys} for _ in results]  # build -> key -> figure -> mean over abilities
+    for b, result in enumerate(results):
+        for key in keys:
+            group = [r for r in result["rows"] if (r["loss_on"], r["score"], r["selection"], r["k"]) == key]
+            if not group:
+                sys.exit(f"validate --combine: {folders[b]} has no rows for {key}; run every build alike")
+            for name, _ in COMBINED:
+                per_build[b][key][name] = float(np.mean([r[name] for r in group]))
+    table: list[dict[str, Any]] = []
+    lines = [
+        f"{len(results)} builds ({', '.join(str(f) for f in folders)}): each figure's mean over the abilities of "
+        "a build, then its mean over the builds [95% t interval over builds].",
+        "",
+        "| loss_on | score | selection | k (× \\|R_a\\|) | " + " | ".join(h for _, h in COMBINED) + " |",
+        "|---|---|---|---|" + "---|" * len(COMBINED),
+    ]
+    multiple = {(r["loss_on"], r["score"], r["selection"], r["k"]): r["k_multiple"] for r in results[0]["rows"]}
+    for key in keys:
+        cells, row = [], {"loss_on": key[0], "score": key[1], "selection": key[2], "k": key[3]}
+        for name, _ in COMBINED:
+            values = [build[key][name] for build in per_build]
+            mean, low, high = mean_interval(values)
+            row[name] = {"mean": mean, "ci": [low, high], "builds": values}
+            cells.append(f"{mean:.3f} [{low:.3f}, {high:.3f}]")
+        table.append(row)
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {multiple[key]:g} | " + " | ".join(cells) + " |")
+    ais_names = [n for n in results[0]["ais"] if all(n in r["ais"] for r in results)]
+    if ais_names:
+        lines += [
+            "",
+            "AIS known answer at k = |R_a| / total, mean over builds [95% t interval]:",
+            "",
+            "| regions | diagonal dominance (each build) | mean own AIS, top | mean own AIS, random "
+            "| mean off-diagonal AIS |",
+            "|---|---|---|---|---|",
+        ]
+        for n in ais_names:
+            cells = []
+            for field in ("own_top", "own_random", "off_diagonal"):
+                mean, low, high = mean_interval([r["ais"][n][field] for r in results])
+                cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
+            diagonal = ", ".join(str(r["ais"][n]["diagonal"]) for r in results)
+            lines.append(f"| {n} | {diagonal} | " + " | ".join(cells) + " |")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "combined.json").write_text(json.dumps({"builds": [str(f) for f in folders], "rows": table}, indent=1))
+    (out / "combined.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"validate: {len(results)} builds combined; {out / 'combined.md'}, {out / 'combined.json'}")
 
 
 if __name__ == "__main__":
