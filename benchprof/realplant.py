@@ -1,8 +1,9 @@
 """A ground truth inside a real LLM (issue 29): abilities planted into reserved MLP neurons of a pretrained model.
 
-The small planted model (planting.py) is trained from scratch; here the base is a pretrained LLM
-(SmolLM2-135M-Instruct from scripts/fetch_real.py), whose own abilities come from pre-training, and the
-planted abilities are ones it cannot have (invented.py). The build:
+The from-scratch planted model (planting.py) is trained by construction; here the base is a pretrained model
+whose own abilities come from training it never saw planted (SmolLM2-135M-Instruct from scripts/fetch_real.py,
+or benchprof's own 3.4 M demo model for the small planted model, assets/demo-plant), and the planted abilities
+are ones it cannot have (invented.py). The build:
 
 1. **Reserved neurons**: in each of the chosen layers, the neurons whose largest effect on general text is
    smallest are taken from the base, and dealt out at random to the abilities, the same number to each:

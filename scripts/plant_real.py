@@ -15,11 +15,18 @@ import fire
 
 from benchprof import BenchprofError
 from benchprof.console import quiet
+from benchprof.invented import INVENTED
 from benchprof.plantpatch import PATCH_DIR, load_patch, write_planted_model
 from benchprof.realplant import RealPlantSettings, benchmark_check, build
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ROOT / "real" / "SmolLM2-135M-Instruct"
+
+
+def listed(value: str | int | tuple[str | int, ...]) -> list[str]:
+    """A comma-separated option as a list (fire reads 1,2,3 as a tuple)."""
+    items = value if isinstance(value, tuple) else str(value).split(",")
+    return [str(x).strip() for x in items if str(x).strip()]
 
 
 def build_patch(
@@ -29,10 +36,30 @@ def build_patch(
     threads: int = 2,
     seed: int = 0,
     device: str = "cpu",
+    layers: str | tuple[int, ...] = "24,25,26,27,28,29",
+    neurons: int = 24,
+    natural: str | tuple[str, ...] = "openbookqa,winogrande,boolq",
+    abilities: str | tuple[str, ...] = ",".join(INVENTED),
 ) -> None:
-    """Plant, own-check and write the patch (about 57 minutes on 2 CPU cores). seed: another build (the
-    neurons dealt, their init, the batches); device: cuda on a GPU."""
-    build(RealPlantSettings(steps=steps, threads=threads, seed=seed, device=device), Path(base), Path(out))
+    """Plant, own-check and write the patch (about 57 minutes on 2 CPU cores; 57 s on an H100).
+
+    seed: another build (the neurons dealt, their init, the batches); device: cuda on a GPU; layers: the decoder
+    layers holding reserved neurons; neurons: reserved neurons per ability and layer; natural: the benchmark
+    copies read as general text ("" for none: benchprof's ten abilities' prompts only); abilities: the invented
+    abilities to plant. The small planted model is `--base benchprof/assets/demo-model --out
+    benchprof/assets/demo-plant --layers 1,2,3 --natural "" --abilities Invented_Facts,Invented_Language
+    --steps 480 --threads 1` (docs/validation.md)."""
+    settings = RealPlantSettings(
+        steps=steps,
+        threads=threads,
+        seed=seed,
+        device=device,
+        layers=[int(x) for x in listed(layers)],
+        neurons_per_layer=neurons,
+        natural_sources=listed(natural),
+        abilities=listed(abilities),
+    )
+    build(settings, Path(base), Path(out))
 
 
 def apply(

@@ -14,6 +14,7 @@ from benchprof.plantpatch import PATCH_DIR, apply_patch, load_patch, patch_neuro
 from benchprof.realplant import RealPlantSettings, plant
 
 ROOT = Path(__file__).resolve().parents[1]
+DEMO_PATCH = ROOT / "benchprof" / "assets" / "demo-plant"
 
 
 def test_invented_splits_are_disjoint_deterministic_and_balanced():
@@ -152,21 +153,22 @@ def test_the_patch_round_trips_bit_identically_and_refuses_other_weights(tiny, t
     assert torch.equal(other.model.layers[2].mlp.up_proj.weight, base.model.layers[2].mlp.up_proj.weight)
 
 
-@pytest.mark.skipif(not (PATCH_DIR / "plant.json").is_file(), reason="no patch shipped yet")
-def test_the_shipped_patch_lands_on_the_fetched_base(real_model_dir):
+def check_shipped_patch(patch: Path, base_folder: Path) -> None:
+    """The patch in `patch` on the base in `base_folder`: the base and patched models score the test splits as the
+    build recorded, only the reserved rows and columns change, and the patch's shapes and positions agree."""
     from benchprof.plantpatch import load_base
     from benchprof.realplant import accuracy
 
-    model, tok = load_base(Path(real_model_dir), threads=2)
+    model, tok = load_base(base_folder, threads=2)
     base = {n: p.detach().clone() for n, p in model.named_parameters()}
-    info, tensors = load_patch()
+    info, tensors = load_patch(patch)
     neurons = patch_neurons(info)
     abilities, seed = info["settings"]["abilities"], info["settings"]["data_seed"]
     recorded = info["test_accuracy"]
     # abs 0.02: one item of 60 may flip in a near-tie on another CPU's arithmetic
     assert accuracy(model, tok, seed, abilities) == pytest.approx(recorded["base"], abs=0.02)
-    apply_patch(model, PATCH_DIR)
-    # the patched fetched base scores the test splits exactly as the build's model did
+    apply_patch(model, patch)
+    # the patched base scores the test splits exactly as the build's model did
     assert accuracy(model, tok, seed, abilities) == pytest.approx(recorded["planted"], abs=0.02)
     for name, p in model.named_parameters():
         changed = (p != base[name]).nonzero()
@@ -182,6 +184,16 @@ def test_the_shipped_patch_lands_on_the_fetched_base(real_model_dir):
         assert sorted(j for a in neurons for j in neurons[a][layer]) == ids.tolist()
         assert tensors[f"layers.{layer}.gate_proj"].shape == (len(ids), model.config.hidden_size)
         assert tensors[f"layers.{layer}.down_proj"].shape == (model.config.hidden_size, len(ids))
+
+
+@pytest.mark.skipif(not (PATCH_DIR / "plant.json").is_file(), reason="no patch shipped yet")
+def test_the_shipped_patch_lands_on_the_fetched_base(real_model_dir):
+    check_shipped_patch(PATCH_DIR, Path(real_model_dir))
+
+
+def test_the_small_planted_patch_lands_on_the_shipped_demo_model():
+    """The small planted model: invented abilities planted into benchprof's own demo model (both shipped)."""
+    check_shipped_patch(DEMO_PATCH, ROOT / "benchprof" / "assets" / "demo-model")
 
 
 def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(tiny):
