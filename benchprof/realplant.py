@@ -79,6 +79,7 @@ class RealPlantSettings:
     seed: int = 0
     threads: int = 2
     device: str = "cpu"  # where planting and the own check run (cuda on a GPU); the patch is the same format
+    cap_norms: bool = False  # up rows and down columns held at most at the layer's median base norms each step
 
 
 def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
@@ -366,6 +367,15 @@ def plant(
                     if module == "gate_proj":
                         rows = p[reserved[layer]]
                         p[reserved[layer]] = rows / rows.norm(dim=1, keepdim=True) * norms[layer][module]
+                    elif settings.cap_norms:  # no planted up row or down column larger than the base's median
+                        dim = 0 if module == "down_proj" else 1
+                        part = p[:, reserved[layer]] if module == "down_proj" else p[reserved[layer]]
+                        size = part.norm(dim=dim, keepdim=True).clamp_min(1e-12)
+                        capped = part * (norms[layer][module] / size).clamp(max=1.0)
+                        if module == "down_proj":
+                            p[:, reserved[layer]] = capped
+                        else:
+                            p[reserved[layer]] = capped
             if step % 25 == 0 or step == settings.steps - 1:
                 shown = " ".join(f"{v:.3f}" for v in losses)
                 log(

@@ -40,15 +40,17 @@ def build_patch(
     neurons: int = 24,
     natural: str | tuple[str, ...] = "openbookqa,winogrande,boolq",
     abilities: str | tuple[str, ...] = ",".join(INVENTED),
+    cap_norms: bool = False,
 ) -> None:
     """Plant, own-check and write the patch (about 57 minutes on 2 CPU cores; 57 s on an H100).
 
     seed: another build (the neurons dealt, their init, the batches); device: cuda on a GPU; layers: the decoder
     layers holding reserved neurons; neurons: reserved neurons per ability and layer; natural: the benchmark
     copies read as general text ("" for none: benchprof's ten abilities' prompts only); abilities: the invented
-    abilities to plant. The small planted model is `--base benchprof/assets/demo-model --out
-    benchprof/assets/demo-plant --layers 1,2,3 --natural "" --abilities Invented_Facts,Invented_Language
-    --steps 480 --threads 1` (docs/validation.md)."""
+    abilities to plant; cap_norms: hold every planted up row and down column at most at the layer's median base
+    norm during training (the planted weights then cannot be found by their size). The small planted model is
+    `--base benchprof/assets/demo-model --out benchprof/assets/demo-plant --layers 1,2,3 --natural ""
+    --abilities Invented_Facts,Invented_Language --steps 480 --threads 1 --cap_norms` (docs/validation.md)."""
     settings = RealPlantSettings(
         steps=steps,
         threads=threads,
@@ -58,6 +60,7 @@ def build_patch(
         neurons_per_layer=neurons,
         natural_sources=listed(natural),
         abilities=listed(abilities),
+        cap_norms=cap_norms,
     )
     build(settings, Path(base), Path(out))
 

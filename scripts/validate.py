@@ -517,7 +517,7 @@ def combine(folders: list[Path], out: Path) -> None:
     table: list[dict[str, Any]] = []
     lines = [
         f"{len(results)} builds ({', '.join(str(f) for f in folders)}): each figure's mean over the abilities of "
-        "a build, then its mean over the builds [95% t interval over builds].",
+        "a build, then its mean over the builds [95% t interval over builds, clipped to [0, 1]].",
         "",
         "| loss_on | score | selection | k (× \\|R_a\\|) | " + " | ".join(h for _, h in COMBINED) + " |",
         "|---|---|---|---|" + "---|" * len(COMBINED),
@@ -528,6 +528,7 @@ def combine(folders: list[Path], out: Path) -> None:
         for name, _ in COMBINED:
             values = [build[key][name] for build in per_build]
             mean, low, high = mean_interval(values)
+            low, high = max(0.0, low), min(1.0, high)  # every figure here is a share or a probability
             row[name] = {"mean": mean, "ci": [low, high], "builds": values}
             cells.append(f"{mean:.3f} [{low:.3f}, {high:.3f}]")
         table.append(row)
