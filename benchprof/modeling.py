@@ -57,9 +57,10 @@ def torch_dtype(name: str) -> torch.dtype | str:
     return name if name == "auto" else getattr(torch, name)
 
 
-def pick_device(device: str = "auto") -> str:
-    """evals.device made concrete: auto is cuda where CUDA is available, else cpu. A name torch does not know,
-    or cuda on a machine without CUDA, is one BenchprofError line (it was a 65-line traceback at model load)."""
+def pick_device(device: str = "auto", key: str = "evals.device") -> str:
+    """evals.device (or the option `key`) made concrete: auto is cuda where CUDA is available, else cpu. A name
+    torch does not know, or cuda on a machine without CUDA, is one BenchprofError line naming `key` (it was a
+    65-line traceback at model load)."""
     import torch
 
     if device == "auto":
@@ -67,9 +68,9 @@ def pick_device(device: str = "auto") -> str:
     try:
         kind = torch.device(device).type
     except (RuntimeError, ValueError):
-        raise BenchprofError(f"evals.device: {device!r} is not a device (auto, cpu, cuda, cuda:0, ...)") from None
+        raise BenchprofError(f"{key}: {device!r} is not a device (auto, cpu, cuda, cuda:0, ...)") from None
     if kind == "cuda" and not torch.cuda.is_available():
-        raise BenchprofError(f"evals.device: {device!r}, but CUDA is not available on this machine; use auto or cpu")
+        raise BenchprofError(f"{key}: {device!r}, but CUDA is not available on this machine; use auto or cpu")
     return device
 
 

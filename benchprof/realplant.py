@@ -457,12 +457,15 @@ def build(
     base, where scripts/fetch_real.py puts them)."""
     import torch
 
+    from .modeling import pick_device
+
+    device = pick_device(settings.device, "realplant device (--device)")  # one line before any heavy work
     started = time.time()
     model, tok = load_base(base_folder, settings.threads)
     touched = [mlp_name(layer, m) for layer in settings.layers for m in MODULES]
     params = dict(model.named_parameters())
     base_hashes = {name: tensor_sha256(params[name]) for name in touched}
-    torch.nn.Module.to(model, settings.device)  # (PreTrainedModel.to is typed as a decorator)
+    torch.nn.Module.to(model, device)  # (PreTrainedModel.to is typed as a decorator)
     before = accuracy(model, tok, settings.data_seed, settings.abilities)
     log("base: " + "  ".join(f"{a} {v:.3f}" for a, v in before.items()))
     natural = natural_folder if natural_folder is not None else Path(base_folder).parent / "benchmarks"

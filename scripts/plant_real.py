@@ -14,6 +14,7 @@ from pathlib import Path
 import fire
 
 from benchprof import BenchprofError
+from benchprof.config import select
 from benchprof.console import quiet
 from benchprof.invented import INVENTED
 from benchprof.plantpatch import PATCH_DIR, load_patch, write_planted_model
@@ -59,7 +60,7 @@ def build_patch(
         layers=[int(x) for x in listed(layers)],
         neurons_per_layer=neurons,
         natural_sources=listed(natural),
-        abilities=listed(abilities),
+        abilities=select(abilities, INVENTED, "--abilities"),
         cap_norms=cap_norms,
     )
     build(settings, Path(base), Path(out))

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from benchprof import BenchprofError
 from benchprof.layout import Layout, data_file, format_k
 from benchprof.planted import item_scores, load_planted
 from benchprof.regions import Region, read_region
@@ -306,11 +307,11 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
     import torch
 
     from benchprof.data import read_jsonl
-    from benchprof.modeling import load_model
+    from benchprof.modeling import load_model, pick_device
     from benchprof.scores import open_scores
 
     torch.set_num_threads(args.threads)
-    device = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    device = pick_device(args.device, "--device")
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     planted, info = load_planted(model_dir)
@@ -558,4 +559,7 @@ def combine(folders: list[Path], out: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BenchprofError as err:
+        sys.exit(f"error: {err}")
