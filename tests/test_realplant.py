@@ -196,6 +196,37 @@ def test_the_small_planted_patch_lands_on_the_shipped_demo_model():
     check_shipped_patch(DEMO_PATCH, ROOT / "benchprof" / "assets" / "demo-model")
 
 
+def test_cap_norms_holds_every_planted_row_and_column_at_the_base_median(tiny):
+    """With cap_norms the planted gate rows, up rows and down columns end at most at their layer's median base
+    norm; without it the down columns carry the neurons' strength far above it (measured: 28x here)."""
+    from benchprof.realplant import median_norms
+    from benchprof.tinymodel import build_model
+
+    base, _, tok, _, _, natural = tiny
+    for cap in (False, True):
+        model = build_model(tok, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64, seed=3)
+        model.eval()
+        settings = RealPlantSettings(
+            layers=[1, 2], neurons_per_layer=4, steps=6, batch_size=4, general_per_ability=2, lr=0.05, cap_norms=cap
+        )
+        neurons, _ = plant(model, tok, settings, natural, log=lambda _: None)
+        for layer in settings.layers:
+            ids = sorted(j for a in neurons for j in neurons[a][layer])
+            median = median_norms(base, layer, ids)
+            mlp = model.model.layers[layer].mlp
+            largest = {
+                "gate_proj": float(mlp.gate_proj.weight[ids].norm(dim=1).max()),
+                "up_proj": float(mlp.up_proj.weight[ids].norm(dim=1).max()),
+                "down_proj": float(mlp.down_proj.weight[:, ids].norm(dim=0).max()),
+            }
+            assert largest["gate_proj"] <= median["gate_proj"] * (1 + 1e-5)
+            assert largest["up_proj"] <= median["up_proj"] * (1 + 1e-5)
+            if cap:
+                assert largest["down_proj"] <= median["down_proj"] * (1 + 1e-5), layer
+            else:
+                assert largest["down_proj"] > 5 * median["down_proj"], layer
+
+
 def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(tiny):
     from benchprof.realplant import magnitude_precision
 
