@@ -234,11 +234,12 @@ def median_norms(model: PreTrainedModel, layer: int, exclude: list[int]) -> dict
     mlp = model.model.layers[layer].mlp
     keep = torch.ones(model.config.intermediate_size, dtype=torch.bool)
     keep[exclude] = False
-    return {
-        "gate_proj": float(mlp.gate_proj.weight[keep].norm(dim=1).median()),
-        "up_proj": float(mlp.up_proj.weight[keep].norm(dim=1).median()),
-        "down_proj": float(mlp.down_proj.weight[:, keep].norm(dim=0).median()),
-    }
+    with torch.no_grad():  # a read of the weights, whether or not they are being trained
+        return {
+            "gate_proj": float(mlp.gate_proj.weight[keep].norm(dim=1).median()),
+            "up_proj": float(mlp.up_proj.weight[keep].norm(dim=1).median()),
+            "down_proj": float(mlp.down_proj.weight[:, keep].norm(dim=0).median()),
+        }
 
 
 def plant(
