@@ -215,9 +215,9 @@ def test_cap_norms_holds_every_planted_row_and_column_at_the_base_median(tiny):
             median = median_norms(base, layer, ids)
             mlp = model.model.layers[layer].mlp
             largest = {
-                "gate_proj": float(mlp.gate_proj.weight[ids].norm(dim=1).max()),
-                "up_proj": float(mlp.up_proj.weight[ids].norm(dim=1).max()),
-                "down_proj": float(mlp.down_proj.weight[:, ids].norm(dim=0).max()),
+                "gate_proj": float(mlp.gate_proj.weight.detach()[ids].norm(dim=1).max()),
+                "up_proj": float(mlp.up_proj.weight.detach()[ids].norm(dim=1).max()),
+                "down_proj": float(mlp.down_proj.weight.detach()[:, ids].norm(dim=0).max()),
             }
             assert largest["gate_proj"] <= median["gate_proj"] * (1 + 1e-5)
             assert largest["up_proj"] <= median["up_proj"] * (1 + 1e-5)
