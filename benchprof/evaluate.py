@@ -209,6 +209,22 @@ def run_lm_eval(
     )
 
 
+def document_scores(
+    lm: LM, tasks: dict[str, str], limit: int | None, task_manager: TaskManager, seed: int, metric: str = "acc"
+) -> dict[str, Any]:
+    """{benchmark: each scored document's `metric` as a numpy array, in doc_id order} for `tasks` (benchmark
+    -> lm-eval task name, as `tasks.write_tasks` maps them), 0-shot, the model as `lm` holds it now."""
+    import numpy as np
+
+    out = {}
+    for benchmark, task in tasks.items():
+        samples = run_lm_eval(lm, task, 0, limit, task_manager, seed)["samples"][task]
+        if samples and metric not in samples[0]:
+            raise BenchprofError(f"{benchmark}: lm-eval reports no per-document {metric!r} for task {task}")
+        out[benchmark] = np.array([float(s[metric]) for s in sorted(samples, key=lambda s: s["doc_id"])])
+    return out
+
+
 def by_variant(pending: list[tuple[Job, dict]]) -> dict[Variant, list[tuple[Job, dict]]]:
     """Pending (job, inputs) pairs grouped by variant, in job order: each variant is applied once."""
     groups: dict[Variant, list[tuple[Job, dict]]] = {}

@@ -502,32 +502,20 @@ def benchmark_check(
     """The base against the patched base on real benchmarks (the config's local copies and tasks), scored by
     lm-eval through benchprof's scorer: per benchmark the mean of its primary metric before and after, the
     documents lost and gained, the exact McNemar p and its Holm adjustment over the benchmarks."""
-    import numpy as np
 
     from .configfile import load_config
-    from .evaluate import run_lm_eval
+    from .evaluate import document_scores
     from .scoring import SharedPrefixLM
     from .stats.paired import mcnemar_exact
-    from .tasks import task_manager, write_tasks
+    from .tasks import benchmark_tasks
 
     cfg = load_config(config)
-    include, mapping = write_tasks(cfg)
-    manager = task_manager(cfg, include)
+    tasks, manager = benchmark_tasks(cfg, list(benchmarks), str(config))
     model, tok = load_base(base_folder, threads=2)
     lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=16)
-
-    def scores() -> dict[str, Any]:
-        out = {}
-        for benchmark in benchmarks:
-            task = mapping[benchmark]
-            samples = run_lm_eval(lm, task, 0, limit, manager, cfg.settings.seed)["samples"][task]
-            samples = sorted(samples, key=lambda s: s["doc_id"])
-            out[benchmark] = np.array([float(s["acc"]) for s in samples])
-        return out
-
-    before = scores()
+    before = document_scores(lm, tasks, limit, manager, cfg.settings.seed)
     apply_patch(model, patch)
-    after = scores()
+    after = document_scores(lm, tasks, limit, manager, cfg.settings.seed)
     rows: list[dict[str, Any]] = []
     for benchmark in benchmarks:
         lost, gained, p = mcnemar_exact(before[benchmark], after[benchmark])

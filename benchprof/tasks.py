@@ -319,6 +319,16 @@ def task_manager(cfg: Config, include_path: Path) -> TaskManager:
     return TaskManager(include_path=paths, include_defaults=needs_defaults)
 
 
+def benchmark_tasks(cfg: Config, benchmarks: list[str], where: str) -> tuple[dict[str, str], TaskManager]:
+    """{benchmark: lm-eval task name} for `benchmarks` among the config's evals.benchmarks (tasks written) and
+    the TaskManager that knows them; a clear error naming `where` (the config file) for one it lacks."""
+    unknown = [b for b in benchmarks if b not in cfg.evals.benchmarks]
+    if unknown:
+        raise BenchprofError(f"{where}: evals.benchmarks has no {', '.join(unknown)}")
+    include, mapping = write_tasks(cfg)
+    return {b: mapping[b] for b in benchmarks}, task_manager(cfg, include)
+
+
 def task_files(yaml_path: Path) -> dict[str, Path]:
     """The files a user task's results depend on: its YAML, the YAMLs it includes, the Python modules its
     `!function` tags name, and the local data files or folder its dataset is read from. Keyed by a name

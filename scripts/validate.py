@@ -82,6 +82,13 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--max-samples", type=int, default=300, help="finetune.max_samples")
     p.add_argument("--no-ais", action="store_true", help="skip the AIS known answer (no model evaluation)")
     p.add_argument("--metric", choices=("acc", "acc_norm"), default="acc", help="per-item score of the AIS")
+    p.add_argument(
+        "--benchmarks",
+        default="",
+        help="real benchmarks of --config (e.g. arc_easy,piqa) scored too for every AIS region set (a real model)",
+    )
+    p.add_argument("--config", default=str(ROOT / "configs" / "smollm2.yml"), help="where --benchmarks are defined")
+    p.add_argument("--limit", type=int, default=100, help="documents per --benchmarks benchmark")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="auto", help="where the AIS scoring and AUROC run (auto: cuda if available)")
     return p.parse_args()
@@ -211,6 +218,43 @@ def ais_matrix(
                 for b, recs in tests.items()
             }
     return out
+
+
+class RealBenchmarks:
+    """The --benchmarks of a real model: each document's score scored by lm-eval through benchprof's scorer
+    with the model as it is now, and the AIS of each ability's region on each benchmark."""
+
+    def __init__(self, model: Any, tok: Any, config: Path, names: list[str], limit: int, metric: str) -> None:
+        from benchprof.configfile import load_config
+        from benchprof.scoring import SharedPrefixLM
+        from benchprof.tasks import benchmark_tasks
+
+        self.cfg = load_config(config)
+        self.tasks, self.manager = benchmark_tasks(self.cfg, names, str(config))
+        self.model, self.limit, self.metric = model, limit, metric
+        self.lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=16)
+        self.original = self.scores()
+
+    def scores(self) -> dict[str, Any]:
+        from benchprof.evaluate import document_scores
+
+        return document_scores(self.lm, self.tasks, self.limit, self.manager, self.cfg.settings.seed, self.metric)
+
+    def summary(self) -> dict[str, Any]:
+        original = {b: float(v.mean()) for b, v in self.original.items()}
+        return {"names": list(self.tasks), "limit": self.limit, "original": original}
+
+    def matrix(self, regions: dict[str, Region]) -> dict[str, dict[str, float]]:
+        """{ability: {benchmark: AIS}} of zeroing each ability's region."""
+        from benchprof.damage import ablated
+        from benchprof.stats.impact import impact_score
+
+        out = {}
+        for a, region in regions.items():
+            with ablated(self.model, region):
+                after = self.scores()
+            out[a] = {b: float(impact_score(self.original[b].mean(), after[b].mean())) for b in self.tasks}
+        return out
 
 
 def summarize_ais(matrix: dict[str, dict[str, float]], random_own: dict[str, float]) -> dict[str, Any]:
@@ -347,15 +391,23 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
     rows: list[dict[str, Any]] = []
     ais: dict[str, Any] = {}
     random_own: dict[str, float] = {}
+    names = [b for b in args.benchmarks.split(",") if b]
+    real = RealBenchmarks(model, tok, Path(args.config), names, args.limit, args.metric) if names else None
+
+    def known_answer(regions: dict[str, Region], matrix: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
+        summary = summarize_ais(matrix or ais_matrix(which, model, tok, tests, regions, original), random_own)
+        if real is not None:
+            summary["benchmarks"] = real.matrix(regions)
+        return summary
+
     if not args.no_ais:
-        planted_matrix = ais_matrix(which, model, tok, tests, planted, original)
         layout = Layout(Path(out / losses[0]), TAG)
         cli("extract", str(configs[losses[0]]), "--score", "importance", "--selection", "exact", "--k", str(k_exact))
         randoms = {a: read_region(layout.mask_file(a, k_exact, "random"))[0] for a in abilities}
         random_matrix = ais_matrix(which, model, tok, tests, randoms, original)
         random_own = {a: random_matrix[a][a] for a in abilities}
-        ais["planted"] = summarize_ais(planted_matrix, random_own)
-        ais["random"] = summarize_ais(random_matrix, random_own)
+        ais["planted"] = known_answer(planted)
+        ais["random"] = known_answer(randoms, random_matrix)
     # baseline that knows nothing of the abilities: the largest |θ| (extract's order and tie-break)
     reference = open_scores(Layout(Path(out / losses[0]), TAG).importance_file(abilities[0]))
     params = dict(model.named_parameters())
@@ -392,8 +444,7 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
                 for k in ks:
                     add_jaccard(rows, loss, score, selection, k, tops[k], int(info["eligible"]))
                 if not args.no_ais:
-                    matrix = ais_matrix(which, model, tok, tests, tops[k_exact], original)
-                    ais[f"{loss}/{score}/{selection}"] = summarize_ais(matrix, random_own)
+                    ais[f"{loss}/{score}/{selection}"] = known_answer(tops[k_exact])
                 print(f"  {loss}/{score}/{selection} done ({time.time() - started:.0f}s)", flush=True)
     n_neurons = sum(shape[0] for name, shape in shapes.items() if name.endswith("gate_proj.weight"))
     result = {
@@ -408,6 +459,7 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
             "neurons": len(truth_neurons[abilities[0]]) / n_neurons,
         },
         "metric": args.metric,
+        "benchmarks": real.summary() if real is not None else {},
         "rows": rows,
         "ais": ais,
     }
@@ -479,7 +531,32 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
                 f"| {name} | {s['diagonal']} of {len(abilities)} | {s['own_top']:+.3f} | {s['own_random']:+.3f} | "
                 f"{s['off_diagonal']:+.3f} | {own} |"
             )
+    if result.get("benchmarks"):
+        lines += benchmark_lines(result["benchmarks"], {n: s["benchmarks"] for n, s in result["ais"].items()})
     return "\n".join(lines)
+
+
+def benchmark_lines(info: dict[str, Any], matrices: dict[str, dict[str, dict[str, float]]]) -> list[str]:
+    """The AIS on the real benchmarks of each region set: per benchmark the mean over the abilities and its
+    largest, and the mean over both."""
+    names = info["names"]
+    original = ", ".join(f"{b} {info['original'][b]:.3f}" for b in names)
+    lines = [
+        "",
+        f"AIS on real benchmarks ({info['limit']} documents each; unablated {original}), mean over the abilities "
+        "(largest):",
+        "",
+        "| regions | " + " | ".join(names) + " | mean |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for name, matrix in matrices.items():
+        cells = []
+        for b in names:
+            values = [matrix[a][b] for a in matrix]
+            cells.append(f"{np.mean(values):+.3f} ({max(values):+.3f})")
+        overall = np.mean([matrix[a][b] for a in matrix for b in names])
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {overall:+.3f} |")
+    return lines
 
 
 COMBINED = (  # (key in a row, header): the figures shown with their interval over builds
@@ -503,16 +580,17 @@ def combine(folders: list[Path], out: Path) -> None:
         if not path.is_file():
             sys.exit(f"validate --combine: {path}: not found; run validate.py --out {folder} first")
         results.append(json.loads(path.read_text()))
-    keys = sorted(
-        {(r["loss_on"], r["score"], r["selection"], r["k"]) for r in results[0]["rows"]},
+    key_sets = [{(r["loss_on"], r["score"], r["selection"], r["k"]) for r in result["rows"]} for result in results]
+    keys = sorted(  # the options every build ran (a build run with fewer --selections or --scores limits them)
+        set.intersection(*key_sets),
         key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, SELECTIONS.index(t[2]), t[3]),
     )
+    if not keys:
+        sys.exit(f"validate --combine: {', '.join(map(str, folders))} share no (loss, score, selection, k)")
     per_build = [{key: {} for key in keys} for _ in results]  # build -> key -> figure -> mean over abilities
     for b, result in enumerate(results):
         for key in keys:
             group = [r for r in result["rows"] if (r["loss_on"], r["score"], r["selection"], r["k"]) == key]
-            if not group:
-                sys.exit(f"validate --combine: {folders[b]} has no rows for {key}; run every build alike")
             for name, _ in COMBINED:
                 per_build[b][key][name] = float(np.mean([r[name] for r in group]))
     table: list[dict[str, Any]] = []
@@ -523,6 +601,9 @@ def combine(folders: list[Path], out: Path) -> None:
         "| loss_on | score | selection | k (× \\|R_a\\|) | " + " | ".join(h for _, h in COMBINED) + " |",
         "|---|---|---|---|" + "---|" * len(COMBINED),
     ]
+    left_out = len(set.union(*key_sets)) - len(keys)
+    if left_out:
+        lines[1:1] = ["", f"{left_out} (loss, score, selection, k) rows left out: not run in every build."]
     multiple = {(r["loss_on"], r["score"], r["selection"], r["k"]): r["k_multiple"] for r in results[0]["rows"]}
     for key in keys:
         cells, row = [], {"loss_on": key[0], "score": key[1], "selection": key[2], "k": key[3]}
@@ -551,6 +632,14 @@ def combine(folders: list[Path], out: Path) -> None:
                 cells.append(f"{mean:+.3f} [{low:+.3f}, {high:+.3f}]")
             diagonal = ", ".join(str(r["ais"][n]["diagonal"]) for r in results)
             lines.append(f"| {n} | {diagonal} | " + " | ".join(cells) + " |")
+    real = [n for n in ais_names if all("benchmarks" in r["ais"][n] for r in results)]
+    if real:
+        lines += ["", "AIS on real benchmarks (mean over abilities and benchmarks), mean over builds [95% t]:", ""]
+        lines += ["| regions | mean AIS |", "|---|---|"]
+        for n in real:
+            per = [np.mean([v for row in r["ais"][n]["benchmarks"].values() for v in row.values()]) for r in results]
+            mean, low, high = mean_interval([float(v) for v in per])
+            lines.append(f"| {n} | {mean:+.3f} [{low:+.3f}, {high:+.3f}] |")
     out.mkdir(parents=True, exist_ok=True)
     (out / "combined.json").write_text(json.dumps({"builds": [str(f) for f in folders], "rows": table}, indent=1))
     (out / "combined.md").write_text("\n".join(lines) + "\n")

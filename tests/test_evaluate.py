@@ -260,3 +260,43 @@ def test_samples_carry_option_lengths_and_clusters_of_generated_items(tmp_path, 
             normalised = np.array(row["loglikelihoods"]) / np.array(row["option_lengths"])
             assert row["acc_norm"] == float(np.argmax(normalised) == record["label"])
         assert len({tuple(r["option_lengths"]) for r in rows}) == n  # lengths that tell the items apart
+
+
+def test_document_scores_match_the_in_process_scorer_per_document_and_unknown_benchmarks_are_named(tmp_path):
+    """document_scores (lm-eval through SharedPrefixLM, the real-benchmark path of validate.py and the plant's
+    benchmark check) gives each document the acc and acc_norm that benchprof's own in-process multiple-choice
+    scorer (planted.item_scores) gives it, in the split's order; a benchmark the config lacks is named in one
+    error with the config."""
+    from benchprof.abilities import generate
+    from benchprof.configfile import parse_config
+    from benchprof.data import write_jsonl
+    from benchprof.evaluate import document_scores
+    from benchprof.modeling import load_model
+    from benchprof.planted import item_scores
+    from benchprof.scoring import SharedPrefixLM
+    from benchprof.tasks import benchmark_tasks
+
+    demo = Path(__file__).resolve().parents[1] / "benchprof" / "assets" / "demo-model"
+    train, test = generate("Long_Term_Knowledge", 4, 24, 5)
+    write_jsonl(tmp_path / "ltk" / "train.jsonl", train)
+    write_jsonl(tmp_path / "ltk" / "test.jsonl", test)
+    raw = {
+        "settings": {"output_dir": str(tmp_path / "out")},
+        "models": [{"name": str(demo)}],
+        "datasets": [{"name": "Long_Term_Knowledge", "path": str(tmp_path / "ltk")}],
+        "evals": {"benchmarks": ["Long_Term_Knowledge"]},
+    }
+    cfg = parse_config(raw, tmp_path / "config.yml")
+    with pytest.raises(BenchprofError, match=r"config\.yml: evals\.benchmarks has no arc_easy"):
+        benchmark_tasks(cfg, ["Long_Term_Knowledge", "arc_easy"], str(tmp_path / "config.yml"))
+    tasks, manager = benchmark_tasks(cfg, ["Long_Term_Knowledge"], str(tmp_path / "config.yml"))
+    model, tok = load_model(str(demo), dtype="float32")
+    lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=8)
+    acc, acc_norm = item_scores(model, tok, test)
+    got = document_scores(lm, tasks, None, manager, 0)["Long_Term_Knowledge"]
+    got_norm = document_scores(lm, tasks, None, manager, 0, "acc_norm")["Long_Term_Knowledge"]
+    assert 0 < acc.mean() < 1 and (acc != acc_norm).any()  # a test that could tell the two metrics and orders apart
+    assert got.tolist() == acc.tolist()
+    assert got_norm.tolist() == acc_norm.tolist()
+    with pytest.raises(BenchprofError, match="no per-document 'f1'"):
+        document_scores(lm, tasks, 3, manager, 0, "f1")
