@@ -1,14 +1,18 @@
 """Time and memory of `extract`'s streamed exact selection against concatenate-and-topk.
 
 Builds a synthetic importance file (8 layers x 3 MLP tensors, >= --params fp32 scores) in a
-temporary folder, then runs each method in its own subprocess and reports wall time and the
-subprocess's peak RSS (getrusage ru_maxrss), plus a baseline subprocess that only imports torch
-and benchprof and opens the file. The parent never loads the scores itself, since a child's
-ru_maxrss starts from its parent's RSS at fork. Both methods must select the same top and bottom index sets
-(up to ties at the threshold score, which only the streamed method breaks deterministically).
+temporary folder (three, one per ability, for an ability-specific --score), then runs each method in
+its own subprocess and reports wall time and the subprocess's peak RSS (getrusage ru_maxrss), plus a
+baseline subprocess that only imports torch and benchprof and opens the files. The parent never loads
+the scores itself, since a child's ru_maxrss starts from its parent's RSS at fork. The methods: the
+exact selection streaming the scores on each of its three passes, the same holding them in memory
+after the first pass (scores.held, what extract does below HELD_SCORES_BYTES), and concatenate + topk.
+All must select the same top and bottom index sets (up to ties at the threshold score, which only the
+streamed method breaks deterministically).
 
     python perf/extract.py                      # 200 M eligible scores, k = 0.01024
     python perf/extract.py --params 50_000_000 --k 0.00256
+    python perf/extract.py --params 20_000_000 --score rank    # held against streamed where it counts
     python perf/extract.py --mmap-threshold 1048576   # peak RSS without glibc's cached blocks
 """
 
@@ -62,18 +66,33 @@ def build(path: Path, params: int, seed: int = 0) -> int:
     return eligible
 
 
-def child(mode: str, path: Path, k: float, out: Path) -> None:
+def files(path: Path, score: str) -> list[Path]:
+    """The importance files of the run: one, or one per ability for an ability-specific score."""
+    return [path] if score == "importance" else [path.with_name(f"{path.stem}-{i}.safetensors") for i in range(3)]
+
+
+def open_for(path: Path, score: str):  # -> benchprof.scores.Scores
+    from benchprof.scores import open_specific_scores
+
+    own, *others = files(path, score)
+    return open_specific_scores(score, own, {f"b{i}": p for i, p in enumerate(others)})
+
+
+def child(mode: str, path: Path, k: float, out: Path, score: str) -> None:
     """One measured run; writes its selection (sorted global positions) and figures to `out`."""
     import numpy as np
     import torch
 
-    from benchprof.extract import exact_regions
-    from benchprof.scores import open_scores
+    from benchprof.extract import HELD_SCORES_BYTES, exact_regions
+    from benchprof.scores import HeldScores, held
 
-    scores = open_scores(path)
+    scores = open_for(path, score)
     n = math.floor(k * int(scores.metadata["total_params"]))
     started = time.perf_counter()
-    if mode == "streamed":
+    if mode in ("streamed", "held"):
+        if mode == "held":
+            scores = held(scores, HELD_SCORES_BYTES)
+            assert isinstance(scores, HeldScores), "the scores are past HELD_SCORES_BYTES: lower --params"
         regions = exact_regions(scores, {"top": (n, True), "bottom": (n, False)})
         positions = {}
         for region, selected in regions.items():
@@ -94,10 +113,11 @@ def child(mode: str, path: Path, k: float, out: Path) -> None:
     (out / f"{mode}.json").write_text(json.dumps({"seconds": seconds, "peak_mb": peak_mb, "n": n}))
 
 
-def measure(mode: str, path: Path, k: float, out: Path, env: dict) -> dict:
+def measure(mode: str, path: Path, k: float, out: Path, env: dict, score: str) -> dict:
     started = time.perf_counter()
     subprocess.run(
-        [sys.executable, __file__, "--child", mode, "--file", str(path), "--k", str(k), "--out", str(out)],
+        [sys.executable, __file__, "--child", mode, "--file", str(path), "--k", str(k), "--out", str(out)]
+        + ["--score", score],
         check=True,
         env=env,
     )
@@ -106,17 +126,15 @@ def measure(mode: str, path: Path, k: float, out: Path, env: dict) -> dict:
     return figures
 
 
-def same_selection(path: Path, out: Path, region: str) -> str:
+def same_selection(path: Path, out: Path, region: str, score: str, other: str = "brute") -> str:
     """'identical', or whether the two index sets differ only among scores tied at the threshold."""
     import numpy as np
     import torch
 
-    from benchprof.scores import open_scores
-
-    a, b = np.load(out / f"streamed_{region}.npy"), np.load(out / f"brute_{region}.npy")
+    a, b = np.load(out / f"streamed_{region}.npy"), np.load(out / f"{other}_{region}.npy")
     if np.array_equal(a, b):
         return "identical"
-    everything = torch.cat([values for _, values in open_scores(path)]).numpy()
+    everything = torch.cat([values for _, values in open_for(path, score)]).numpy()
     threshold = everything[a].min() if region == "top" else everything[a].max()
     differ = np.setxor1d(a, b)
     tied_only = len(a) == len(b) and bool((everything[differ] == threshold).all())
@@ -135,15 +153,18 @@ def main() -> None:
         "returns freed large blocks at once, so peak RSS shows the working set rather "
         "than what the allocator keeps cached",
     )
-    parser.add_argument("--child", choices=["build", "streamed", "brute", "baseline"], help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--score", default="importance", help="importance, or an ability-specific score (three importance files)"
+    )
+    parser.add_argument("--child", choices=["build", "streamed", "held", "brute", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "build":
-        print(build(args.file, args.params))
+        print(sum(build(f, args.params, seed) for seed, f in enumerate(files(args.file, args.score))))
         return
     if args.child:
-        child(args.child, args.file, args.k, args.out)
+        child(args.child, args.file, args.k, args.out, args.score)
         return
 
     with tempfile.TemporaryDirectory(prefix="benchprof-extract-") as tmp:
@@ -154,29 +175,35 @@ def main() -> None:
         # must start from a parent that never held the scores
         eligible = int(
             subprocess.run(
-                [sys.executable, __file__, "--child", "build", "--file", str(path), "--params", str(args.params)],
+                [sys.executable, __file__, "--child", "build", "--file", str(path), "--params", str(args.params)]
+                + ["--score", args.score],
                 check=True,
                 capture_output=True,
                 text=True,
             ).stdout.split()[-1]
         )
+        paths = files(path, args.score)
+        eligible //= len(paths)
         print(
-            f"synthetic importance: {eligible:,} eligible fp32 scores in {LAYERS * 3} tensors "
-            f"({path.stat().st_size / 2**20:,.0f} MiB), built in {time.perf_counter() - started:.0f}s"
+            f"synthetic importance: {len(paths)} file(s) of {eligible:,} eligible fp32 scores in {LAYERS * 3} "
+            f"tensors ({paths[0].stat().st_size / 2**20:,.0f} MiB each), built in "
+            f"{time.perf_counter() - started:.0f}s; score {args.score}"
         )
         env = dict(os.environ)
         if args.mmap_threshold:
             env["MALLOC_MMAP_THRESHOLD_"] = str(args.mmap_threshold)
             print(f"measured runs with MALLOC_MMAP_THRESHOLD_={args.mmap_threshold}")
-        baseline = measure("baseline", path, args.k, tmp, env)
-        streamed = measure("streamed", path, args.k, tmp, env)
-        brute = measure("brute", path, args.k, tmp, env)
+        baseline = measure("baseline", path, args.k, tmp, env, args.score)
+        streamed = measure("streamed", path, args.k, tmp, env, args.score)
+        kept = measure("held", path, args.k, tmp, env, args.score)
+        brute = measure("brute", path, args.k, tmp, env, args.score)
         n = streamed["n"]
         print(f"k = {args.k}: n = {n:,} per region (top and bottom)")
         print(f"{'method':<28}{'select s':>10}{'process s':>11}{'peak RSS MiB':>14}{'above baseline':>16}")
         for name, fig in (
             ("baseline (import + open)", baseline),
-            ("streamed exact (benchprof)", streamed),
+            ("streamed exact", streamed),
+            ("held exact (benchprof)", kept),
             ("concatenate + torch.topk", brute),
         ):
             print(
@@ -185,12 +212,19 @@ def main() -> None:
             )
         extra_streamed = streamed["peak_mb"] - baseline["peak_mb"]
         extra_brute = brute["peak_mb"] - baseline["peak_mb"]
+        extra_kept = kept["peak_mb"] - baseline["peak_mb"]
         print(
             f"time ratio streamed / brute: {streamed['seconds'] / brute['seconds']:.2f}; "
             f"peak memory above baseline, brute / streamed: {extra_brute / max(extra_streamed, 1):.1f}x"
         )
+        print(
+            f"held against streamed: {streamed['seconds'] / kept['seconds']:.2f}x faster, "
+            f"{extra_kept / max(extra_streamed, 1):.1f}x the peak memory above baseline"
+        )
         for region in ("top", "bottom"):
-            print(f"{region} index sets: {same_selection(path, tmp, region)}")
+            for other in ("brute", "held"):
+                same = same_selection(path, tmp, region, args.score, other)
+                print(f"{region} index sets, streamed / {other}: {same}")
 
 
 if __name__ == "__main__":

@@ -194,3 +194,43 @@ def test_specific_score_needs_every_ability_importance(tmp_path):
     config.write_text(yaml.safe_dump(raw))
     with pytest.raises(BenchprofError, match="extract.score: 'rank' compares abilities; it needs at least two"):
         load_config(config)
+
+
+def test_held_scores_are_computed_once_and_select_what_streamed_scores_select(project, monkeypatch):
+    """scores.held: the rank score held in memory yields the streamed values on every pass without reading the
+    files again (they are gone before the second pass), and extract writes the same masks, exact and chunked,
+    with the scores held as with every pass streamed."""
+    import shutil
+
+    from benchprof import extract as extract_module
+    from benchprof.scores import HeldScores, held
+
+    config, _, layout = project
+    a = ABILITIES[0]
+    others = {b: layout.importance_file(b) for b in ABILITIES if b != a}
+    expected = streamed("rank", layout, a)
+    kept = held(open_specific_scores("rank", layout.importance_file(a), others), 1 << 20)
+    assert isinstance(kept, HeldScores)
+    assert torch.equal(torch.cat([v for _, v in kept]).double(), expected)
+    saved = layout.model_dir.parent / "saved"
+    shutil.move(layout.model_dir, saved)
+    assert torch.equal(torch.cat([v for _, v in kept]).double(), expected)  # no file read on this pass
+    shutil.move(saved, layout.model_dir)
+    assert held(kept, 4 * kept.total - 1) is kept  # past the budget: streamed as before
+
+    for selection in ("exact", "chunked"):
+        masks = {}
+        for budget in (0, 1 << 20):
+            monkeypatch.setattr(extract_module, "HELD_SCORES_BYTES", budget)
+            extract(load_config(config), score="rank", selection=selection, force=True)
+            masks[budget] = {
+                (b, k, r): read_region(layout.mask_file(b, k, r))[0]
+                for b in ABILITIES
+                for k in (0.01,)
+                for r in ("top", "bottom")
+                if layout.mask_file(b, k, r).is_file()
+            }
+        assert masks[0] and masks[0].keys() == masks[1 << 20].keys()
+        for key, region in masks[0].items():
+            other = masks[1 << 20][key]
+            assert region.keys() == other.keys() and all(torch.equal(region[n], other[n]) for n in region), key
