@@ -224,21 +224,28 @@ class RealBenchmarks:
     """The --benchmarks of a real model: each document's score scored by lm-eval through benchprof's scorer
     with the model as it is now, and the AIS of each ability's region on each benchmark."""
 
-    def __init__(self, model: Any, tok: Any, config: Path, names: list[str], limit: int, metric: str) -> None:
+    def __init__(
+        self, model: Any, tok: Any, config: Path, names: list[str], limit: int, metric: str, log: Path
+    ) -> None:
         from benchprof.configfile import load_config
         from benchprof.scoring import SharedPrefixLM
         from benchprof.tasks import benchmark_tasks
 
         self.cfg = load_config(config)
         self.tasks, self.manager = benchmark_tasks(self.cfg, names, str(config))
-        self.model, self.limit, self.metric = model, limit, metric
-        self.lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=16)
+        from benchprof.console import quiet
+
+        self.model, self.limit, self.metric, self.log = model, limit, metric, log
+        with quiet("validate benchmarks", [log]):
+            self.lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=16)
         self.original = self.scores()
 
     def scores(self) -> dict[str, Any]:
+        from benchprof.console import quiet
         from benchprof.evaluate import document_scores
 
-        return document_scores(self.lm, self.tasks, self.limit, self.manager, self.cfg.settings.seed, self.metric)
+        with quiet("validate benchmarks", [self.log]):  # lm-eval's bars and warnings go to the log
+            return document_scores(self.lm, self.tasks, self.limit, self.manager, self.cfg.settings.seed, self.metric)
 
     def summary(self) -> dict[str, Any]:
         original = {b: float(v.mean()) for b, v in self.original.items()}
@@ -392,7 +399,8 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
     ais: dict[str, Any] = {}
     random_own: dict[str, float] = {}
     names = [b for b in args.benchmarks.split(",") if b]
-    real = RealBenchmarks(model, tok, Path(args.config), names, args.limit, args.metric) if names else None
+    log = out / "benchmarks.log"
+    real = RealBenchmarks(model, tok, Path(args.config), names, args.limit, args.metric, log) if names else None
 
     def known_answer(regions: dict[str, Region], matrix: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
         summary = summarize_ais(matrix or ais_matrix(which, model, tok, tests, regions, original), random_own)
