@@ -32,8 +32,10 @@ from .results import write_result
 from .storage import is_current
 
 if TYPE_CHECKING:
+    import numpy as np
     from lm_eval.api.model import LM
     from lm_eval.tasks import TaskManager
+    from numpy.typing import NDArray
     from tqdm import tqdm
 
 
@@ -211,15 +213,18 @@ def run_lm_eval(
 
 def document_scores(
     lm: LM, tasks: dict[str, str], limit: int | None, task_manager: TaskManager, seed: int, metric: str = "acc"
-) -> dict[str, Any]:
-    """{benchmark: each scored document's `metric` as a numpy array, in doc_id order} for `tasks` (benchmark
-    -> lm-eval task name, as `tasks.write_tasks` maps them), 0-shot, the model as `lm` holds it now."""
+) -> dict[str, NDArray[np.float64]]:
+    """{benchmark: each scored document's `metric`, in doc_id order} for `tasks` (benchmark -> lm-eval task
+    name, as `tasks.write_tasks` maps them; one task each, not a group), 0-shot, the model as `lm` holds it now."""
     import numpy as np
 
     out = {}
     for benchmark, task in tasks.items():
-        samples = run_lm_eval(lm, task, 0, limit, task_manager, seed)["samples"][task]
-        if samples and metric not in samples[0]:
+        every = run_lm_eval(lm, task, 0, limit, task_manager, seed)["samples"]
+        if task not in every:
+            raise BenchprofError(f"{benchmark}: task {task} is a group ({', '.join(sorted(every))}); name one task")
+        samples = every[task]
+        if not samples or metric not in samples[0]:
             raise BenchprofError(f"{benchmark}: lm-eval reports no per-document {metric!r} for task {task}")
         out[benchmark] = np.array([float(s[metric]) for s in sorted(samples, key=lambda s: s["doc_id"])])
     return out

@@ -6,7 +6,8 @@ row-major flat index) ranked by (score desc, position asc): **top** = the first 
 last n, so ties break deterministically and top and bottom are disjoint when 2n <= candidates.
 `selection: exact` finds the n-th score by a streamed radix select over the float bits (a 16-bit
 histogram, then a second one inside the cut bin), never concatenating the scores. Each pass reads the
-scores again; they are held in memory between passes where they fit HELD_SCORES_BYTES (scores.held).
+scores again; an ability-specific score is held in memory between passes where it fits HELD_SCORES_BYTES
+(scores.held).
 **random** = n uniform draws without replacement, seeded by (extract.random_seed, ability, k).
 `selection: chunked` reproduces the authors' approximation: chunks of max(chunk_size,
 floor(sqrt(N / f))) candidates each give their ceil(f · c) largest and smallest scores; the chunks
@@ -36,7 +37,7 @@ from .storage import clear_manifest, is_current, write_csv, write_manifest
 if TYPE_CHECKING:
     import torch
 
-HELD_SCORES_BYTES = 2 << 30  # scores of up to 512 M candidate weights are computed once per ability, not per pass
+HELD_SCORES_BYTES = 2 << 30  # specific scores of up to 537 M candidate weights: computed once per ability, not per pass
 ORDER = "score desc, then position asc (parameter names sorted, row-major flat index)"
 STATS_COLUMNS = ("tensor", "layer", "numel", "region", "selected", "fraction")
 BINS = 1 << 16
@@ -367,8 +368,7 @@ def extract(
                 continue
             k_started = time.time()
             if score != "importance":  # the pre-pass reads every ability's file: only when something is to do
-                scores = open_specific_scores(score, path, others, front, back, device, totals)
-            scores = held(scores, HELD_SCORES_BYTES)
+                scores = held(open_specific_scores(score, path, others, front, back, device, totals), HELD_SCORES_BYTES)
             chosen: dict[float, dict[str, Region]] = {k_value: {} for k_value in todo}
             if selection == "exact":
                 requests = {

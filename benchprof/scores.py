@@ -289,26 +289,27 @@ class SpecificScores(Scores):
             yield name, specific_score(self.score, values, other_values, self.own_totals, self.other_totals)
 
 
-@dataclass
+@dataclass(eq=False)
 class HeldScores(Scores):
     """Another `Scores` computed on its first pass and kept in memory (on its device) for the next ones."""
 
     source: Scores | None = None
-    held: list[torch.Tensor] = field(default_factory=list)
+    values: list[torch.Tensor] | None = field(default=None, repr=False)
 
     def __iter__(self) -> Iterator[tuple[str, torch.Tensor]]:
-        if not self.held:
+        if self.values is None:
             assert self.source is not None
-            self.held = [values for _, values in self.source]
-        yield from zip(self.names, self.held)
+            self.values = [values for _, values in self.source]
+        yield from zip(self.names, self.values)
 
 
 def held(scores: Scores, budget_bytes: int) -> Scores:
     """`scores` kept in memory after its first pass when its float32 values fit `budget_bytes`, else itself.
 
     The exact selection reads the scores three times and the chunked one once per k; held, an ability-specific
-    score (which reads every ability's file and computes S_a per weight) is computed once. Past the budget
-    every pass streams again, so memory stays at one tensor per file however large the model."""
+    score (which reads every ability's file and computes S_a per weight) is computed once, at 4 bytes per
+    candidate weight. Past the budget every pass streams again, so memory stays at one tensor per file however
+    large the model. (extract holds only ability-specific scores: re-reading one importance file costs less.)"""
     if 4 * scores.total > budget_bytes:
         return scores
     return HeldScores(scores.path, scores.metadata, scores.names, scores.numels, scores.device, source=scores)

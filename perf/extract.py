@@ -3,7 +3,8 @@
 Builds a synthetic importance file (8 layers x 3 MLP tensors, >= --params fp32 scores) in a
 temporary folder (three, one per ability, for an ability-specific --score), then runs each method in
 its own subprocess and reports wall time and the subprocess's peak RSS (getrusage ru_maxrss), plus a
-baseline subprocess that only imports torch and benchprof and opens the files. The parent never loads
+baseline subprocess that only imports torch and benchprof and opens the files (for an ability-specific
+score, opening includes its pre-pass over the three files, so the baseline holds that too). The parent never loads
 the scores itself, since a child's ru_maxrss starts from its parent's RSS at fork. The methods: the
 exact selection streaming the scores on each of its three passes, the same holding them in memory
 after the first pass (scores.held, what extract does below HELD_SCORES_BYTES), and concatenate + topk.
@@ -28,6 +29,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchprof.config import SCORES
+from benchprof.extract import HELD_SCORES_BYTES
+
+if TYPE_CHECKING:
+    from benchprof.scores import Scores
 
 LAYERS = 8
 MLP = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
@@ -71,7 +79,7 @@ def files(path: Path, score: str) -> list[Path]:
     return [path] if score == "importance" else [path.with_name(f"{path.stem}-{i}.safetensors") for i in range(3)]
 
 
-def open_for(path: Path, score: str):  # -> benchprof.scores.Scores
+def open_for(path: Path, score: str) -> Scores:
     from benchprof.scores import open_specific_scores
 
     own, *others = files(path, score)
@@ -83,8 +91,8 @@ def child(mode: str, path: Path, k: float, out: Path, score: str) -> None:
     import numpy as np
     import torch
 
-    from benchprof.extract import HELD_SCORES_BYTES, exact_regions
-    from benchprof.scores import HeldScores, held
+    from benchprof.extract import exact_regions
+    from benchprof.scores import held
 
     scores = open_for(path, score)
     n = math.floor(k * int(scores.metadata["total_params"]))
@@ -92,7 +100,6 @@ def child(mode: str, path: Path, k: float, out: Path, score: str) -> None:
     if mode in ("streamed", "held"):
         if mode == "held":
             scores = held(scores, HELD_SCORES_BYTES)
-            assert isinstance(scores, HeldScores), "the scores are past HELD_SCORES_BYTES: lower --params"
         regions = exact_regions(scores, {"top": (n, True), "bottom": (n, False)})
         positions = {}
         for region, selected in regions.items():
@@ -154,7 +161,7 @@ def main() -> None:
         "than what the allocator keeps cached",
     )
     parser.add_argument(
-        "--score", default="importance", help="importance, or an ability-specific score (three importance files)"
+        "--score", default="importance", choices=SCORES, help="an ability-specific score reads three importance files"
     )
     parser.add_argument("--child", choices=["build", "streamed", "held", "brute", "baseline"], help=argparse.SUPPRESS)
     parser.add_argument("--file", type=Path, help=argparse.SUPPRESS)
@@ -167,6 +174,8 @@ def main() -> None:
         child(args.child, args.file, args.k, args.out, args.score)
         return
 
+    if 4 * args.params > HELD_SCORES_BYTES:
+        sys.exit(f"--params {args.params:,}: past HELD_SCORES_BYTES the held run would stream too; lower it")
     with tempfile.TemporaryDirectory(prefix="benchprof-extract-") as tmp:
         tmp = Path(tmp)
         path = tmp / "importance.safetensors"
@@ -184,6 +193,8 @@ def main() -> None:
         )
         paths = files(path, args.score)
         eligible //= len(paths)
+        if 4 * eligible > HELD_SCORES_BYTES:
+            sys.exit(f"{eligible:,} scores: past HELD_SCORES_BYTES the held run would stream too; lower --params")
         print(
             f"synthetic importance: {len(paths)} file(s) of {eligible:,} eligible fp32 scores in {LAYERS * 3} "
             f"tensors ({paths[0].stat().st_size / 2**20:,.0f} MiB each), built in "

@@ -85,7 +85,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument(
         "--benchmarks",
         default="",
-        help="real benchmarks of --config (e.g. arc_easy,piqa) scored too for every AIS region set (a real model)",
+        help="real benchmarks of --config (e.g. arc_easy,piqa) scored too for every AIS region set (a real model; "
+        "their task files are written under the config's output_dir)",
     )
     p.add_argument("--config", default=str(ROOT / "configs" / "smollm2.yml"), help="where --benchmarks are defined")
     p.add_argument("--limit", type=int, default=100, help="documents per --benchmarks benchmark")
@@ -399,11 +400,15 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
     ais: dict[str, Any] = {}
     random_own: dict[str, float] = {}
     names = [b for b in args.benchmarks.split(",") if b]
+    if names and args.no_ais:
+        sys.exit("validate: --benchmarks scores the AIS known answer's regions; leave out --no-ais")
     log = out / "benchmarks.log"
     real = RealBenchmarks(model, tok, Path(args.config), names, args.limit, args.metric, log) if names else None
 
     def known_answer(regions: dict[str, Region], matrix: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
-        summary = summarize_ais(matrix or ais_matrix(which, model, tok, tests, regions, original), random_own)
+        if matrix is None:
+            matrix = ais_matrix(which, model, tok, tests, regions, original)
+        summary = summarize_ais(matrix, random_own)
         if real is not None:
             summary["benchmarks"] = real.matrix(regions)
         return summary
@@ -588,6 +593,14 @@ def combine(folders: list[Path], out: Path) -> None:
         if not path.is_file():
             sys.exit(f"validate --combine: {path}: not found; run validate.py --out {folder} first")
         results.append(json.loads(path.read_text()))
+
+    def scored(result: dict[str, Any]) -> tuple[Any, ...]:  # AIS of other metrics or documents do not average
+        real = result.get("benchmarks") or {}
+        return result.get("metric"), real.get("names"), real.get("limit")
+
+    differing = [str(f) for f, r in zip(folders, results, strict=True) if scored(r) != scored(results[0])]
+    if differing:
+        sys.exit(f"validate --combine: {', '.join(differing)}: metric or benchmarks differ from {folders[0]}'s")
     key_sets = [{(r["loss_on"], r["score"], r["selection"], r["k"]) for r in result["rows"]} for result in results]
     keys = sorted(  # the options every build ran (a build run with fewer --selections or --scores limits them)
         set.intersection(*key_sets),
@@ -649,7 +662,9 @@ def combine(folders: list[Path], out: Path) -> None:
             mean, low, high = mean_interval([float(v) for v in per])
             lines.append(f"| {n} | {mean:+.3f} [{low:+.3f}, {high:+.3f}] |")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "combined.json").write_text(json.dumps({"builds": [str(f) for f in folders], "rows": table}, indent=1))
+    left = sorted(set.union(*key_sets) - set(keys))
+    combined = {"builds": [str(f) for f in folders], "rows": table, "left_out": [list(k) for k in left]}
+    (out / "combined.json").write_text(json.dumps(combined, indent=1))
     (out / "combined.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     print(f"validate: {len(results)} builds combined; {out / 'combined.md'}, {out / 'combined.json'}")

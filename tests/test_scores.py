@@ -196,16 +196,16 @@ def test_specific_score_needs_every_ability_importance(tmp_path):
         load_config(config)
 
 
-def test_held_scores_are_computed_once_and_select_what_streamed_scores_select(project, monkeypatch):
+def test_held_scores_are_computed_once_and_select_what_streamed_scores_select(project, tmp_path, monkeypatch):
     """scores.held: the rank score held in memory yields the streamed values on every pass without reading the
-    files again (they are gone before the second pass), and extract writes the same masks, exact and chunked,
-    with the scores held as with every pass streamed."""
+    files again (they are gone before the second pass); extract computes each ability's score once when held
+    (on every pass otherwise) and writes the same masks, exact and chunked over two k values."""
     import shutil
 
     from benchprof import extract as extract_module
-    from benchprof.scores import HeldScores, held
+    from benchprof.scores import HeldScores, SpecificScores, held
 
-    config, _, layout = project
+    _, tensors, layout = project
     a = ABILITIES[0]
     others = {b: layout.importance_file(b) for b in ABILITIES if b != a}
     expected = streamed("rank", layout, a)
@@ -218,19 +218,32 @@ def test_held_scores_are_computed_once_and_select_what_streamed_scores_select(pr
     shutil.move(saved, layout.model_dir)
     assert held(kept, 4 * kept.total - 1) is kept  # past the budget: streamed as before
 
-    for selection in ("exact", "chunked"):
+    passes = 0
+    compute = SpecificScores.__iter__
+
+    def counted(self):
+        nonlocal passes
+        passes += 1
+        yield from compute(self)
+
+    monkeypatch.setattr(SpecificScores, "__iter__", counted)
+    config = write_project(tmp_path / "two-k", tensors, k_values=(0.01, 0.02))
+    layout = Layout(tmp_path / "two-k" / "outputs", "tiny")
+    for selection, streamed_passes in (("exact", 3), ("chunked", 2)):
         masks = {}
         for budget in (0, 1 << 20):
             monkeypatch.setattr(extract_module, "HELD_SCORES_BYTES", budget)
+            passes = 0
             extract(load_config(config), score="rank", selection=selection, force=True)
+            assert passes == len(ABILITIES) * (streamed_passes if budget == 0 else 1), (selection, budget)
             masks[budget] = {
                 (b, k, r): read_region(layout.mask_file(b, k, r))[0]
                 for b in ABILITIES
-                for k in (0.01,)
+                for k in (0.01, 0.02)
                 for r in ("top", "bottom")
                 if layout.mask_file(b, k, r).is_file()
             }
-        assert masks[0] and masks[0].keys() == masks[1 << 20].keys()
+        assert len(masks[0]) == len(ABILITIES) * 2 * 2 and masks[0].keys() == masks[1 << 20].keys()
         for key, region in masks[0].items():
             other = masks[1 << 20][key]
             assert region.keys() == other.keys() and all(torch.equal(region[n], other[n]) for n in region), key
