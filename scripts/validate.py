@@ -92,7 +92,15 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--limit", type=int, default=100, help="documents per --benchmarks benchmark")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--device", default="auto", help="where the AIS scoring and AUROC run (auto: cuda if available)")
-    return p.parse_args()
+    args = p.parse_args()
+    if args.benchmarks and args.no_ais:
+        p.error("--benchmarks scores the AIS known answer's regions; leave out --no-ais")
+    return args
+
+
+def option(row: dict[str, Any]) -> tuple[str, str, str, float]:
+    """A recovery row's (loss_on, score, selection, k): the option it measures."""
+    return row["loss_on"], row["score"], row["selection"], row["k"]
 
 
 def k_for(n: int, total: int) -> float:
@@ -221,21 +229,29 @@ def ais_matrix(
     return out
 
 
+def real_tasks(args: argparse.Namespace) -> tuple[Any, dict[str, str], Any] | None:
+    """(config, {benchmark: task}, TaskManager) of --benchmarks in --config, or None without --benchmarks."""
+    from benchprof.configfile import load_config
+    from benchprof.tasks import benchmark_tasks
+
+    names = [b for b in args.benchmarks.split(",") if b]
+    if not names:
+        return None
+    cfg = load_config(Path(args.config))
+    return (cfg, *benchmark_tasks(cfg, names, args.config))
+
+
 class RealBenchmarks:
     """The --benchmarks of a real model: each document's score scored by lm-eval through benchprof's scorer
     with the model as it is now, and the AIS of each ability's region on each benchmark."""
 
     def __init__(
-        self, model: Any, tok: Any, config: Path, names: list[str], limit: int, metric: str, log: Path
+        self, model: Any, tok: Any, benchmarks: tuple[Any, dict[str, str], Any], limit: int, metric: str, log: Path
     ) -> None:
-        from benchprof.configfile import load_config
-        from benchprof.scoring import SharedPrefixLM
-        from benchprof.tasks import benchmark_tasks
-
-        self.cfg = load_config(config)
-        self.tasks, self.manager = benchmark_tasks(self.cfg, names, str(config))
         from benchprof.console import quiet
+        from benchprof.scoring import SharedPrefixLM
 
+        self.cfg, self.tasks, self.manager = benchmarks
         self.model, self.limit, self.metric, self.log = model, limit, metric, log
         with quiet("validate benchmarks", [log]):
             self.lm = SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=16)
@@ -330,7 +346,7 @@ def add_jaccard(
     """The mean Jaccard between the abilities' top regions (and its chance level) into their rows."""
     pairs = jaccard_pairs(tops, eligible)
     for r in rows:
-        if (r["loss_on"], r["score"], r["selection"], r["k"]) == (loss, score, selection, k):
+        if option(r) == (loss, score, selection, k):
             r["jaccard_mean"] = float(np.mean([p[2] for p in pairs]))
             r["jaccard_chance"] = float(np.mean([p[3] for p in pairs]))
 
@@ -364,6 +380,7 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
 
     torch.set_num_threads(args.threads)
     device = pick_device(args.device, "--device")
+    benchmarks = real_tasks(args)  # a benchmark the config lacks fails here, before anything is written
     started = time.time()
     out.mkdir(parents=True, exist_ok=True)
     planted, info = load_planted(model_dir)
@@ -399,11 +416,9 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
     rows: list[dict[str, Any]] = []
     ais: dict[str, Any] = {}
     random_own: dict[str, float] = {}
-    names = [b for b in args.benchmarks.split(",") if b]
-    if names and args.no_ais:
-        sys.exit("validate: --benchmarks scores the AIS known answer's regions; leave out --no-ais")
-    log = out / "benchmarks.log"
-    real = RealBenchmarks(model, tok, Path(args.config), names, args.limit, args.metric, log) if names else None
+    real = None
+    if benchmarks is not None:
+        real = RealBenchmarks(model, tok, benchmarks, args.limit, args.metric, out / "benchmarks.log")
 
     def known_answer(regions: dict[str, Region], matrix: dict[str, dict[str, float]] | None = None) -> dict[str, Any]:
         if matrix is None:
@@ -499,11 +514,11 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted(
-        {(r["loss_on"], r["score"], r["selection"], r["k"]) for r in rows},
+        {option(r) for r in rows},
         key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, SELECTIONS.index(t[2]), t[3]),
     )
     for loss, score, selection, k in keys:
-        group = [r for r in rows if (r["loss_on"], r["score"], r["selection"], r["k"]) == (loss, score, selection, k)]
+        group = [r for r in rows if option(r) == (loss, score, selection, k)]
 
         def mean(key: str, group: list[dict[str, Any]] = group) -> float:
             return float(np.mean([r[key] for r in group]))
@@ -525,7 +540,7 @@ def markdown(result: dict[str, Any], abilities: list[str]) -> str:
         cells = []
         for a in abilities:
             key = (loss, score, selection, k, a)
-            r = next(r for r in rows if (r["loss_on"], r["score"], r["selection"], r["k"], r["ability"]) == key)
+            r = next(r for r in rows if (*option(r), r["ability"]) == key)
             cells.append(f"{r['precision']:.2f} / {r['recall']:.2f} / {r['auroc']:.2f}")
         lines.append(f"| {loss} | {score} | {selection} | " + " | ".join(cells) + " |")
     if result["ais"]:
@@ -601,7 +616,7 @@ def combine(folders: list[Path], out: Path) -> None:
     differing = [str(f) for f, r in zip(folders, results, strict=True) if scored(r) != scored(results[0])]
     if differing:
         sys.exit(f"validate --combine: {', '.join(differing)}: metric or benchmarks differ from {folders[0]}'s")
-    key_sets = [{(r["loss_on"], r["score"], r["selection"], r["k"]) for r in result["rows"]} for result in results]
+    key_sets = [{option(r) for r in result["rows"]} for result in results]
     keys = sorted(  # the options every build ran (a build run with fewer --selections or --scores limits them)
         set.intersection(*key_sets),
         key=lambda t: (t[0], SCORES.index(t[1]) if t[1] in SCORES else 9, SELECTIONS.index(t[2]), t[3]),
@@ -611,7 +626,7 @@ def combine(folders: list[Path], out: Path) -> None:
     per_build = [{key: {} for key in keys} for _ in results]  # build -> key -> figure -> mean over abilities
     for b, result in enumerate(results):
         for key in keys:
-            group = [r for r in result["rows"] if (r["loss_on"], r["score"], r["selection"], r["k"]) == key]
+            group = [r for r in result["rows"] if option(r) == key]
             for name, _ in COMBINED:
                 per_build[b][key][name] = float(np.mean([r[name] for r in group]))
     table: list[dict[str, Any]] = []
@@ -622,10 +637,10 @@ def combine(folders: list[Path], out: Path) -> None:
         "| loss_on | score | selection | k (× \\|R_a\\|) | " + " | ".join(h for _, h in COMBINED) + " |",
         "|---|---|---|---|" + "---|" * len(COMBINED),
     ]
-    left_out = len(set.union(*key_sets)) - len(keys)
+    left_out = sorted(set.union(*key_sets) - set(keys))
     if left_out:
-        lines[1:1] = ["", f"{left_out} (loss, score, selection, k) rows left out: not run in every build."]
-    multiple = {(r["loss_on"], r["score"], r["selection"], r["k"]): r["k_multiple"] for r in results[0]["rows"]}
+        lines[1:1] = ["", f"{len(left_out)} (loss, score, selection, k) rows left out: not run in every build."]
+    multiple = {option(r): r["k_multiple"] for r in results[0]["rows"]}
     for key in keys:
         cells, row = [], {"loss_on": key[0], "score": key[1], "selection": key[2], "k": key[3]}
         for name, _ in COMBINED:
@@ -662,8 +677,7 @@ def combine(folders: list[Path], out: Path) -> None:
             mean, low, high = mean_interval([float(v) for v in per])
             lines.append(f"| {n} | {mean:+.3f} [{low:+.3f}, {high:+.3f}] |")
     out.mkdir(parents=True, exist_ok=True)
-    left = sorted(set.union(*key_sets) - set(keys))
-    combined = {"builds": [str(f) for f in folders], "rows": table, "left_out": [list(k) for k in left]}
+    combined = {"builds": [str(f) for f in folders], "rows": table, "left_out": [list(k) for k in left_out]}
     (out / "combined.json").write_text(json.dumps(combined, indent=1))
     (out / "combined.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
