@@ -355,7 +355,7 @@ def main() -> None:
     args = parse_args()
     out = Path(args.out).resolve()
     if args.combine:
-        combine([Path(f).resolve() for f in args.combine.split(",")], out)
+        combine([Path(f) for f in args.combine.split(",")], out)  # as given: combined.md names them so
         return
     models = [Path(m).resolve() for m in args.model.split(",")]
     if len(models) == 1:
