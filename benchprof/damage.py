@@ -181,6 +181,7 @@ def save_checkpoint(
 ) -> None:
     """Write the ablated model (and tokenizer) as a full HF checkpoint; the folder appears whole or not at all."""
     from . import BenchprofError
+    from .modeling import save_model
     from .storage import WRITE_ERRORS, remove_temps, shared_mode, write_error, write_manifest
 
     out_dir = Path(out_dir)
@@ -191,8 +192,7 @@ def save_checkpoint(
     try:
         os.chmod(tmp, shared_mode(directory=True))  # mkdtemp makes 0700
         with ablated(model, region):
-            model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+            save_model(model, tokenizer, tmp)
         for path in tmp.rglob("*"):  # transformers writes model.safetensors 0600 too
             os.chmod(path, shared_mode(directory=path.is_dir()))
         write_manifest(tmp, inputs, started=started)

@@ -171,6 +171,8 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from .modeling import save_model
+
     quantized = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     config = quantized.config
@@ -181,8 +183,7 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     if unexpected or [name for name in missing if name != "lm_head.weight"]:
         raise BenchprofError(f"fetch: {gguf.name}: the dequantized weights do not fit: {missing or unexpected}")
     torch.nn.Module.to(plain, torch.float32).eval()  # (PreTrainedModel.to is typed as a decorator)
-    plain.save_pretrained(str(folder))
-    tokenizer.save_pretrained(str(folder))
+    save_model(plain, tokenizer, folder)
 
 
 def fetch_model(root: Path) -> Path:

@@ -1,8 +1,9 @@
-"""Loading a model and naming its eligible weights; shared by finetune, extract, damage, evaluate."""
+"""Loading and saving a model and naming its eligible weights; shared by finetune, extract, damage, evaluate."""
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -92,6 +93,26 @@ def load_model(
     torch.nn.Module.to(model, device)  # (PreTrainedModel.to is typed as a decorator)
     model.eval()
     return model, tok
+
+
+def save_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, out: Path | str) -> None:
+    """save_pretrained of the model and its tokenizer into `out`, without a save's terminal noise: the
+    one-shard "Writing model shards" bar, and DeepSpeed's "Setting accelerator to CPU" warning (transformers
+    imports DeepSpeed, where installed, to ask whether ZeRO-3 is on; without CUDA DeepSpeed picks the CPU
+    anyway, so naming it keeps the choice and drops the line)."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 def num_layers(model: PreTrainedModel) -> int:

@@ -308,7 +308,7 @@ def build(
     from transformers import AutoTokenizer
 
     from .abilities import generate
-    from .modeling import fingerprint
+    from .modeling import fingerprint, save_model
     from .tinymodel import build_model
 
     torch.set_num_threads(settings.threads)
@@ -388,8 +388,7 @@ def build(
         info["own_check"] = rows
         log(own_check_table(rows))
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    save_model(model, tok, out)
     save_planted(out, regions, info, fingerprint(model))
     log(f"saved to {out}: {n_params / 1e6:.2f}M parameters, built in {seconds:.0f}s (base {base_seconds:.0f}s)")
     return info

@@ -137,7 +137,7 @@ def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -
     """The fetched base with the patch applied, saved as a model folder `out` with its planted regions
     (planted/<ability>.safetensors and planted.json, as planted.py writes them) beside it."""
     from .invented import invented_splits
-    from .modeling import fingerprint
+    from .modeling import fingerprint, save_model
     from .planted import save_planted
 
     model, tok = load_base(base_folder, threads=2)
@@ -160,8 +160,7 @@ def write_planted_model(base_folder: Path, out: Path, patch: Path = PATCH_DIR) -
         "patch": str(patch),
     }
     out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out)
-    tok.save_pretrained(out)
+    save_model(model, tok, out)
     save_planted(out, regions, planted_info, fingerprint(model))
     return out
 

@@ -77,14 +77,15 @@ def build_model(
 def make_tiny_model(
     out_dir: Path, texts: Iterable[str] | None = None, vocab_size: int = 1000, seed: int = 0, **model_kwargs: Any
 ) -> Path:
-    """Train a tokenizer, build a random tiny Llama, save both with save_pretrained into `out_dir`."""
+    """Train a tokenizer, build a random tiny Llama, save both into `out_dir` (modeling.save_model)."""
+    from .modeling import save_model
+
     if texts is None:
         texts = default_corpus()
     tok = train_tokenizer(texts, vocab_size=vocab_size)
     model = build_model(tok, seed=seed, **model_kwargs)
     out_dir = Path(out_dir)
-    model.save_pretrained(out_dir)
-    tok.save_pretrained(out_dir)
+    save_model(model, tok, out_dir)
     return out_dir
 
 
