@@ -195,6 +195,7 @@ def run_lm_eval(
     """One lm-eval run, no response cache (a shared one would answer for the original model)."""
     import lm_eval
 
+    drop_model_object_warning()  # also the few-shot warning of benchprof's own tasks, for every caller
     return lm_eval.simple_evaluate(
         model=lm,
         tasks=[task],
