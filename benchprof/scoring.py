@@ -139,6 +139,9 @@ class SharedPrefixLM(HFLM):
     """
 
     def __init__(self, *args: object, row_tokens: int = 2048, **kwargs: object) -> None:
+        from .console import drop_model_object_warning
+
+        drop_model_object_warning()  # benchprof hands lm-eval a loaded model on purpose: not worth a warning
         super().__init__(*args, **kwargs)
         self.row_tokens = row_tokens
         self.packing_checked = False  # the first packed row with a branch is checked against HFLM's path
