@@ -1,3 +1,3 @@
-from .cli import main
+from benchprof.cli import main
 
 main()

@@ -9,6 +9,7 @@
   benchprof evaluate                lm-eval on the original model and every ablated variant
   benchprof aggregate               AIS tables, confidence intervals and plots
   benchprof status config.yml       what is done, stale and pending (no model weights loaded)
+  benchprof frontier                neuron regions: own-split damage against other splits and random (lab/)
 
 Every stage is a function `stage(cfg: Config, ...)`; this layer reads config.yml once and calls it.
 Stage modules import torch and friends inside their functions, so `benchprof --help` is instant.
@@ -24,27 +25,28 @@ import re
 import sys
 from collections.abc import Callable
 
-from . import BenchprofError
-from .aggregate import aggregate
-from .config import Config, ModelSpec
-from .configfile import load_config
-from .console import quiet
-from .damage import damage
-from .data import data
-from .evaluate import evaluate
-from .extract import extract
-from .finetune import finetune
-from .layout import Layout
-from .locks import folder_lock
-from .overlap import overlap
-from .run import run
-from .status import status
+from benchprof import BenchprofError
+from benchprof.core.config import Config, ModelSpec
+from benchprof.core.console import quiet
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.locks import folder_lock
+from benchprof.lab.frontier import frontier
+from benchprof.stages.aggregate import aggregate
+from benchprof.stages.damage import damage
+from benchprof.stages.data import data
+from benchprof.stages.evaluate import evaluate
+from benchprof.stages.extract import extract
+from benchprof.stages.finetune import finetune
+from benchprof.stages.overlap import overlap
+from benchprof.stages.run import run
+from benchprof.stages.status import status
 
 
 def adopt_results(cfg: Config, spec: ModelSpec) -> None:
     """A model whose outputs folder does not exist yet (a new or changed `tag:`) gets the results of the folder
     that holds the same checkpoint (modeling.same_model_folder), linked, so a tag change redoes nothing."""
-    from .modeling import link_results, same_model_folder
+    from benchprof.core.modeling import link_results, same_model_folder
 
     target = Layout(cfg.output_root, spec.tag).model_dir
     if target.exists():
@@ -69,6 +71,7 @@ STAGES: dict[str, Callable[..., None]] = {
     "evaluate": evaluate,
     "aggregate": aggregate,
     "status": status,
+    "frontier": frontier,
 }
 
 
@@ -210,7 +213,7 @@ def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else argv
     rank = "TORCHELASTIC_RUN_ID" in os.environ and argv[:1] == ["finetune"]  # an importance rank of torchrun
     if rank:
-        from .sharding import die_with_launcher
+        from benchprof.stages.sharding import die_with_launcher
 
         die_with_launcher()  # first: a rank whose torchrun is killed ends too
     try:

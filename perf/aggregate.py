@@ -33,6 +33,7 @@ from typing import TypeVar
 import numpy as np
 from numpy.typing import NDArray
 
+from benchprof.profile.rows import cell_key
 from benchprof.stats.multitest import bh_qvalues
 from benchprof.stats.paired import mcnemar_exact
 from benchprof.stats.resampling import (
@@ -91,15 +92,17 @@ def vectorised(profile: list[Benchmark], resamples: int) -> Rows:
     for b, bench in enumerate(profile):
         for a in range(bench.top.shape[0]):
             ablated = np.vstack([bench.top[a], bench.random[a]])
-            draws = bootstrap_ais(bench.original, ablated, resamples, cell_rng(0, f"a{a}", 0.01, f"b{b}"))
+            draws = bootstrap_ais(bench.original, ablated, resamples, cell_rng(0, cell_key(f"a{a}", 0.01, f"b{b}")))
             for region, values in zip(ablated, draws):
                 p = mcnemar_exact(bench.original, region)[2]
                 rows.regions.append((*percentile_ci(values), p))
                 tests.append(p)
-            rng = cell_rng(2, f"a{a}", 0.01, f"b{b}")
+            rng = cell_rng(2, cell_key(f"a{a}", 0.01, f"b{b}"))
             adjusted = two_level_bootstrap(bench.original, bench.top[a], bench.random, resamples, rng)
             rows.adjusted.append((*percentile_ci(adjusted), float(bootstrap_p_value(adjusted))))
-        p_values, _ = null_calibration(bench.original, bench.random, resamples, cell_rng(3, "null", 0.01, f"b{b}"))
+        p_values, _ = null_calibration(
+            bench.original, bench.random, resamples, cell_rng(3, cell_key("null", 0.01, f"b{b}"))
+        )
         rows.calibration.append(p_values)
     return _finish(rows, tests)
 

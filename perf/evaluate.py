@@ -74,7 +74,7 @@ def write_masks(model_dir: Path, layout) -> None:
     import torch
     from safetensors.torch import save_file
 
-    from benchprof.modeling import eligible_names, fingerprint, load_model, num_layers, total_params
+    from benchprof.core.modeling import eligible_names, fingerprint, load_model, num_layers, total_params
 
     model, _ = load_model(str(model_dir), dtype="float32")
     params = dict(model.named_parameters())
@@ -106,11 +106,11 @@ def per_variant_checkpoints(cfg, layout, out: Path) -> None:
     """The authors' loop: load, ablate, save a checkpoint, reload it from disk, evaluate."""
     from lm_eval.models.huggingface import HFLM
 
-    from benchprof import tasks
-    from benchprof.damage import load_region, save_checkpoint
-    from benchprof.evaluate import Job, JobInputs, run_job
-    from benchprof.layout import Layout, Variant
-    from benchprof.modeling import fingerprint, load_model
+    from benchprof.core.layout import Layout, Variant
+    from benchprof.core.modeling import fingerprint, load_model
+    from benchprof.stages import tasks
+    from benchprof.stages.damage import load_region, save_checkpoint
+    from benchprof.stages.evaluate import Job, JobInputs, run_job
 
     spec = cfg.models[0]
     include_path, mapping = tasks.write_tasks(cfg)
@@ -150,10 +150,10 @@ def main() -> None:
     import torch
     import yaml
 
-    from benchprof import evaluate as evaluate_module
-    from benchprof.configfile import load_config
-    from benchprof.layout import Layout, Variant
-    from benchprof.tinymodel import make_tiny_model
+    from benchprof.core.layout import Layout, Variant
+    from benchprof.core.loader import load_config
+    from benchprof.lab.tinymodel import make_tiny_model
+    from benchprof.stages import evaluate as evaluate_module
 
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     work = args.keep or Path(tempfile.mkdtemp(prefix="benchprof-bench-"))

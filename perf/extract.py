@@ -31,11 +31,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from benchprof.config import SCORES
-from benchprof.extract import HELD_SCORES_BYTES
+from benchprof.core.config import SCORES
+from benchprof.stages.extract import HELD_SCORES_BYTES
 
 if TYPE_CHECKING:
-    from benchprof.scores import Scores
+    from benchprof.stages.weight_scores import Scores
 
 LAYERS = 8
 MLP = ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight")
@@ -46,7 +46,7 @@ def build(path: Path, params: int, seed: int = 0) -> int:
     """Write the synthetic importance file; returns the number of eligible scores."""
     import torch
 
-    from benchprof.storage import save_tensors
+    from benchprof.core.storage import save_tensors
 
     hidden = 1024
     intermediate = math.ceil(params / (LAYERS * 3 * hidden))
@@ -80,7 +80,7 @@ def files(path: Path, score: str) -> list[Path]:
 
 
 def open_for(path: Path, score: str) -> Scores:
-    from benchprof.scores import open_specific_scores
+    from benchprof.stages.weight_scores import open_specific_scores
 
     own, *others = files(path, score)
     return open_specific_scores(score, own, {f"b{i}": p for i, p in enumerate(others)})
@@ -91,8 +91,8 @@ def child(mode: str, path: Path, k: float, out: Path, score: str) -> None:
     import numpy as np
     import torch
 
-    from benchprof.extract import exact_regions
-    from benchprof.scores import held
+    from benchprof.stages.extract import exact_regions
+    from benchprof.stages.weight_scores import held
 
     scores = open_for(path, score)
     n = math.floor(k * int(scores.metadata["total_params"]))

@@ -6,7 +6,7 @@ method runs the same forwards and backwards over them:
   plain-all       loss.backward() with every parameter trainable, gradients left summing in .grad
                   (what a training step costs before its optimizer)
   plain-eligible  the same with only the eligible (MLP) weights trainable, summing in .grad
-  benchprof-ddp   benchprof.sharding's ddp sums: eligible weights only, a post-accumulate-grad
+  benchprof-ddp   benchprof.stages.sharding's ddp sums: eligible weights only, a post-accumulate-grad
                   hook adds each gradient into an fp32 buffer and frees it; then |theta * sum g|
   benchprof-fsdp  the fsdp strategy in a one-process gloo group (FSDP2 bookkeeping, no real sharding)
   benchprof-deepspeed  the deepspeed strategy (ZeRO-3) in the same one-process group
@@ -106,10 +106,10 @@ def main() -> None:
     import torch
 
     from benchprof.abilities import generate
-    from benchprof.finetune import batch_loss, encode_batches, importance_score
-    from benchprof.modeling import eligible_names, load_model, num_layers
-    from benchprof.sharding import gradient_sums, shard_deepspeed, shard_fsdp, start_process_group
-    from benchprof.tinymodel import make_tiny_model
+    from benchprof.core.modeling import eligible_names, load_model, num_layers
+    from benchprof.lab.tinymodel import make_tiny_model
+    from benchprof.stages.finetune import batch_loss, encode_batches, importance_score
+    from benchprof.stages.sharding import gradient_sums, shard_deepspeed, shard_fsdp, start_process_group
 
     torch.set_num_threads(args.threads)
     skip = {s.strip() for s in args.skip.split(",") if s.strip()}

@@ -1,6 +1,6 @@
 """Peak memory (RSS) and wall time of importance, extract, damage and evaluate as the model grows.
 
-For each size, a randomly initialised Llama (benchprof.tinymodel, vocabulary 1,000, so nearly every
+For each size, a randomly initialised Llama (benchprof.lab.tinymodel, vocabulary 1,000, so nearly every
 parameter sits in the decoder layers, MLP share 2/3 as in Llama-3) is saved in fp32, and each stage
 runs in a fresh process of its own on the CPU:
 
@@ -135,7 +135,7 @@ def run_stage(stage: str, config: Path) -> dict:
     import torch  # noqa: F401  (imported before the baseline, as every stage needs it)
     import transformers  # noqa: F401
 
-    from benchprof.configfile import load_config
+    from benchprof.core.loader import load_config
 
     if stage == "evaluate":
         import lm_eval  # noqa: F401
@@ -146,17 +146,17 @@ def run_stage(stage: str, config: Path) -> dict:
     extra = {}
     started = time.perf_counter()
     if stage == "importance":
-        from benchprof.finetune import finetune
+        from benchprof.stages.finetune import finetune
 
         finetune(cfg)
     elif stage == "extract":
-        from benchprof.extract import extract
+        from benchprof.stages.extract import extract
 
         extract(cfg)
     elif stage == "damage":
-        from benchprof.damage import ablated, load_region
-        from benchprof.layout import Layout
-        from benchprof.modeling import fingerprint, load_model
+        from benchprof.core.layout import Layout
+        from benchprof.core.modeling import fingerprint, load_model
+        from benchprof.stages.damage import ablated, load_region
 
         model, _ = load_model(*cfg.model_source(cfg.models[0]), dtype="float32")
         fp = fingerprint(model)
@@ -168,7 +168,7 @@ def run_stage(stage: str, config: Path) -> dict:
             with ablated(model, load_region(model, layout.mask_file(ABILITY, 0.01, region), fp)):
                 pass
     elif stage == "evaluate":
-        from benchprof.evaluate import evaluate
+        from benchprof.stages.evaluate import evaluate
 
         evaluate(cfg, region="top")
     wall = time.perf_counter() - started
@@ -182,7 +182,7 @@ def run_stage(stage: str, config: Path) -> dict:
 def measure(size: str, folder: Path, threads: int, model: Path | None = None) -> dict:
     """Build the model of `size` (or take the model folder `model`, named `size`), then every stage in its own
     process; one row per stage."""
-    from benchprof.tinymodel import make_tiny_model
+    from benchprof.lab.tinymodel import make_tiny_model
 
     started = time.perf_counter()
     if model is None:

@@ -148,8 +148,8 @@ def build_requests(name: str, shots: int, limit: int, subjects: list[str], work:
     mmlu: `subjects` only, `limit` documents over them."""
     from lm_eval.tasks import TaskManager
 
-    from benchprof import tasks
-    from benchprof.configfile import parse_config
+    from benchprof.core.loader import parse_config
+    from benchprof.stages import tasks
 
     folder = work / f"{name}-{shots}shot"
     raw = {
@@ -184,7 +184,7 @@ def random_region(model: Any, k: float) -> dict[str, Any]:
     """floor(k x all parameters) uniform draws among the MLP weights, seed 0: name -> sorted flat indices."""
     import torch
 
-    from benchprof.modeling import eligible_names, num_layers, total_params
+    from benchprof.core.modeling import eligible_names, num_layers, total_params
 
     params = dict(model.named_parameters())
     names = eligible_names(params, "mlp", num_layers(model))
@@ -201,7 +201,7 @@ def random_region(model: Any, k: float) -> dict[str, Any]:
 def authors_way(model: Any, tokenizer: Any, packed: Any, requests: list, batch_size: int, work: Path) -> None:
     from lm_eval.models.huggingface import HFLM
 
-    from benchprof.damage import ablated
+    from benchprof.stages.damage import ablated
 
     region = random_region(model, K)
     zeroed = sum(int(v.numel()) for v in region.values())
@@ -262,9 +262,9 @@ def main() -> None:
     import torch
     from lm_eval.models.huggingface import HFLM
 
-    from benchprof.console import drop_model_object_warning
-    from benchprof.modeling import load_model
-    from benchprof.scoring import SharedPrefixLM
+    from benchprof.core.console import drop_model_object_warning
+    from benchprof.core.modeling import load_model
+    from benchprof.stages.prefix_scorer import SharedPrefixLM
 
     torch.set_num_threads(args.threads)
     return_freed_memory()

@@ -1,4 +1,4 @@
-"""Build the real model and benchmark copies that configs/smollm2.yml uses (see benchprof/fetch.py).
+"""Build the real model and benchmark copies that configs/smollm2.yml uses (see benchprof/lab/fetch.py).
 
 .venv/bin/python scripts/fetch_real.py            # real/SmolLM2-135M-Instruct and real/benchmarks/
 .venv/bin/python scripts/fetch_real.py --help
@@ -9,7 +9,7 @@ import sys
 import fire
 
 from benchprof import BenchprofError
-from benchprof.fetch import fetch_real
+from benchprof.lab.fetch import fetch_real
 
 if __name__ == "__main__":
     try:

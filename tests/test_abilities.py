@@ -478,7 +478,7 @@ def test_causal_cluster_is_the_cause_effect_pair(data):
 
 
 def test_record_check_accepts_a_cluster_and_refuses_a_bad_one():
-    from benchprof.data import check_record
+    from benchprof.stages.data import check_record
 
     record = generate("Spatial_Reasoning", 0, 1, seed=0)[1][0]
     assert check_record(record, "x") == record

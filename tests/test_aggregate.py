@@ -9,11 +9,12 @@ import yaml
 from scipy import stats as scipy_stats
 
 from benchprof import BenchprofError
-from benchprof.aggregate import aggregate, load_scores
-from benchprof.configfile import load_config
-from benchprof.layout import Layout, Variant
-from benchprof.report import CSV_COLUMNS
-from benchprof.results import primary_metric
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.core.results import primary_metric
+from benchprof.profile.report import CSV_COLUMNS
+from benchprof.profile.rows import cell_key
+from benchprof.stages.aggregate import aggregate, load_scores
 from benchprof.stats.impact import impact_score
 from benchprof.stats.multitest import bh_qvalues
 from benchprof.stats.paired import paired_difference_interval
@@ -231,7 +232,10 @@ def test_aggregate_end_to_end(results, capsys):
 
     # intervals: the same resamples as a plain loop over this cell's generator, top and random paired
     slow = loop_bootstrap(
-        ARC[None], {"top": ARC["top"], "random": ARC["random"]}, cell_rng(7, "Quantitative_Reasoning", K, "arc_easy"), B
+        ARC[None],
+        {"top": ARC["top"], "random": ARC["random"]},
+        cell_rng(7, cell_key("Quantitative_Reasoning", K, "arc_easy")),
+        B,
     )
     low, high = finite_percentiles(slow["top"])
     score_low, score_high = (v / 0.8 for v in paired_difference_interval(ARC[None], ARC["top"]))
@@ -340,7 +344,7 @@ def test_report_k_must_be_a_configured_k(results):
 
 def test_chance_level_is_the_mean_of_one_over_the_options(tmp_path):
     """Read from the original's samples (a document per line and filter, its options' log-likelihoods)."""
-    from benchprof.results import option_counts
+    from benchprof.core.results import option_counts
     from benchprof.stats.impact import chance_level
 
     path = tmp_path / "b.samples.jsonl"
@@ -432,7 +436,7 @@ def test_resamples_without_an_ais_are_counted_and_reported(tmp_path):
     arc(cfg, Variant("Quantitative_Reasoning", K, "top"), [0, 0, 0, 0, 0])
     profile = load_scores(cfg, progress=False)
     row = profile.row("Quantitative_Reasoning", "arc_easy", K, "top")
-    rng = cell_rng(7, "Quantitative_Reasoning", K, "arc_easy")
+    rng = cell_rng(7, cell_key("Quantitative_Reasoning", K, "arc_easy"))
     expected = sum(int(0 not in rng.integers(0, 5, size=5)) for _ in range(B))
     assert row.dropped == expected and 0.2 * B < expected < 0.5 * B  # about (4/5)^5 of them
     assert any("resamples had no AIS" in note and "arc_easy Quantitative_Reasoning" in note for note in profile.notes)
@@ -497,7 +501,7 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
         hand(ll_original),
         hand(ll_top)[None, :],
         B,
-        cell_rng(7, "Quantitative_Reasoning", K, "arc_easy"),
+        cell_rng(7, cell_key("Quantitative_Reasoning", K, "arc_easy")),
         clusters=[f"arc_easy\x00{c}" for c in clusters],
     )[0]
     assert (p_row.ci_low, p_row.ci_high) == pytest.approx(percentile_ci(docs))
@@ -512,7 +516,7 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
 def test_no_p_correct_without_option_lengths_for_acc_norm(tmp_path):
     """acc_norm normalises by the options' lengths: a file without them gets no p_correct row rather than
     an unnormalised one; generation tasks get none either."""
-    from benchprof.results import read_p_correct
+    from benchprof.core.results import read_p_correct
 
     path = tmp_path / "b.samples.jsonl"
     rows = [{"task": "b", "doc_id": 0, "filter": "none", "acc_norm": 1, "loglikelihoods": [-1, -2], "target": 0}]
@@ -689,8 +693,8 @@ def test_a_generation_task_with_few_right_items_is_at_chance_and_a_loss_is_never
 def test_a_profile_of_an_earlier_statistics_version_is_recomputed(results, capsys):
     """profile_inputs did not name the statistics' definition: after an upgrade that changed tests, intervals and
     families, an existing profile read as done and kept its old stars. It now reads as stale and is recomputed."""
-    from benchprof.status import plan_status
-    from benchprof.storage import read_json, write_json
+    from benchprof.core.storage import read_json, write_json
+    from benchprof.stages.status import plan_status
 
     cfg = load_config(results)
     aggregate(cfg, plots=False)

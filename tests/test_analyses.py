@@ -1,4 +1,4 @@
-"""benchprof/analyses.py: breadth, similarity and the comparison across models, against hand computations on small
+"""profile/analyses.py: breadth, similarity and the comparison across models, against hand computations on small
 AIS tables and on synthetic evaluations whose answer is known (their statistics: tests/test_stats_profiles.py)."""
 
 import csv
@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.aggregate import aggregate, load_scores
-from benchprof.analyses import verdict
-from benchprof.configfile import load_config
-from benchprof.layout import CompareLayout, Layout, Variant
+from benchprof.core.layout import CompareLayout, Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.profile.analyses import verdict
+from benchprof.stages.aggregate import aggregate, load_scores
 from benchprof.stats.profiles import breadth_bootstrap, profile_similarity
 from benchprof.stats.resampling import percentile_ci
 

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchprof.config import ConfigError
-from benchprof.configfile import load_config, parse_config
+from benchprof.core.config import ConfigError
+from benchprof.core.loader import load_config, parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 TWO = ["Spatial_Reasoning", "Temporal_Reasoning"]
@@ -43,6 +43,13 @@ def test_string_numbers_are_cast():
     "mutate, key",
     [
         (lambda c: c["settings"].update(bogus=1), "settings.bogus"),
+        (lambda c: c["settings"].update(seed=2**70), "settings.seed"),
+        (lambda c: c["settings"].update(seed=-1), "settings.seed"),
+        (lambda c: c.update(aggregate={"seed": 2**32}), "aggregate.seed"),
+        (lambda c: c.update(data={"test_size": 10**12}), "data.test_size"),
+        (lambda c: c.update(aggregate={"bootstrap": 10**12}), "aggregate.bootstrap"),
+        (lambda c: c["evals"].update(num_fewshot=[10**9, 0]), "evals.num_fewshot[0]"),
+        (lambda c: c.update(aggregate={"chance": {"hellaswag": 0.25}}), "aggregate.chance.hellaswag"),
         (lambda c: c.update(extra={}), "extra"),
         (lambda c: c["settings"].update(k_values=[0.5, 1.5]), "settings.k_values[1]"),
         (lambda c: c["settings"].update(k_values=[0]), "settings.k_values[0]"),
@@ -162,3 +169,84 @@ def test_composite_size_and_tags_that_are_fine():
     assert cfg.evals.composites["mix"]["size"] == 2 and cfg.models[0].tag == "my.model-v2_1"
     raw["aggregate"] = {"bootstrap": 0, "threshold": 0}  # 0 resamples: no intervals (documented)
     assert parse_config(raw).aggregate.bootstrap == 0
+
+
+def snapshot_tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "mutate, key",
+    [
+        (lambda raw: raw["evals"].update(benchmarks=["../../../X"], composites={"../../../X": {"abilities": TWO}}),
+         "evals.benchmarks[0]"),
+        (lambda raw: raw["evals"].update(benchmarks=["ok"], composites={"../../../X": {"abilities": TWO}}),
+         "evals.composites"),
+        (lambda raw: raw["evals"].update(benchmarks=["../../../../ESC"]), "evals.benchmarks[0]"),
+        (lambda raw: raw["evals"].update(benchmarks=["a\\b"]), "evals.benchmarks[0]"),
+        (lambda raw: raw["models"][0].update(tag=".configs"), "models[0].tag"),
+        (lambda raw: raw["models"][0].update(tag="../up"), "models[0].tag"),
+        (lambda raw: raw["evals"].update(benchmarks=["x" * 5000]), "evals.benchmarks[0]"),
+    ],
+)  # fmt: skip
+def test_names_that_would_leave_their_folder_are_refused_and_nothing_is_written(tmp_path, mutate, key):
+    """Names become file names (results, task files, model folders): one that would leave its folder, or a
+    reserved hidden one, is refused at load with one short line, and no command writes anything anywhere."""
+    project = tmp_path / "a" / "b" / "c" / "project"
+    project.mkdir(parents=True)
+    raw = base()
+    raw["models"][0]["name"] = str(tmp_path / "missing-model")
+    raw["settings"]["output_dir"] = "outputs"
+    raw["evals"].pop("num_fewshot")
+    mutate(raw)
+    config = project / "config.yml"
+    config.write_text(yaml.safe_dump(raw))
+    before = snapshot_tree(tmp_path)
+    for command in ("status", "run", "evaluate", "aggregate"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "benchprof", command, str(config)], capture_output=True, text=True, cwd=project
+        )
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and key in lines[0], proc.stderr
+        assert len(lines[0]) < 300  # a 5,000-character name is quoted as a short prefix
+    assert snapshot_tree(tmp_path) == before
+
+
+def test_the_layout_refuses_an_unsafe_name_whatever_the_caller():
+    from benchprof import BenchprofError
+    from benchprof.core.layout import Layout, Variant, task_yaml_file
+
+    layout = Layout(Path("/tmp/outputs"), "tiny")
+    for name in ("../x", "a/b", ".hidden", "", "n" * 201):
+        with pytest.raises(BenchprofError):
+            layout.eval_file(Variant(), name)
+        with pytest.raises(BenchprofError):
+            task_yaml_file(Path("/tmp/tasks"), name)
+    with pytest.raises(BenchprofError):
+        Layout(Path("/tmp/outputs"), "..")
+    assert layout.eval_file(Variant(), "mmlu_college_physics").name == "mmlu_college_physics.json"
+
+
+def test_an_alias_bomb_is_refused_in_one_short_line(tmp_path):
+    """Nine levels of YAML aliases, each repeating the one below ten times: 10^9 values from 1 KB. Refused at
+    load, before anything walks or prints the expanded value."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join(f'*a{i - 1}' for _ in range(10))}]" for i in range(1, 10)]
+    raw = base()
+    path = tmp_path / "bomb.yml"
+    path.write_text(
+        "\n".join(lines) + "\n" + yaml.safe_dump({**raw, "settings": {"k_values": "*a9"}}).replace("'*a9'", "*a9")
+    )
+    with pytest.raises(ConfigError, match="aliases expand to") as err:
+        load_config(path)
+    assert len(str(err.value)) < 200
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "status", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_wrong_value_is_quoted_as_a_short_prefix():
+    raw = base()
+    raw["settings"]["front_removal"] = "x" * 100_000
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw)
+    assert str(err.value).startswith("settings.front_removal") and len(str(err.value)) < 200

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from benchprof import BenchprofError
-from benchprof.console import quiet, terminal, terminal_fd
+from benchprof.core.console import quiet, terminal, terminal_fd
 
 NOISE = "fatal: not a git repository (or any of the parent directories): .git"
 
@@ -56,7 +56,7 @@ def test_an_error_prints_in_full_on_the_terminal_after_the_stage(tmp_path):
     (tmp_path / "demo").mkdir()
     code = f"""
         import subprocess, sys
-        from benchprof.console import quiet
+        from benchprof.core.console import quiet
         with quiet("evaluate", [__import__("pathlib").Path({str(tmp_path / "demo" / "logs" / "evaluate.log")!r})]):
             subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('library noise')"])
             raise RuntimeError("the stage failed: " + "details " * 50)
@@ -79,7 +79,7 @@ def test_a_worker_started_by_a_quiet_stage_writes_to_the_terminal(tmp_path):
     worker = f"""
         import subprocess, sys, time
         from pathlib import Path
-        from benchprof.console import quiet, terminal
+        from benchprof.core.console import quiet, terminal
         with quiet("evaluate", [Path({str(worker_log)!r})]):
             print("worker bar", file=terminal(), flush=True)
             subprocess.run([sys.executable, "-c", "import sys; sys.stderr.write('worker library noise')"])
@@ -89,8 +89,8 @@ def test_a_worker_started_by_a_quiet_stage_writes_to_the_terminal(tmp_path):
     stage = f"""
         import os, sys, threading, time
         from pathlib import Path
-        from benchprof.console import quiet, terminal
-        from benchprof.evaluate import spawn_workers
+        from benchprof.core.console import quiet, terminal
+        from benchprof.stages.evaluate import spawn_workers
         with quiet("evaluate", [Path({str(tmp_path / "demo" / "logs" / "evaluate.log")!r})]):
             print("parent bar 1", file=terminal(), flush=True)
             writer = threading.Timer(0.3, lambda: print("parent bar 2", file=terminal(), flush=True))
@@ -180,8 +180,8 @@ def test_lm_evals_warning_about_the_model_object_is_dropped_and_no_other(tmp_pat
 
     from lm_eval.models.huggingface import HFLM
 
-    from benchprof.console import MODEL_OBJECT_WARNINGS, drop_model_object_warning
-    from benchprof.modeling import load_model
+    from benchprof.core.console import MODEL_OBJECT_WARNINGS, drop_model_object_warning
+    from benchprof.core.modeling import load_model
 
     model, tokenizer = load_model(str(tiny_model_dir))
     log = tmp_path / "demo" / "logs" / "evaluate.log"

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.config import ConfigError
-from benchprof.configfile import parse_config
+from benchprof.core.config import ConfigError
+from benchprof.core.loader import parse_config
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_EVALUATE_OFFLINE": "1"}
@@ -151,7 +151,7 @@ def test_a_builtin_task_reads_a_local_copy_of_its_dataset_offline(tmp_path):
     import datasets
     from lm_eval.tasks import TaskManager
 
-    from benchprof import tasks
+    from benchprof.stages import tasks
 
     rows = {
         "id": ["q1", "q2", "q3"],
@@ -221,7 +221,7 @@ def _arc_config(tmp_path, copy: str, shots: int = 0):
 def _loaded(cfg, name="arc_easy"):
     from lm_eval.tasks import TaskManager
 
-    from benchprof import tasks
+    from benchprof.stages import tasks
 
     folder, mapping = tasks.write_tasks(cfg)
     return _tasks(TaskManager(include_path=str(folder), include_defaults=True).load([mapping[name]]))
@@ -243,7 +243,7 @@ def test_a_validation_only_copy_is_scored_on_validation_and_refuses_few_shot(tmp
     preflight, before any model is loaded, with one line naming the benchmark and the splits."""
     import datasets
 
-    from benchprof.preflight import check_benchmarks
+    from benchprof.stages.preflight import check_benchmarks
 
     datasets.Dataset.from_dict(ARC_ROWS).save_to_disk(str(tmp_path / "arc" / "validation"))
     [task] = _loaded(_arc_config(tmp_path, "arc"))
@@ -272,7 +272,7 @@ def test_few_shot_examples_come_from_the_copy_s_train_split(tmp_path):
 def test_a_copy_without_the_scored_split_is_refused(tmp_path):
     import datasets
 
-    from benchprof.tasks import local_copy_files
+    from benchprof.stages.tasks import local_copy_files
 
     splits = {"train": datasets.Dataset.from_dict(ARC_ROWS), "extra": datasets.Dataset.from_dict(ARC_ROWS)}
     datasets.DatasetDict(splits).save_to_disk(str(tmp_path / "arc"))
@@ -286,7 +286,7 @@ def test_mmlu_as_a_group_from_per_subject_copies(tmp_path):
     flat group, each scoring its subject's test split with 1-shot examples from its dev split."""
     import datasets
 
-    from benchprof.tasks import _index, leaf_tasks
+    from benchprof.stages.tasks import _index, leaf_tasks
 
     subjects = [name.removeprefix("mmlu_") for name in leaf_tasks(_index((), True), "mmlu")]
     assert len(subjects) == 57
@@ -307,7 +307,7 @@ def test_mmlu_as_a_group_from_per_subject_copies(tmp_path):
     anatomy = next(t for t in loaded if t.config.task == "benchprof_local_mmlu__mmlu_anatomy")
     assert [d["question"] for d in anatomy.test_docs()] == ["anatomy q0?", "anatomy q1?"]
     assert anatomy.config.fewshot_split == "dev" and anatomy.config.description.startswith("The following")
-    from benchprof.tasks import plan_tasks
+    from benchprof.stages.tasks import plan_tasks
 
     group = json.loads((plan_tasks(cfg)[0] / "benchprof_local_mmlu.yaml").read_text())
     assert group["aggregate_metric_list"] == [{"metric": "acc", "weight_by_size": True}]
@@ -317,9 +317,9 @@ def test_two_plans_sharing_an_output_dir_never_share_task_files(tmp_path):
     """Two configs whose composite differs (60 against 100 items) in one output_dir each get their own
     task folder, named by its content, holding their own composite; the same config finds the same folder,
     and a moved project's plan keeps the job hashes (the folder's path is not in them)."""
-    from benchprof.data import write_data
-    from benchprof.evaluate import task_hash
-    from benchprof.tasks import plan_tasks, write_tasks
+    from benchprof.stages.data import write_data
+    from benchprof.stages.evaluate import task_hash
+    from benchprof.stages.tasks import plan_tasks, write_tasks
 
     def config(size: int, where: Path):
         raw = {

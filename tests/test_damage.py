@@ -7,11 +7,11 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.configfile import load_config
-from benchprof.damage import apply_region, damage, load_region, restore_region
-from benchprof.layout import Layout
-from benchprof.modeling import eligible_names, fingerprint, load_model, num_layers, total_params
-from benchprof.regions import read_region
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.modeling import eligible_names, fingerprint, load_model, num_layers, total_params
+from benchprof.core.regions import read_region
+from benchprof.stages.damage import apply_region, damage, load_region, restore_region
 
 ABILITY = "Spatial_Reasoning"
 
@@ -175,7 +175,7 @@ def test_masks_from_another_model_fail_naming_the_file(model, tmp_path):
 
 
 def test_region_of_another_checkpoint_is_refused(tiny_model_dir, tmp_path):
-    from benchprof.tinymodel import make_tiny_model
+    from benchprof.lab.tinymodel import make_tiny_model
 
     other = load_model(str(make_tiny_model(tmp_path / "other", seed=1)), dtype="float32")[0]
     mine = load_model(str(tiny_model_dir), dtype="float32")[0]

@@ -17,12 +17,12 @@ ABILITY = "Quantitative_Reasoning"
 
 @pytest.mark.slow
 def test_top_region_hurts_own_ability_more_than_random(tmp_path):
-    from benchprof.aggregate import load_scores
-    from benchprof.configfile import load_config
-    from benchprof.data import data
-    from benchprof.evaluate import evaluate
-    from benchprof.extract import extract
-    from benchprof.finetune import finetune
+    from benchprof.core.loader import load_config
+    from benchprof.stages.aggregate import load_scores
+    from benchprof.stages.data import data
+    from benchprof.stages.evaluate import evaluate
+    from benchprof.stages.extract import extract
+    from benchprof.stages.finetune import finetune
 
     demo = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
     demo["settings"]["output_dir"] = str(tmp_path / "outputs")

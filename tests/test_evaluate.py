@@ -12,12 +12,12 @@ import yaml
 from test_damage import ABILITY, write_project
 
 from benchprof import BenchprofError
-from benchprof import evaluate as evaluate_module
-from benchprof.configfile import load_config
-from benchprof.damage import damage
-from benchprof.evaluate import Job, evaluate, job_list, parse_shard, shard_jobs, worker_commands
-from benchprof.layout import Layout, Variant
-from benchprof.storage import read_json
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.core.storage import read_json
+from benchprof.stages import evaluate as evaluate_module
+from benchprof.stages.damage import damage
+from benchprof.stages.evaluate import Job, evaluate, job_list, parse_shard, shard_jobs, worker_commands
 
 LIMIT = 6
 TOP = Variant(ABILITY, 0.2, "top")
@@ -155,7 +155,7 @@ def test_rerun_skips_finished_jobs_and_force_or_a_new_mask_reruns(project, capsy
 
 
 def test_mask_of_another_model_fails_before_scoring(project, tmp_path):
-    from benchprof.tinymodel import make_tiny_model
+    from benchprof.lab.tinymodel import make_tiny_model
 
     config, layout, _ = project
     raw = yaml.safe_load(Path(config).read_text())
@@ -202,7 +202,7 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
 
 
 def test_option_lengths_are_the_choices_after_the_delimiter():
-    from benchprof.results import option_lengths
+    from benchprof.core.results import option_lengths
 
     assert option_lengths([("Q: x\nA:", " cat"), ("Q: x\nA:", " horses")], " ") == [3, 6]
     assert option_lengths([("Q", "\nyes"), ("Q", "\nno")], "\n") == [3, 2]
@@ -227,7 +227,7 @@ def test_samples_carry_option_lengths_and_clusters_of_generated_items(tmp_path, 
     from test_damage import write_masks
 
     from benchprof.abilities import generate
-    from benchprof.modeling import load_model
+    from benchprof.core.modeling import load_model
 
     ability, n = "Commonsense_Causal", 12
     folder = tmp_path / "causal"
@@ -268,13 +268,13 @@ def test_document_scores_match_the_in_process_scorer_per_document_and_unknown_be
     scorer (planted.item_scores) gives it, in the split's order; a benchmark the config lacks is named in one
     error with the config."""
     from benchprof.abilities import generate
-    from benchprof.configfile import parse_config
-    from benchprof.data import write_jsonl
-    from benchprof.evaluate import document_scores
-    from benchprof.modeling import load_model
-    from benchprof.planted import item_scores
-    from benchprof.scoring import SharedPrefixLM
-    from benchprof.tasks import benchmark_tasks
+    from benchprof.core.loader import parse_config
+    from benchprof.core.modeling import load_model
+    from benchprof.lab.planted import item_scores
+    from benchprof.stages.data import write_jsonl
+    from benchprof.stages.evaluate import document_scores
+    from benchprof.stages.prefix_scorer import SharedPrefixLM
+    from benchprof.stages.tasks import benchmark_tasks
 
     demo = Path(__file__).resolve().parents[1] / "benchprof" / "assets" / "demo-model"
     train, test = generate("Long_Term_Knowledge", 4, 24, 5)

@@ -16,10 +16,10 @@ import yaml
 from test_damage import write_project
 from test_evaluate import LIMIT, read_samples
 
-from benchprof import evaluate as evaluate_module
-from benchprof.configfile import load_config
-from benchprof.evaluate import evaluate, job_list, shard_jobs
-from benchprof.layout import Layout
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.stages import evaluate as evaluate_module
+from benchprof.stages.evaluate import evaluate, job_list, shard_jobs
 
 KS = (0.01, 0.2)
 COMPARED = ("benchmark", "primary_task", "results", "n_samples", "variant", "model_fingerprint", "inputs_hash")

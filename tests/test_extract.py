@@ -1,4 +1,4 @@
-"""benchprof.extract: regions against brute-force references, ties, random seeds, layer ranges, CLI."""
+"""benchprof.stages.extract: regions against brute-force references, ties, random seeds, layer ranges, CLI."""
 
 import csv
 import json
@@ -12,8 +12,11 @@ import torch
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.configfile import load_config
-from benchprof.extract import (
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.regions import read_region, region_metadata
+from benchprof.core.storage import save_tensors
+from benchprof.stages.extract import (
     chunk_length,
     chunked_count,
     exact_regions,
@@ -21,9 +24,6 @@ from benchprof.extract import (
     open_scores,
     order_keys,
 )
-from benchprof.layout import Layout
-from benchprof.regions import read_region, region_metadata
-from benchprof.storage import save_tensors
 
 ROOT = Path(__file__).resolve().parents[1]
 ABILITY = "Spatial_Reasoning"
@@ -287,7 +287,7 @@ def test_random_draws_are_independent_regions_and_draw_one_keeps_its_bytes(tmp_p
     so a config that adds draws re-evaluates only the new ones; the manifest lists them."""
     import hashlib
 
-    from benchprof.config import ConfigError
+    from benchprof.core.config import ConfigError
 
     tensors = synthetic_importance()
     one = setup(tmp_path / "one", tensors, k_values=[0.01])

@@ -14,10 +14,10 @@ import pytest
 import yaml
 from test_aggregate import write_eval
 
-from benchprof.aggregate import load_scores
-from benchprof.configfile import load_config
-from benchprof.layout import Variant
-from benchprof.profile import SPECIFICITY
+from benchprof.core.layout import Variant
+from benchprof.core.loader import load_config
+from benchprof.profile.rows import SPECIFICITY
+from benchprof.stages.aggregate import load_scores
 
 K = 0.01
 ABILITIES = ["Quantitative_Reasoning", "Long_Term_Knowledge", "Commonsense_Causal", "Analogical_Reasoning"]

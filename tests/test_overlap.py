@@ -1,4 +1,4 @@
-"""benchprof.overlap: the overlap of regions against set arithmetic, and its chance levels."""
+"""benchprof.stages.overlap: the overlap of regions against set arithmetic, and its chance levels."""
 
 import math
 from pathlib import Path
@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from benchprof import BenchprofError
-from benchprof.overlap import expected_jaccard, expected_shared, region_overlap
-from benchprof.storage import save_tensors
+from benchprof.core.storage import save_tensors
+from benchprof.stages.overlap import expected_jaccard, expected_shared, region_overlap
 
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
 

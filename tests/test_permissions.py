@@ -14,11 +14,11 @@ import pytest
 from test_reliability import ABILITY, K, copy_project, disk_full, write_config
 
 from benchprof import BenchprofError
-from benchprof.configfile import load_config
-from benchprof.damage import damage
-from benchprof.layout import Layout
-from benchprof.run import run
-from benchprof.storage import shared_mode, write_text
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.storage import shared_mode, write_text
+from benchprof.stages.damage import damage
+from benchprof.stages.run import run
 
 
 def modes(folder: Path) -> tuple[set[int], set[int]]:

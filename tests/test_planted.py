@@ -1,12 +1,12 @@
-"""benchprof/planted.py: each ability's reserved neurons and their weights in the region format."""
+"""benchprof/lab/planted.py: each ability's reserved neurons and their weights in the region format."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from benchprof.planted import PlantSettings, neuron_region, neuron_sets
-from benchprof.validation import neuron_set
+from benchprof.lab.planted import PlantSettings, neuron_region, neuron_sets
+from benchprof.lab.validation import neuron_set
 
 
 def test_neuron_region_is_rows_and_columns() -> None:

@@ -17,14 +17,14 @@ import torch
 import yaml
 from test_golden import reduced_demo
 
-from benchprof.configfile import load_config
-from benchprof.damage import ablated, apply_region, load_region, restore_region
-from benchprof.data import data
-from benchprof.extract import extract
-from benchprof.finetune import finetune
-from benchprof.layout import Layout
-from benchprof.modeling import fingerprint, load_model
-from benchprof.regions import Region, read_region
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.modeling import fingerprint, load_model
+from benchprof.core.regions import Region, read_region
+from benchprof.stages.damage import ablated, apply_region, load_region, restore_region
+from benchprof.stages.data import data
+from benchprof.stages.extract import extract
+from benchprof.stages.finetune import finetune
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_MODEL = ROOT / "benchprof" / "assets" / "demo-model"

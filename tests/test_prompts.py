@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from benchprof.abilities import generate
-from benchprof.modeling import load_model
-from benchprof.prompts import encode_record
+from benchprof.core.modeling import load_model
+from benchprof.core.prompts import encode_record
 
 DEMO_MODEL = Path(__file__).resolve().parents[1] / "benchprof" / "assets" / "demo-model"
 KEYS = ["context", "question", "answer"]

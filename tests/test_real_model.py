@@ -25,7 +25,7 @@ def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
     exactly floor(k * all parameters) weights, tied embeddings counted once, all in the MLP."""
     from safetensors import safe_open
 
-    from benchprof.layout import Layout, Variant
+    from benchprof.core.layout import Layout, Variant
 
     config = {
         "settings": {"k_values": [K], "output_dir": "outputs", "train_batch_size": 4, "eval_batch_size": 16},
@@ -85,7 +85,7 @@ def test_the_real_tokenizer_s_chat_template_and_answer_tokens(real_model_dir):
     default one), and `loss_on: answer` picks exactly the tokens of the answer text."""
     from transformers import AutoTokenizer
 
-    from benchprof.prompts import SYSTEM_PROMPT, encode_record
+    from benchprof.core.prompts import SYSTEM_PROMPT, encode_record
 
     tokenizer = AutoTokenizer.from_pretrained(str(real_model_dir))
     records = [
@@ -107,8 +107,8 @@ def test_tied_embeddings_count_once_and_ablation_restores_bit_identically(real_m
     place touches exactly its weights and restores every tensor bit for bit, the tie intact."""
     import torch
 
-    from benchprof.damage import ablated
-    from benchprof.modeling import eligible_names, load_model, num_layers, total_params
+    from benchprof.core.modeling import eligible_names, load_model, num_layers, total_params
+    from benchprof.stages.damage import ablated
 
     model, _ = load_model(str(real_model_dir), dtype="float32")
     assert total_params(model) == 134_515_008

@@ -1,4 +1,4 @@
-"""Planting into a pretrained model (benchprof/realplant.py): the invariants on a small model built here, the
+"""Planting into a pretrained model (benchprof/lab/realplant.py): the invariants on a small model built here, the
 invented abilities' splits, and the shipped patch against the fetched SmolLM2."""
 
 import copy
@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from benchprof import BenchprofError
-from benchprof.invented import INVENTED, invented_splits
-from benchprof.planted import mlp_name
-from benchprof.plantpatch import PATCH_DIR, apply_patch, load_patch, patch_neurons, save_patch, tensor_sha256
-from benchprof.realplant import RealPlantSettings, plant
+from benchprof.abilities.invented import INVENTED, invented_splits
+from benchprof.lab.planted import mlp_name
+from benchprof.lab.plantpatch import PATCH_DIR, apply_patch, load_patch, patch_neurons, save_patch, tensor_sha256
+from benchprof.lab.realplant import RealPlantSettings, plant
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PATCH = ROOT / "benchprof" / "assets" / "demo-plant"
@@ -67,7 +67,7 @@ def write_natural_copies(folder: Path) -> Path:
 def tiny(tmp_path_factory):
     from transformers import AutoTokenizer
 
-    from benchprof.tinymodel import build_model
+    from benchprof.lab.tinymodel import build_model
 
     tok = AutoTokenizer.from_pretrained(ROOT / "benchprof" / "assets" / "demo-model")
     model = build_model(tok, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64, seed=3)
@@ -83,8 +83,8 @@ def test_the_reserved_neurons_have_the_smallest_largest_effect_on_general_text(t
     """least_effect_neurons (cached inputs of the first trained layer, batches padded) against a brute force: each
     general example run alone through the whole base model, the largest |activation| × down-column norm per
     neuron over its tokens."""
-    from benchprof.planting import encode_examples
-    from benchprof.realplant import cache_inputs, general_records, least_effect_neurons, natural_examples
+    from benchprof.lab.realplant import cache_inputs, general_records, least_effect_neurons, natural_examples
+    from benchprof.lab.training import encode_examples
 
     base, _, tok, _, settings, natural = tiny
     examples = encode_examples(tok, general_records(2, 0)) + natural_examples(
@@ -156,8 +156,8 @@ def test_the_patch_round_trips_bit_identically_and_refuses_other_weights(tiny, t
 def check_shipped_patch(patch: Path, base_folder: Path) -> None:
     """The patch in `patch` on the base in `base_folder`: the base and patched models score the test splits as the
     build recorded, only the reserved rows and columns change, and the patch's shapes and positions agree."""
-    from benchprof.plantpatch import load_base
-    from benchprof.realplant import accuracy
+    from benchprof.lab.plantpatch import load_base
+    from benchprof.lab.realplant import accuracy
 
     model, tok = load_base(base_folder, threads=2)
     base = {n: p.detach().clone() for n, p in model.named_parameters()}
@@ -199,8 +199,8 @@ def test_the_small_planted_patch_lands_on_the_shipped_demo_model():
 def test_cap_norms_holds_every_planted_row_and_column_at_the_base_median(tiny):
     """With cap_norms the planted gate rows, up rows and down columns end at most at their layer's median base
     norm; without it the down columns carry the neurons' strength far above it (measured: 28x here)."""
-    from benchprof.realplant import median_norms
-    from benchprof.tinymodel import build_model
+    from benchprof.lab.realplant import median_norms
+    from benchprof.lab.tinymodel import build_model
 
     base, _, tok, _, _, natural = tiny
     for cap in (False, True):
@@ -228,7 +228,7 @@ def test_cap_norms_holds_every_planted_row_and_column_at_the_base_median(tiny):
 
 
 def test_magnitude_precision_finds_the_largest_weights_and_misses_the_smallest(tiny):
-    from benchprof.realplant import magnitude_precision
+    from benchprof.lab.realplant import magnitude_precision
 
     _, model, _, _, _, _ = tiny
     name = mlp_name(1, "up_proj")
@@ -257,10 +257,10 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
 
     import yaml
 
-    from benchprof.configfile import load_config
-    from benchprof.data import write_data
-    from benchprof.layout import data_file
-    from benchprof.tasks import is_local
+    from benchprof.core.layout import data_file
+    from benchprof.core.loader import load_config
+    from benchprof.stages.data import write_data
+    from benchprof.stages.tasks import is_local
 
     raw = {
         "settings": {"k_values": [0.01], "output_dir": "out"},
@@ -285,7 +285,7 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
     assert (manifest["inputs"]["train_size"], manifest["inputs"]["test_size"]) == (30, 100)  # what was written
 
     # a model planted with these abilities knows the world of its planting's data seed only
-    from benchprof.preflight import check_invented_seed
+    from benchprof.stages.preflight import check_invented_seed
 
     (tmp_path / "x").mkdir()
     (tmp_path / "x" / "planted.json").write_text(

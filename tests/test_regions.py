@@ -1,4 +1,4 @@
-"""benchprof.regions: format version 2 stores int32 indices, version 1 (int64) files still load."""
+"""benchprof.core.regions: format version 2 stores int32 indices, version 1 (int64) files still load."""
 
 import pytest
 import torch
@@ -6,11 +6,11 @@ from safetensors import safe_open
 from test_damage import magnitude_region
 
 from benchprof import BenchprofError
-from benchprof.damage import apply_region, load_region, region_stats, restore_region
-from benchprof.modeling import fingerprint, load_model, total_params
-from benchprof.overlap import region_overlap
-from benchprof.regions import FORMAT_VERSION, read_region, read_region_tensor, region_names, write_region
-from benchprof.storage import save_tensors
+from benchprof.core.modeling import fingerprint, load_model, total_params
+from benchprof.core.regions import FORMAT_VERSION, read_region, read_region_tensor, region_names, write_region
+from benchprof.core.storage import save_tensors
+from benchprof.stages.damage import apply_region, load_region, region_stats, restore_region
+from benchprof.stages.overlap import region_overlap
 
 
 def stored_dtypes(path) -> dict[str, str]:

@@ -17,12 +17,12 @@ import yaml
 
 from benchprof import BenchprofError
 from benchprof.cli import main
-from benchprof.configfile import load_config
-from benchprof.layout import Layout, Variant
-from benchprof.preflight import parameter_counts, preflight
-from benchprof.run import run
-from benchprof.status import plan_status
-from benchprof.storage import read_json, save_tensors, write_json
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.core.storage import read_json, save_tensors, write_json
+from benchprof.stages.preflight import parameter_counts, preflight
+from benchprof.stages.run import run
+from benchprof.stages.status import plan_status
 
 ABILITY = "Spatial_Reasoning"
 OTHER = "Temporal_Reasoning"
@@ -413,8 +413,8 @@ def copy_project(reference_folder: Path, folder: Path, model_dir: Path) -> Path:
 
 
 def test_truncated_safetensors_are_named(reference, tiny_model_dir, tmp_path):
-    from benchprof.evaluate import evaluate
-    from benchprof.extract import extract
+    from benchprof.stages.evaluate import evaluate
+    from benchprof.stages.extract import extract
 
     config = copy_project(reference[0], tmp_path, tiny_model_dir)
     layout = Layout(tmp_path / "outputs", "tiny")
@@ -431,7 +431,7 @@ def test_truncated_safetensors_are_named(reference, tiny_model_dir, tmp_path):
 def test_masks_from_another_model_are_refused(reference, tiny_model_dir, tmp_path):
     from safetensors import safe_open
 
-    from benchprof.evaluate import evaluate
+    from benchprof.stages.evaluate import evaluate
 
     config = copy_project(reference[0], tmp_path, tiny_model_dir)
     mask = Layout(tmp_path / "outputs", "tiny").mask_file(ABILITY, K, "top")
@@ -440,6 +440,36 @@ def test_masks_from_another_model_are_refused(reference, tiny_model_dir, tmp_pat
     save_tensors(mask, tensors, {**metadata, "fingerprint": "0123456789abcdef"})
     with pytest.raises(BenchprofError, match=rf"^{mask}: masks from another model"):
         evaluate(load_config(config))
+
+
+def test_aggregate_never_pairs_evaluations_of_two_models(reference, tiny_model_dir, tmp_path):
+    """The model edited in place, then finetune, extract and only the top region re-evaluated (`evaluate
+    --nooriginal --region top`): its new score is of another model than the original's, so its row is missing,
+    named in one line, never a number."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from benchprof.stages.aggregate import aggregate
+    from benchprof.stages.evaluate import evaluate
+    from benchprof.stages.extract import extract
+    from benchprof.stages.finetune import finetune
+
+    model_dir = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model_dir)
+    config = copy_project(reference[0], tmp_path, model_dir)
+    weights = model_dir / "model.safetensors"
+    tensors = load_file(weights)
+    name = next(n for n in tensors if "mlp.up_proj" in n)
+    tensors[name] = tensors[name] + torch.full_like(tensors[name], 0.01)  # a fine-tuned checkpoint, same size
+    save_file(tensors, weights, metadata={"format": "pt"})
+    finetune(load_config(config))
+    extract(load_config(config))
+    evaluate(load_config(config), region="top", original=False)
+    with pytest.raises(BenchprofError, match="no AIS could be computed"):  # every region's evaluation unusable
+        aggregate(load_config(config), plots=False)
+    report = (tmp_path / "outputs" / "tiny" / "profile" / "ais.md").read_text()
+    assert "not paired with the original's evaluation: its model differ" in report  # the top region, re-evaluated
+    assert "evaluated on a mask that extract has since replaced" in report  # the others: their masks changed
 
 
 def disk_full(*args, **kwargs):
@@ -478,7 +508,7 @@ def test_disk_full_leaves_nothing_partial(tmp_path, monkeypatch):
 def test_disk_full_in_a_stage_then_rerun(reference, tiny_model_dir, tmp_path, monkeypatch):
     import safetensors.torch
 
-    from benchprof.extract import extract
+    from benchprof.stages.extract import extract
 
     config = copy_project(reference[0], tmp_path, tiny_model_dir)
     masks = Layout(tmp_path / "outputs", "tiny").masks_dir(ABILITY, K)
@@ -510,12 +540,12 @@ def states(items) -> dict[tuple[str, str], str]:
 
 
 def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, monkeypatch, capsys):
-    import benchprof.modeling
+    import benchprof.core.modeling
 
     def no_load(*args, **kwargs):
         raise AssertionError("status loaded the model")
 
-    monkeypatch.setattr(benchprof.modeling, "load_model", no_load)
+    monkeypatch.setattr(benchprof.core.modeling, "load_model", no_load)
     config = copy_project(reference[0], tmp_path, tiny_model_dir)
     items = plan_status(load_config(config))
     assert {i.state for i in items} == {"done"} and len(items) == 1 + 1 + 1 + 4 + 1, items

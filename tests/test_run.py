@@ -10,9 +10,9 @@ import pytest
 import torch
 from test_reliability import ABILITY, write_config
 
-from benchprof.configfile import load_config
-from benchprof.layout import Layout
-from benchprof.run import run
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.stages.run import run
 
 
 def importance(folder):
@@ -48,8 +48,8 @@ def test_run_starts_the_importance_processes_itself(tiny_model_dir, tmp_path):
 
 def test_a_config_changed_in_python_reaches_the_ranks(tiny_model_dir, tmp_path):
     """The ranks run re-read the config from cfg.path, so a Config changed in Python lost its change there:
-    they now load the effective config benchprof writes (configfile.effective_config)."""
-    from benchprof.configfile import effective_config
+    they now load the effective config benchprof writes (loader.effective_config)."""
+    from benchprof.core.loader import effective_config
 
     one, two = tmp_path / "one", tmp_path / "two"
     run(load_config(write_config(one, tiny_model_dir, finetune={"max_samples": 5})))
@@ -68,16 +68,16 @@ def test_a_config_changed_in_python_reaches_the_ranks(tiny_model_dir, tmp_path):
 def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd, monkeypatch):
     """run's own output goes to logs/run.log (console.quiet); the preflight's warnings are for the user, on the
     terminal (they reached the log only, or nothing where the run then stopped on bad input)."""
-    import benchprof.data
-    import benchprof.preflight
+    import benchprof.stages.data
+    import benchprof.stages.preflight
     from benchprof import BenchprofError
     from benchprof.cli import main
 
     def stop(*args, **kwargs):
         raise BenchprofError("stopped after the preflight")
 
-    monkeypatch.setattr(benchprof.preflight, "preflight", lambda cfg, eval_only=False: ["a warning to act on"])
-    monkeypatch.setattr(benchprof.data, "write_data", stop)
+    monkeypatch.setattr(benchprof.stages.preflight, "preflight", lambda cfg, eval_only=False: ["a warning to act on"])
+    monkeypatch.setattr(benchprof.stages.data, "write_data", stop)
     config = write_config(tmp_path, tiny_model_dir)
     with pytest.raises(SystemExit):
         main(["run", str(config)])

@@ -1,4 +1,4 @@
-"""Sharded importance (benchprof.finetune strategies fsdp and deepspeed) equals the one-process result.
+"""Sharded importance (benchprof.stages.finetune strategies fsdp and deepspeed) equals the one-process result.
 
 Each sharded run goes through the real command line in a subprocess (its own process group), on the
 CPU with gloo. The config has 10 items in batches of 3 or 4, so several micro-batches are summed:
@@ -18,11 +18,11 @@ import torch
 from test_finetune import ABILITY, assert_matches, read_importance, records, reference_importance, write_config
 
 from benchprof import BenchprofError
-from benchprof.configfile import load_config
-from benchprof.finetune import finetune
-from benchprof.layout import Layout
-from benchprof.modeling import load_model
-from benchprof.sharding import check_launcher, rank_batches
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.modeling import load_model
+from benchprof.stages.finetune import finetune
+from benchprof.stages.sharding import check_launcher, rank_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 # DeepSpeed's CPU backend JIT-compiles a shared-memory all-reduce kernel on start (about a minute on

@@ -1,4 +1,4 @@
-"""benchprof.selfcheck (scripts/gpu_check.sh): its comparison fed a CPU run as if it were the GPU's.
+"""benchprof.lab.selfcheck (scripts/gpu_check.sh): its comparison fed a CPU run as if it were the GPU's.
 
 A reduced demo config (two abilities, one k, 10 test items) runs twice on the CPU through the same
 function the GPU check uses (`run_pipeline`, a fresh `benchprof run` each): the first run is written
@@ -17,8 +17,8 @@ import torch
 import yaml
 from test_golden import reduced_demo
 
-from benchprof.configfile import load_config
-from benchprof.selfcheck import (
+from benchprof.core.loader import load_config
+from benchprof.lab.selfcheck import (
     DEMO_CONFIG,
     REFERENCE,
     TOLERANCES,
@@ -167,8 +167,8 @@ def test_gpu_check_without_cuda_exits_with_one_line():
 
 def test_importance_difference_is_the_largest_relative_gap(tmp_path):
     """The 2-GPU strategies are judged by max |a - b| / max |b| per tensor, the worst tensor counting."""
-    from benchprof.selfcheck import importance_difference, vllm_checks
-    from benchprof.storage import save_tensors
+    from benchprof.core.storage import save_tensors
+    from benchprof.lab.selfcheck import importance_difference, vllm_checks
 
     one = {"a": torch.tensor([1.0, 2.0, 4.0]), "b": torch.tensor([10.0, 0.0])}
     other = {"a": torch.tensor([1.0, 2.0, 4.0004]), "b": torch.tensor([10.0, 0.002])}

@@ -1,4 +1,4 @@
-"""benchprof.sharding with two real processes (torchrun, gloo, CPU) against one process.
+"""benchprof.stages.sharding with two real processes (torchrun, gloo, CPU) against one process.
 
 DeepSpeed ZeRO-3 over 2 ranks, and ddp where the ranks get unequal numbers of batches (one rank
 none at all). Both go through the command line, as a user launches them. Each result must equal
@@ -13,11 +13,11 @@ import torch
 from test_finetune import ABILITY, KEYS, assert_matches, read_importance, records, reference_importance, write_config
 from test_scale import NO_SHM_KERNEL, importance_of, run_cli
 
-from benchprof.configfile import load_config
-from benchprof.finetune import batch_loss, encode_batches, finetune, importance_score
-from benchprof.layout import Layout
-from benchprof.modeling import eligible_names, load_model
-from benchprof.sharding import accumulate_gradients, rank_batches
+from benchprof.core.layout import Layout
+from benchprof.core.loader import load_config
+from benchprof.core.modeling import eligible_names, load_model
+from benchprof.stages.finetune import batch_loss, encode_batches, finetune, importance_score
+from benchprof.stages.sharding import accumulate_gradients, rank_batches
 
 TOLERANCE = 1e-5
 

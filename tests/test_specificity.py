@@ -11,14 +11,14 @@ import torch
 import yaml
 from scipy import stats as scipy_stats
 
-from benchprof.aggregate import load_scores
-from benchprof.configfile import load_config
-from benchprof.extract import extract
-from benchprof.layout import Layout, Variant
-from benchprof.profile import MEAN, SPECIFICITY
-from benchprof.report import render_markdown
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.core.storage import file_hash, save_tensors
+from benchprof.profile.report import render_markdown
+from benchprof.profile.rows import MEAN, SPECIFICITY, cell_key
+from benchprof.stages.aggregate import load_scores
+from benchprof.stages.extract import extract
 from benchprof.stats.resampling import bootstrap_ais, cell_rng
-from benchprof.storage import file_hash, save_tensors
 
 ABILITIES = ["Quantitative_Reasoning", "Temporal_Reasoning", "Spatial_Reasoning"]
 
@@ -127,7 +127,7 @@ def test_specificity_and_diagonal_dominance_by_hand(result_files):
             np.array(ORIGINAL, float),
             np.array([docs(TOP_CORRECT[a][b]), docs(RANDOM_CORRECT)]),
             200,
-            cell_rng(3, a, 0.01, b),
+            cell_rng(3, cell_key(a, 0.01, b)),
         )[0]
         for b in SPLITS
     }
@@ -184,12 +184,12 @@ def test_evaluations_of_replaced_masks_are_not_used(result_files):
 def test_score_switch_on_the_tiny_model(tiny_model_dir, tmp_path, capsys):
     """extract --score on real importance: status sees the switch, evaluate reruns the top regions only,
     aggregate writes the overlap and specificity outputs and says which score made the regions."""
-    from benchprof.aggregate import aggregate
     from benchprof.cli import main
-    from benchprof.data import data
-    from benchprof.evaluate import evaluate
-    from benchprof.finetune import finetune
-    from benchprof.status import plan_status
+    from benchprof.stages.aggregate import aggregate
+    from benchprof.stages.data import data
+    from benchprof.stages.evaluate import evaluate
+    from benchprof.stages.finetune import finetune
+    from benchprof.stages.status import plan_status
 
     abilities = ["Spatial_Reasoning", "Temporal_Reasoning"]
     raw = {

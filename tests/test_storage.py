@@ -9,15 +9,15 @@ import shutil
 import pytest
 from test_reliability import ABILITY, K, write_config
 
-from benchprof.aggregate import load_scores
-from benchprof.configfile import load_config
-from benchprof.evaluate import evaluate
-from benchprof.finetune import finetune
-from benchprof.layout import Layout, Variant
-from benchprof.locks import folder_lock
-from benchprof.run import run
-from benchprof.status import plan_status
-from benchprof.storage import content_record, matches_record, shared_mode, write_csv
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.core.locks import folder_lock
+from benchprof.core.storage import content_record, matches_record, shared_mode, write_csv
+from benchprof.stages.aggregate import load_scores
+from benchprof.stages.evaluate import evaluate
+from benchprof.stages.finetune import finetune
+from benchprof.stages.run import run
+from benchprof.stages.status import plan_status
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_a_copied_or_moved_file_matches_its_record_by_content(tmp_path):
 def test_a_damaged_checkpoint_is_listed_stale_and_rewritten(finished, tmp_path, tiny_model_dir, capsys):
     """A checkpoint whose weights were truncated or deleted was kept ("0 written, 1 current kept"), and
     `status` did not list checkpoints; with backend vllm it is what gets evaluated."""
-    from benchprof.damage import damage
+    from benchprof.stages.damage import damage
 
     config, layout = copy(finished, tmp_path, tiny_model_dir)
 
@@ -128,7 +128,7 @@ def test_a_job_another_live_process_scores_is_left_to_it(finished, tmp_path, tin
     result.unlink()  # this job is to do again
     lock = layout.job_lock(variant, ABILITY)
     code = (
-        "import sys, time; from benchprof.locks import job_lock\n"
+        "import sys, time; from benchprof.core.locks import job_lock\n"
         f"with job_lock({str(lock)!r}, 'benchprof evaluate') as mine:\n"
         "    print(mine, flush=True); time.sleep(120)\n"
     )
@@ -159,7 +159,7 @@ def test_two_processes_taking_a_free_lock_at_once_never_both_hold_it(tmp_path):
 
     lock = tmp_path / "job.lock"
     code = (
-        "import os, sys, time; from benchprof.locks import job_lock\n"
+        "import os, sys, time; from benchprof.core.locks import job_lock\n"
         "start = float(sys.argv[2])\n"
         "while time.time() < start: pass\n"
         "with job_lock(sys.argv[1], 'benchprof evaluate') as mine:\n"
@@ -213,7 +213,7 @@ def hold_lock(folder, seconds: float):
     import sys
 
     code = (
-        "import sys, time; from benchprof.locks import folder_lock\n"
+        "import sys, time; from benchprof.core.locks import folder_lock\n"
         f"with folder_lock({str(folder)!r}, 'benchprof run'):\n"
         "    print('held', flush=True); time.sleep(float(sys.argv[1]))\n"
     )
@@ -239,7 +239,7 @@ def test_lock_names_its_holder_and_a_dead_holders_lock_is_taken_over(tmp_path):
     import signal
 
     from benchprof import BenchprofError
-    from benchprof.locks import folder_lock
+    from benchprof.core.locks import folder_lock
 
     proc = hold_lock(tmp_path, 60)
     try:
@@ -284,7 +284,7 @@ def test_two_concurrent_runs_do_the_work_once(tiny_model_dir, tmp_path):
 
 
 def test_a_corrupt_lock_file_is_taken_over(tmp_path):
-    from benchprof.locks import folder_lock
+    from benchprof.core.locks import folder_lock
 
     (tmp_path / ".lock").write_text("garbage{")  # e.g. a disk that filled while the lock was written
     with folder_lock(tmp_path, "benchprof run"):
@@ -299,7 +299,7 @@ def test_a_lock_whose_pid_now_belongs_to_another_process_is_taken_over(tmp_path)
     import os
     import signal
 
-    from benchprof.locks import folder_lock
+    from benchprof.core.locks import folder_lock
 
     proc = hold_lock(tmp_path, 60)
     proc.send_signal(signal.SIGKILL)
@@ -319,8 +319,8 @@ def test_an_output_folder_that_cannot_be_written_is_one_line(tmp_path, monkeypat
     import os
 
     from benchprof import BenchprofError
-    from benchprof.locks import folder_lock
-    from benchprof.storage import write_text
+    from benchprof.core.locks import folder_lock
+    from benchprof.core.storage import write_text
 
     blocker = tmp_path / "a_file"
     blocker.write_text("")
@@ -349,7 +349,7 @@ def test_an_older_manifests_sampled_record_is_still_judged_as_then(tmp_path):
     """Manifests written before full hashes recorded files over 64 MiB by 64 sampled blocks: after the upgrade
     they must not read as damaged (the importance pass and checkpoints would be redone), and a truncated or
     block-edited file still fails them."""
-    from benchprof.storage import sampled_hash
+    from benchprof.core.storage import sampled_hash
 
     path = tmp_path / "importance.safetensors"
     path.write_bytes(bytes(range(256)) * (65 * 2**20 // 256))
@@ -365,9 +365,9 @@ def test_a_touched_file_is_hashed_once_then_trusted_by_its_new_stat(tmp_path, mo
     import os
     import time
 
-    from benchprof import storage
-    from benchprof.layout import Output
-    from benchprof.storage import is_current, judge, read_json, write_manifest
+    from benchprof.core import storage
+    from benchprof.core.layout import Output
+    from benchprof.core.storage import is_current, judge, read_json, write_manifest
 
     folder = tmp_path / "out"
     folder.mkdir()

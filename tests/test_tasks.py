@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 
-from benchprof.tasks import task_yaml
+from benchprof.stages.tasks import task_yaml
 
 
 def test_a_generated_task_fixes_its_num_fewshot_so_lm_eval_warns_nothing(tmp_path, tiny_model_dir):
@@ -15,8 +15,8 @@ def test_a_generated_task_fixes_its_num_fewshot_so_lm_eval_warns_nothing(tmp_pat
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
 
-    from benchprof.evaluate import run_lm_eval
-    from benchprof.modeling import load_model
+    from benchprof.core.modeling import load_model
+    from benchprof.stages.evaluate import run_lm_eval
 
     record = {
         "id": "1",

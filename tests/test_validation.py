@@ -1,5 +1,5 @@
-"""benchprof/validation.py: the recovery metrics against hand computations (the planted model: tests/test_planted.py,
-tests/test_planting.py)."""
+"""lab/validation.py: the recovery metrics against hand computations (the planted model: tests/test_planted.py,
+tests/test_realplant.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from benchprof.validation import (
+from benchprof.lab.validation import (
     auroc,
     jaccard_pairs,
     mean_interval,

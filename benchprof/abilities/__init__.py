@@ -1,10 +1,13 @@
-"""The ten ability datasets: a registry of offline generators (one module per ability) plus the
-curated fact tables under abilities/tables/.
+"""The abilities: the one registry every part of benchprof reads (data generation, config validation, the
+plants). The paper's ten are offline generators (one module per ability) over the curated fact tables under
+abilities/tables/; the invented ones (invented.py) have fixed splits, planted into a model on purpose.
 
 Each ability module defines QUESTION_TYPES, `draw(rng) -> Item` (one random question with its
 computed answer, three wrong options and its cluster: template and fact), `facts() -> list[str]`
 and, when its question space is finite, `capacity() -> int`. This file turns draws into balanced,
 de-duplicated splits; a record's `cluster` is "<question_type>:<template>:<fact>".
+
+May import: the package root (BenchprofError) only: the abilities are data, below everything that uses them.
 """
 
 from __future__ import annotations
@@ -13,9 +16,21 @@ import random
 from types import ModuleType
 from typing import Any
 
-from .. import BenchprofError
-from . import analogical, causal, contextual, deductive, inductive, knowledge, quantitative, semantic, spatial, temporal
-from .common import Item
+from benchprof import BenchprofError
+from benchprof.abilities import (
+    analogical,
+    causal,
+    contextual,
+    deductive,
+    inductive,
+    knowledge,
+    quantitative,
+    semantic,
+    spatial,
+    temporal,
+)
+from benchprof.abilities.common import Item
+from benchprof.abilities.invented import INVENTED, invented_splits
 
 MODULES: dict[str, ModuleType] = {
     "Analogical_Reasoning": analogical,
@@ -29,8 +44,31 @@ MODULES: dict[str, ModuleType] = {
     "Spatial_Reasoning": spatial,
     "Temporal_Reasoning": temporal,
 }
+ABILITIES: tuple[str, ...] = tuple(MODULES)  # the paper's ten
+# plus the abilities planted into a real model (invented.py), which no pretrained model has: every ability
+# whose splits benchprof writes and whose test split is a local task
+KNOWN_ABILITIES: tuple[str, ...] = ABILITIES + INVENTED
 ABILITY_QUESTION_TYPES: dict[str, tuple[str, ...]] = {name: m.QUESTION_TYPES for name, m in MODULES.items()}
 N_OPTIONS = 4
+
+
+def split_sizes(ability: str, train_size: int, test_size: int, seed: int) -> tuple[int, int]:
+    """The (train, test) sizes `splits` gives: those asked, or fewer where an invented ability's splits hold fewer."""
+    if ability not in INVENTED:
+        return train_size, test_size
+    fixed = invented_splits(ability, seed)
+    return min(train_size, len(fixed["probe"])), min(test_size, len(fixed["test"]))
+
+
+def splits(ability: str, train_size: int, test_size: int, seed: int) -> tuple[list[dict], list[dict]]:
+    """(train, test) records of any known ability. A generated ability draws them (`generate`). An invented
+    ability (planted into a real model, never generated at will) has fixed splits: its train split is the first
+    `train_size` items of its `probe` split and its test split the first `test_size` of its `test` split, both
+    disjoint from the `plant` split the model was trained on when `seed` is the planting's data seed."""
+    if ability in INVENTED:
+        fixed = invented_splits(ability, seed)
+        return fixed["probe"][:train_size], fixed["test"][:test_size]
+    return generate(ability, train_size, test_size, seed)
 
 
 def _module(ability: str) -> ModuleType:

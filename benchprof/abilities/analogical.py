@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from .common import Item, fill, pick, table
+from benchprof.abilities.common import Item, fill, pick, table
 
 QUESTION_TYPES = ("analogy",)
 QT = QUESTION_TYPES[0]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, capital_first, pick, table
+from benchprof.abilities.common import NAMES, Item, capital_first, pick, table
 
 QUESTION_TYPES = ("everyday_cause_effect",)
 EFFECT_QUESTIONS = (

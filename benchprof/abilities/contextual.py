@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, article, made_up, pick
+from benchprof.abilities.common import NAMES, Item, article, made_up, pick
 
 QUESTION_TYPES = ("single_fact_recall", "multi_hop_recall")
 CITIES = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from .common import NAMES, Item, article, made_up, pick
+from benchprof.abilities.common import NAMES, Item, article, made_up, pick
 
 QUESTION_TYPES = ("logic_puzzle",)
 QT = QUESTION_TYPES[0]

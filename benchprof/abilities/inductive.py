@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import string
 
-from .common import Item, made_up, near_numbers, pick
+from benchprof.abilities.common import Item, made_up, near_numbers, pick
 
 QUESTION_TYPES = ("pattern_completion",)
 QT = QUESTION_TYPES[0]

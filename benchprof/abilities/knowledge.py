@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from .common import Item, Spec, capital_first, draw_spec, relation_specs, table
+from benchprof.abilities.common import Item, Spec, capital_first, draw_spec, relation_specs, table
 
 QUESTION_TYPES = ("world_fact",)
 QT = QUESTION_TYPES[0]

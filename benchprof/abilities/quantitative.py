@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, made_up, near_numbers
+from benchprof.abilities.common import NAMES, Item, made_up, near_numbers
 
 QUESTION_TYPES = ("arithmetic_word_problem",)
 QT = QUESTION_TYPES[0]

@@ -7,7 +7,17 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from .common import Item, Spec, article, capital_first, draw_spec, made_up, pick, relation_specs, table
+from benchprof.abilities.common import (
+    Item,
+    Spec,
+    article,
+    capital_first,
+    draw_spec,
+    made_up,
+    pick,
+    relation_specs,
+    table,
+)
 
 QUESTION_TYPES = ("roles_and_relations",)
 QT = QUESTION_TYPES[0]

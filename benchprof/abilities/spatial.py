@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from .common import NAMES, Item, made_up, pick
+from benchprof.abilities.common import NAMES, Item, made_up, pick
 
 QUESTION_TYPES = ("spatial_relation",)
 QT = QUESTION_TYPES[0]

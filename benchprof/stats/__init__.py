@@ -1,4 +1,5 @@
-"""Pure statistics of benchprof: arrays in, numbers out; no files, no plots. One module per idea:
+"""Pure statistics of benchprof: arrays in, numbers out; no files, no plots, no domain names (a cell is named by
+the key its caller builds). May import: numpy, scipy and each other; nothing else of benchprof. One module per idea:
 
 - `impact`: AIS and its variants (above chance, control-adjusted), region specificity, diagonal dominance,
   per-item scores (p_correct), chance level and the test against it.

@@ -45,7 +45,7 @@ def top_against_random(
     component (the original run's item noise, common to every region's AIS) included: it cancels in both the
     difference and s. Its p-value has no floor (a bootstrap p stops at 2/(B + 1)). None with fewer than
     MIN_DRAWS finite draws: a pool that small cannot say how much random regions differ, and a test that
-    ignored it would star a top region that is one more random draw (issue 28).
+    ignored it would star a top region that is one more random draw.
 
     s² holds the draws' region-level spread τ² and their own item noise v̄ (the mean of `random_vars`, each
     draw's bootstrap variance). A top region that flips many more items than a random one has more item noise

@@ -2,7 +2,7 @@
 
 AIS (impact_score; Kim et al. 2025) and AIS above chance, the control-adjusted AIS (top − random), region
 specificity (specificity_score) and diagonal dominance of an AIS matrix; per-item scores (p_correct, the softmax of
-lm-eval's option log-likelihoods, issue 18) and the chance level with the test of the original score against it
+lm-eval's option log-likelihoods) and the chance level with the test of the original score against it
 (exact binomial, bounded as in Hoeffding 1956; Student's t, 1908).
 """
 

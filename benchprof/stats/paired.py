@@ -126,6 +126,36 @@ def sign_flip_exact_p(units: ArrayLike) -> float:
     return float(np.mean(np.abs(sums) >= observed - 1e-12 * max(1.0, observed)))
 
 
+def sign_flip_integer_p(units: ArrayLike) -> float:
+    """The exact two-sided sign-flip p-value of the sum of integer unit differences, at any number of units.
+
+    The same test as `sign_flip_exact_p`, but the distribution of Σ ±|d_c| over all 2^m sign patterns is built
+    by convolution over the integer sums (each unit adds ±|d_c| with probability 1/2), in O(m · Σ|d_c|) steps
+    instead of 2^m. 0/1 items give integer cluster differences (lost − gained), so the clustered McNemar test is
+    exact at every size; with one item per cluster every |d_c| is 1 and this is the exact McNemar test.
+    """
+    import numpy as np
+
+    d = np.abs(np.asarray(units, dtype=float).ravel())
+    d = d[d != 0]
+    if d.size == 0:
+        return 1.0
+    if not np.all(d == np.round(d)):
+        raise ValueError("sign_flip_integer_p: the unit differences must be whole numbers")
+    sizes = d.astype(np.int64)
+    total = int(sizes.sum())
+    probabilities = np.zeros(2 * total + 1)  # index s + total holds P(Σ = s)
+    probabilities[total] = 1.0
+    for size in sizes:
+        shifted = np.zeros_like(probabilities)
+        shifted[: probabilities.size - size] += probabilities[size:]  # this unit's sign −: the sum drops by size
+        shifted[size:] += probabilities[: probabilities.size - size]  # +: it rises by size
+        probabilities = shifted / 2
+    observed = abs(int(np.round(np.asarray(units, dtype=float).sum())))
+    sums = np.arange(-total, total + 1)
+    return float(min(1.0, probabilities[np.abs(sums) >= observed].sum()))
+
+
 def mean_difference_p(
     original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike | None = None
 ) -> float | NDArray[np.float64]:
@@ -159,24 +189,16 @@ def mean_difference_p(
 
 
 def clustered_mcnemar_p(original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike) -> float:
-    """Two-sided McNemar test for 0/1 items in clusters (Durkalski et al. 2003, "Analysis of clustered matched-pair
-    data", Stat Med 22:2417): with D_c = lost − gained in cluster c, X² = (Σ D_c)² / Σ D_c² against χ²(1).
+    """Two-sided McNemar test for 0/1 items in clusters: the exact sign-flip test of the cluster differences
+    D_c = lost − gained in cluster c (`sign_flip_integer_p`), at every number of clusters.
 
     Items of one fact or passage flip together, so the plain McNemar test, which counts them as independent,
-    rejects far too often. X² is the normal approximation of the sign-flip test of the cluster sums, so where at
-    most EXACT_UNITS clusters differ that test is run exactly instead. With one item per cluster, X² is
-    McNemar's (b − c)² / (b + c).
+    rejects far too often. Durkalski et al.'s X² = (Σ D_c)² / Σ D_c² (2003, "Analysis of clustered matched-pair
+    data", Stat Med 22:2417) is the normal approximation of this test and rejected up to 7.8% at a 5% level
+    with 15–30 changed clusters; the exact test never exceeds its level. With one item per cluster it is the
+    exact McNemar test.
     """
-    from scipy import stats
-
-    units = unit_differences(original, ablated, clusters)
-    nonzero = units[units != 0]
-    if nonzero.size == 0:
-        return 1.0
-    if nonzero.size <= EXACT_UNITS:
-        return sign_flip_exact_p(nonzero)
-    statistic = float(nonzero.sum() ** 2 / (nonzero**2).sum())
-    return float(stats.chi2.sf(statistic, 1))
+    return sign_flip_integer_p(unit_differences(original, ablated, clusters))
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .resampling import bootstrap_ais
+from benchprof.stats.resampling import bootstrap_ais
 
 if TYPE_CHECKING:
     import numpy as np

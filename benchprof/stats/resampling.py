@@ -14,8 +14,7 @@ import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ..layout import format_k
-from .impact import ais_above_chance, impact_score, specificity_score
+from benchprof.stats.impact import ais_above_chance, impact_score, specificity_score
 
 if TYPE_CHECKING:
     import numpy as np
@@ -99,16 +98,15 @@ def basic_ci(
     return max(bounds[0], 2 * estimate - high), min(bounds[1], 2 * estimate - low)
 
 
-def cell_rng(seed: int, ability: str, k: float, benchmark: str) -> np.random.Generator:
-    """The bootstrap generator of one (ability, k, benchmark) cell: reproducible whatever else exists.
+def cell_rng(seed: int, key: str) -> np.random.Generator:
+    """The bootstrap generator of one cell, named by its caller's `key`: reproducible whatever else exists.
 
-    All regions of the cell (and the original) share its resamples, which pairs the control-adjusted
-    interval. The mean specificity's resamples of split b use cell_rng(seed, "mean", k, b).
+    The same (seed, key) gives the same draws in every run; different keys give independent streams. All
+    regions of a cell (and the original) share its resamples, which pairs the control-adjusted interval.
     """
     import numpy as np
 
-    key = zlib.crc32(f"{ability}|{format_k(k)}|{benchmark}".encode())
-    return np.random.default_rng([int(seed), key])
+    return np.random.default_rng([int(seed), zlib.crc32(key.encode())])
 
 
 def mean_specificity_bootstrap(

@@ -1,0 +1,554 @@
+"""config.yml's schema: typed dataclasses, each value checked (`build`, `validate`).
+
+The top-level sections `settings`, `models`, `datasets` and `evals` keep the shape of the authors'
+config; `data`, `finetune`, `extract` and `aggregate` hold what benchprof adds. Every value is
+checked at load time (loader.load_config reads the file) and a bad one raises `ConfigError` with
+the YAML key in its message.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types
+import typing
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar, Union
+
+from benchprof import BenchprofError
+from benchprof.abilities import ABILITIES, KNOWN_ABILITIES
+from benchprof.core.layout import SHARED_FOLDERS, name_problem, shown
+
+REGIONS: tuple[str, ...] = ("top", "bottom", "random")
+MAX_SPLIT = 1_000_000  # items of a generated split
+MAX_FEWSHOT = 1_000  # few-shot examples of a benchmark
+MAX_BOOTSTRAP = 100_000  # resamples of aggregate's intervals
+# extract.score: which per-weight score ranks the weights (formulas: benchprof/stages/weight_scores.py)
+ScoreName = Literal["importance", "contrast_mean", "ratio", "rank", "entropy"]
+SCORES: tuple[str, ...] = typing.get_args(ScoreName)
+RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
+
+
+# a command-line narrowing such as --ability or --k: one value, a list, or "a,b"; None for all
+Selection = str | int | float | Sequence[str | int | float] | None
+T = TypeVar("T")
+
+
+FP16_WHY = "fp16 gradients of the split-wide mean loss underflow: at 200k tokens the importance is 55% off"
+FP16_REFUSED = f"finetune.dtype: float16 is refused for the importance pass ({FP16_WHY}); use bfloat16, float32 or auto"
+
+
+class ConfigError(BenchprofError):
+    """A config value is missing or wrong; the message names the YAML key."""
+
+
+PAPER_K_VALUES = (0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024)  # the paper's k sweep: the default k_values
+
+
+@dataclass
+class Settings:
+    """`settings:` run-wide values (the authors' keys plus a few of ours)."""
+
+    k_values: list[float] = field(default_factory=lambda: list(PAPER_K_VALUES))
+    front_removal: int = 0  # skip this many decoder layers at the front when selecting regions
+    back_removal: int = 0  # ... and this many at the back
+    cuda_visible_devices: str = ""  # "0,1,2,3": one evaluation worker per listed GPU
+    train_batch_size: int = 4  # importance pass, per process
+    eval_batch_size: int = 8  # lm-eval batch size given to HFLM
+    output_dir: str = "outputs"
+    seed: int = 1234
+
+    def devices(self) -> list[str]:
+        return [d.strip() for d in str(self.cuda_visible_devices).split(",") if d.strip()]
+
+
+@dataclass
+class ModelSpec:
+    """One entry of `models:`. `tag` names the model's folder under outputs/."""
+
+    name: str
+    tag: str = ""
+    tokenizer: str = ""  # tokenizer id or path; defaults to `name`
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+
+    def __post_init__(self) -> None:
+        if not self.tag:
+            self.tag = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(self.name.rstrip("/")).name)
+        if not self.tokenizer:
+            self.tokenizer = self.name
+
+
+@dataclass
+class DatasetSpec:
+    """One entry of `datasets:` (the authors' form `name, path, key`).
+
+    `path` is a folder holding `train.jsonl` and `test.jsonl`, or a Hugging Face dataset id;
+    left empty, benchprof generates the ability's data under `data.dir`. `key` lists the record
+    fields that make up the prompt, as in the authors' config.
+    """
+
+    name: str
+    path: str = ""
+    key: str = "context,question,answer"
+    subset: str = ""  # Hugging Face dataset config name, if any
+
+    def keys(self) -> list[str]:
+        return [k.strip() for k in self.key.split(",") if k.strip()]
+
+
+@dataclass
+class DataSettings:
+    """`data:` how `benchprof data` generates the ability datasets."""
+
+    dir: str = "data"
+    train_size: int = 2000
+    test_size: int = 500
+    seed: int = 1234
+
+
+@dataclass
+class FinetuneSettings:
+    """`finetune:` the importance pass (no optimizer ever steps)."""
+
+    scope: Literal["mlp", "attention", "all"] = "mlp"
+    loss_on: Literal["all", "answer"] = "all"  # all tokens (authors) or the answer tokens only
+    max_samples: int | None = None
+    max_length: int = 1024
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    gradient_checkpointing: bool = False
+    strategy: Literal["ddp", "fsdp", "deepspeed"] = "ddp"
+    # processes `benchprof run` starts for the importance pass; default one per configured GPU (1 on CPU)
+    processes: int | None = None
+
+    def process_count(self, gpus: int) -> int:
+        """How many importance processes `run` starts, given the configured GPUs that CUDA sees."""
+        return self.processes if self.processes is not None else max(1, gpus)
+
+
+@dataclass
+class ExtractSettings:
+    """`extract:` how regions are selected from importance scores."""
+
+    selection: Literal["exact", "chunked"] = "exact"
+    chunk_size: int = 1_000_000  # only for selection: chunked (the authors' approximation)
+    regions: list[str] = field(default_factory=lambda: list(REGIONS))
+    random_seed: int = 0
+    score: ScoreName = "importance"  # which per-weight score ranks the weights (benchprof/stages/weight_scores.py)
+    random_draws: int = 1  # independently seeded random regions per (ability, k): random, random2, ...
+
+    def region_names(self) -> list[str]:
+        """The regions extract writes, in REGIONS order, "random" standing for all its draws."""
+        names: list[str] = []
+        for region in REGIONS:
+            if region in self.regions:
+                names += random_draw_names(self.random_draws) if region == "random" else [region]
+        return names
+
+
+def random_draw_names(draws: int) -> list[str]:
+    """The region names of `draws` random draws: random (the paper's one), random2, random3, ..."""
+    return ["random"] + [f"random{d}" for d in range(2, draws + 1)]
+
+
+def random_draw(region: str) -> int | None:
+    """Which random draw a region name is (random: 1, random2: 2, ...); None for top and bottom."""
+    if region == "random":
+        return 1
+    rest = region.removeprefix("random")
+    return int(rest) if rest != region and rest.isdigit() and int(rest) >= 2 else None
+
+
+@dataclass
+class EvalSettings:
+    """`evals:` which benchmarks to score and how.
+
+    A benchmark is a standard lm-eval task name, a task of a YAML under `include_path` (your own), an
+    ability name (its generated test split), or a name under `composites`. Each entry of `benchmarks`
+    is a name or a mapping {name, num_fewshot, limit, metric} (parse_config spreads the mapping into
+    num_fewshot, limits and aggregate.metrics).
+
+    `scorer` (backend hf): how loglikelihood requests are scored. shared_prefix (default): benchprof's
+    scoring.SharedPrefixLM, which computes a prefix shared by several requests (a question's context, for
+    each of its options) once, with HFLM's results up to rounding; lm_eval: lm-eval's own HFLM.
+    """
+
+    benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
+    num_fewshot: list[int] = field(default_factory=list)
+    backend: Literal["hf", "vllm"] = "hf"
+    scorer: Literal["shared_prefix", "lm_eval"] = "shared_prefix"
+    limit: int | None = None
+    limits: dict[str, int] = field(default_factory=dict)  # benchmark -> its own limit (else `limit`)
+    include_path: list[str] = field(default_factory=list)  # folders (or YAML files) of your lm-eval tasks
+    dataset_paths: dict[str, str] = field(default_factory=dict)  # benchmark -> a local copy of its dataset
+    device: str = "auto"
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
+    tensor_parallel_size: int = 1
+    composites: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def fewshot(self, benchmark: str) -> int:
+        return self.num_fewshot[self.benchmarks.index(benchmark)] if self.num_fewshot else 0
+
+    def limit_for(self, benchmark: str) -> int | None:
+        """At most this many documents of `benchmark`: its own limit, else `limit` (None: all)."""
+        return self.limits.get(benchmark, self.limit)
+
+
+@dataclass
+class AggregateSettings:
+    """`aggregate:` how AIS tables and plots are made."""
+
+    report_k: float | None = None  # defaults to the largest k
+    threshold: float = 0.05  # ribbon figure draws ability -> benchmark links above this AIS
+    bootstrap: int = 1000
+    seed: int = 0
+    metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
+    alpha: float = 0.05  # false discovery rate of the stars: Benjamini-Hochberg over a model's profile
+    chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level (default: 1/#options)
+    # a generation task (chance 0 unless aggregate.chance says otherwise): the original must get this many
+    # items right before an AIS ratio means anything (with 3 right, 2 lost items are an AIS of +0.667)
+    min_correct: int = 10
+    clusters: bool = True  # resample items by their `cluster` and a group's subtasks as strata, where present
+
+
+@dataclass
+class Config:
+    """The whole config.yml."""
+
+    settings: Settings = field(default_factory=Settings)
+    models: list[ModelSpec] = field(default_factory=list)
+    datasets: list[DatasetSpec] = field(default_factory=list)
+    evals: EvalSettings = field(default_factory=EvalSettings)
+    data: DataSettings = field(default_factory=DataSettings)
+    finetune: FinetuneSettings = field(default_factory=FinetuneSettings)
+    extract: ExtractSettings = field(default_factory=ExtractSettings)
+    aggregate: AggregateSettings = field(default_factory=AggregateSettings)
+    path: Path = Path("config.yml")  # where it was read from; relative paths resolve against its folder
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the config, made absolute against the config file's folder."""
+        p = Path(relative).expanduser()
+        return p if p.is_absolute() else (self.path.parent / p).resolve()
+
+    @property
+    def output_root(self) -> Path:
+        return self.resolve(self.settings.output_dir)
+
+    def model_source(self, spec: ModelSpec) -> tuple[str, str]:
+        """(model, tokenizer) to load: a path relative to the config when one exists there, else a hub id."""
+
+        def local(name: str) -> str:
+            candidate = self.resolve(name)
+            return str(candidate) if candidate.exists() else name
+
+        return local(spec.name), local(spec.tokenizer)
+
+    def abilities(self) -> list[str]:
+        return [d.name for d in self.datasets]
+
+    def dataset(self, ability: str) -> DatasetSpec:
+        for d in self.datasets:
+            if d.name == ability:
+                return d
+        if ability in KNOWN_ABILITIES:  # e.g. a benchmark that is an ability not profiled: generated data
+            return DatasetSpec(name=ability)
+        raise ConfigError(f"datasets: no entry for ability {shown(ability)}")
+
+    def selected_models(self, name_or_tag: str | None = None) -> list[ModelSpec]:
+        """The models a command works on: all of them, or the one named by `--model` (name or tag)."""
+        return list(self.models) if name_or_tag is None else [self.model(name_or_tag)]
+
+    def with_overrides(self, **sections: dict[str, Any]) -> Config:
+        """A copy with command-line values put into their config sections, checked like the YAML.
+
+        `cfg.with_overrides(finetune={"scope": "all", "dtype": None})`: a None value was not given and
+        keeps the config's value. The values come from the command line, so a bad one raises
+        ConfigError naming the flag (`--scope: 'x' is not one of mlp, attention, all`).
+        """
+        updated = {}
+        for section, values in sections.items():
+            current = getattr(self, section)
+            hints = typing.get_type_hints(type(current))
+            given = {key: _cast(value, hints[key], f"--{key}") for key, value in values.items() if value is not None}
+            updated[section] = dataclasses.replace(current, **given)
+        cfg = dataclasses.replace(self, **updated)
+        validate(cfg)
+        return cfg
+
+    def model(self, name_or_tag: str | None = None) -> ModelSpec:
+        if name_or_tag is None:
+            return self.models[0]
+        for m in self.models:
+            if name_or_tag in (m.name, m.tag):
+                return m
+        raise ConfigError(f"models: no model named {shown(name_or_tag)}")
+
+
+def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
+    """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
+
+    Raises BenchprofError naming the flag for a value that is not in `known`, or for a command line's
+    empty selection (`--k=`, `--ability ,`), which would otherwise do nothing and succeed. An empty list
+    from Python selects none on purpose (`evaluate(cfg, k=[])`: the original model only).
+    """
+    if given is None:
+        return list(known)
+    values: list[str | int | float]
+    if isinstance(given, str):
+        values = [v.strip() for v in given.split(",") if v.strip()]
+    elif isinstance(given, (list, tuple)):
+        values = list(given)
+        if not values:
+            return []
+    else:
+        values = [given]  # type: ignore[list-item]  # one number
+    if not values:
+        raise BenchprofError(f"{flag}: an empty selection; leave {flag} out for all ({', '.join(map(str, known))})")
+    out: list[T] = []
+    for raw in values:
+        try:
+            value = cast(raw)
+        except ValueError:
+            raise BenchprofError(f"{flag}: {shown(raw)} is not valid") from None
+        if value not in known:
+            raise BenchprofError(f"{flag}: {shown(value)} is not one of {', '.join(map(str, known))}")
+        out.append(value)
+    return out
+
+
+def _cast(value: Any, hint: Any, key: str) -> Any:
+    """Check `value` against the type hint `hint` and cast where YAML is loose (1e-5 as a string)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        return _cast(value, inner[0], key)
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{key}: {shown(value)} is not one of {', '.join(map(str, args))}")
+        return value
+    if origin is list:
+        if not isinstance(value, list):
+            raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {shown(value)}")
+        return [_cast(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
+        return {str(k): _cast(v, args[1], f"{key}.{k}") for k, v in value.items()}
+    if hint is Any:
+        return value
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: expected true or false, got {shown(value)}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"{key}: expected an integer, got {shown(value)}")
+        try:
+            return int(value)
+        except ValueError:
+            raise ConfigError(f"{key}: expected an integer, got {shown(value)}") from None
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ConfigError(f"{key}: expected a number, got {shown(value)}")
+        try:
+            return float(value)  # YAML 1.1 reads 1e-5 as a string
+        except ValueError:
+            raise ConfigError(f"{key}: expected a number, got {shown(value)}") from None
+    if hint is str:
+        if isinstance(value, (list, dict)) or value is None:
+            raise ConfigError(f"{key}: expected a string, got {shown(value)}")
+        return str(value)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return build(hint, value, key)
+    raise ConfigError(f"{key}: unsupported type {hint}")  # a bug in this module, not in the YAML
+
+
+def build(cls: type, raw: Any, key: str) -> Any:
+    """Build dataclass `cls` from the mapping `raw`, rejecting unknown keys."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{key}: expected a mapping, got {type(raw).__name__} {shown(raw)}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name for f in dataclasses.fields(cls) if not (cls is Config and f.name == "path")}
+    kwargs = {}
+    for name, value in raw.items():
+        sub = f"{key}.{name}" if key else str(name)
+        if name not in known:
+            raise ConfigError(f"{sub}: unknown key (known: {', '.join(sorted(known))})")
+        if name == "cuda_visible_devices" and isinstance(value, (int, list)):
+            value = ",".join(map(str, value)) if isinstance(value, list) else str(value)
+        kwargs[name] = _cast(value, hints[name], sub)
+    missing = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in kwargs
+    ]
+    if missing:
+        raise ConfigError(f"{key + '.' if key else ''}{missing[0]}: required key is missing")
+    return cls(**kwargs)
+
+
+def validate(cfg: Config) -> None:
+    if not cfg.settings.k_values:
+        raise ConfigError("settings.k_values: at least one region size k is required")
+    if not cfg.datasets:
+        raise ConfigError("datasets: at least one ability to profile is required")
+    if not cfg.evals.benchmarks:
+        raise ConfigError("evals.benchmarks: at least one benchmark is required")
+    for i, shots in enumerate(cfg.evals.num_fewshot):
+        if shots < 0:
+            raise ConfigError(f"evals.num_fewshot[{i}]: {shots} must be >= 0")
+    for i, k in enumerate(cfg.settings.k_values):
+        if not 0.0 < k < 1.0:
+            raise ConfigError(f"settings.k_values[{i}]: {k} must lie in (0, 1)")
+    if len(set(cfg.settings.k_values)) != len(cfg.settings.k_values):
+        raise ConfigError("settings.k_values: duplicate values")
+    for key in ("front_removal", "back_removal"):
+        if getattr(cfg.settings, key) < 0:
+            raise ConfigError(f"settings.{key}: must be >= 0")
+    for key in ("train_batch_size", "eval_batch_size"):
+        if getattr(cfg.settings, key) < 1:
+            raise ConfigError(f"settings.{key}: must be >= 1")
+    for key, folder in (("settings.output_dir", cfg.settings.output_dir), ("data.dir", cfg.data.dir)):
+        if not folder.strip():  # it would resolve to the config's folder; say so with "."
+            raise ConfigError(f"{key}: an empty path (write . for the config's folder)")
+    if not cfg.models:
+        raise ConfigError("models: at least one model is required")
+    for i, m in enumerate(cfg.models):
+        if not m.name.strip():
+            raise ConfigError(f"models[{i}].name: empty; a hub id or a folder is required")
+    for i, m in enumerate(cfg.models):
+        if problem := name_problem(m.tag):
+            raise ConfigError(f"models[{i}].tag: {shown(m.tag)} {problem}")
+        if m.tag in SHARED_FOLDERS:
+            raise ConfigError(f"models[{i}].tag: {shown(m.tag)} is the outputs folder's own {m.tag}/; set another tag")
+    tags = [m.tag for m in cfg.models]
+    if len(set(tags)) != len(tags):
+        raise ConfigError("models: two models share the tag; set models[i].tag")
+    for i, d in enumerate(cfg.datasets):
+        if d.name not in KNOWN_ABILITIES:
+            known = ", ".join(KNOWN_ABILITIES)
+            raise ConfigError(f"datasets[{i}].name: unknown ability {shown(d.name)} (known: {known})")
+        if not d.keys():
+            raise ConfigError(f"datasets[{i}].key: empty; at least one of {', '.join(RECORD_FIELDS)} is required")
+        for record_field in d.keys():
+            if record_field not in RECORD_FIELDS:
+                known = ", ".join(RECORD_FIELDS)
+                raise ConfigError(f"datasets[{i}].key: unknown field {shown(record_field)} (known: {known})")
+    if len(set(cfg.abilities())) != len(cfg.datasets):
+        raise ConfigError("datasets: an ability is listed twice")
+    ev = cfg.evals
+    if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
+        raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
+    for i, name in enumerate(ev.benchmarks):
+        if (name in KNOWN_ABILITIES or name in ev.composites) and ev.fewshot(name) > 0:
+            raise ConfigError(
+                f"evals.num_fewshot[{i}]: {name} is a generated task with its test split only, so its "
+                f"{ev.fewshot(name)} examples would come from the split it scores; use 0"
+            )
+    for i, name in enumerate(ev.benchmarks):
+        if problem := name_problem(name):  # it names the benchmark's result files
+            raise ConfigError(f"evals.benchmarks[{i}]: {shown(name)} {problem}")
+    if len(set(ev.benchmarks)) != len(ev.benchmarks):
+        raise ConfigError("evals.benchmarks: a benchmark is listed twice")
+    if ev.limit is not None and ev.limit < 1:
+        raise ConfigError("evals.limit: must be >= 1")
+    if ev.tensor_parallel_size < 1:
+        raise ConfigError(f"evals.tensor_parallel_size: {ev.tensor_parallel_size} must be >= 1")
+    for key, mapping in (("limits", ev.limits), ("dataset_paths", ev.dataset_paths)):
+        for name, value in mapping.items():
+            if name not in ev.benchmarks:
+                raise ConfigError(f"evals.{key}.{name}: not one of evals.benchmarks")
+            if key == "limits" and int(value) < 1:
+                raise ConfigError(f"evals.limits.{name}: must be >= 1")
+    for i, folder in enumerate(ev.include_path):
+        if not folder.strip():  # it would resolve to the config's folder; say so with "."
+            raise ConfigError(f"evals.include_path[{i}]: an empty path (write . for the config's folder)")
+        if not cfg.resolve(folder).exists():
+            raise ConfigError(f"evals.include_path: {cfg.resolve(folder)}: no such folder or file")
+    for name, local in ev.dataset_paths.items():
+        if not local.strip():
+            raise ConfigError(f"evals.dataset_paths.{name}: an empty path")
+        if not cfg.resolve(local).exists():
+            raise ConfigError(f"evals.dataset_paths.{name}: {cfg.resolve(local)}: no such folder or file")
+    for name, spec in ev.composites.items():
+        if problem := name_problem(str(name)):  # it names the composite's task files
+            raise ConfigError(f"evals.composites: {shown(name)} {problem}")
+        parts = spec.get("abilities") if isinstance(spec, dict) else None
+        if not isinstance(parts, list) or not parts:
+            raise ConfigError(f"evals.composites.{name}.abilities: a non-empty list of abilities is required")
+        for a in parts:
+            if a not in KNOWN_ABILITIES:
+                raise ConfigError(f"evals.composites.{name}.abilities: unknown ability {shown(a)}")
+        unknown = set(spec) - {"abilities", "size"}
+        if unknown:
+            raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
+        size = spec.get("size")
+        if "size" in spec and (isinstance(size, bool) or not isinstance(size, int) or size < len(parts)):
+            raise ConfigError(
+                f"evals.composites.{name}.size: {shown(size)} must be a whole number of items, at least one per "
+                f"ability (>= {len(parts)}); leave it out for as many of each as the smallest test split has"
+            )
+    if cfg.extract.random_draws < 1:
+        raise ConfigError(f"extract.random_draws: {cfg.extract.random_draws} must be at least 1")
+    if not cfg.extract.regions:
+        raise ConfigError(f"extract.regions: at least one region is required (known: {', '.join(REGIONS)})")
+    for r in cfg.extract.regions:
+        if r not in REGIONS:
+            raise ConfigError(f"extract.regions: unknown region {shown(r)} (known: {', '.join(REGIONS)})")
+    if not {"top", "random"} & set(cfg.extract.regions):  # each benchmark's profile figure draws those two
+        raise ConfigError("extract.regions: top or random is required; the profile figures draw those")
+    if cfg.extract.score != "importance" and len(cfg.datasets) < 2:
+        raise ConfigError(
+            f"extract.score: {shown(cfg.extract.score)} compares abilities; it needs at least two in datasets"
+        )
+    if cfg.extract.chunk_size < 1:
+        raise ConfigError("extract.chunk_size: must be >= 1")
+    for key in ("train_size", "test_size"):
+        if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
+            raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
+    for key, seed in (
+        ("settings.seed", cfg.settings.seed),
+        ("data.seed", cfg.data.seed),
+        ("extract.random_seed", cfg.extract.random_seed),
+        ("aggregate.seed", cfg.aggregate.seed),
+    ):
+        if not 0 <= seed < 2**32:  # numpy, torch and lm-eval take 32-bit seeds; a larger one fails at evaluate
+            raise ConfigError(f"{key}: {shown(seed)} must lie in [0, 2**32)")
+    for i, name in enumerate(ev.benchmarks):
+        if not 0 <= ev.fewshot(name) <= MAX_FEWSHOT:
+            raise ConfigError(f"evals.num_fewshot[{i}]: {shown(ev.fewshot(name))} must lie in [0, {MAX_FEWSHOT}]")
+    if cfg.finetune.max_samples is not None and cfg.finetune.max_samples < 1:
+        raise ConfigError("finetune.max_samples: must be >= 1")
+    if cfg.finetune.dtype == "float16":
+        raise ConfigError(FP16_REFUSED)
+    if cfg.finetune.processes is not None and cfg.finetune.processes < 1:
+        raise ConfigError("finetune.processes: must be >= 1")
+    if cfg.finetune.max_length < 8:
+        raise ConfigError("finetune.max_length: must be >= 8")
+    rk = cfg.aggregate.report_k
+    if rk is not None and rk not in cfg.settings.k_values:
+        raise ConfigError(f"aggregate.report_k: {rk} is not one of settings.k_values")
+    if not 0 <= cfg.aggregate.bootstrap <= MAX_BOOTSTRAP:  # 1e12 resamples would fill memory at the last stage
+        raise ConfigError(f"aggregate.bootstrap: {shown(cfg.aggregate.bootstrap)} must lie in [0, {MAX_BOOTSTRAP:,}]")
+    if cfg.aggregate.threshold < 0:
+        raise ConfigError(f"aggregate.threshold: {cfg.aggregate.threshold} must be >= 0 (the AIS that draws a ribbon)")
+    if not 0.0 < cfg.aggregate.alpha < 1.0:
+        raise ConfigError(f"aggregate.alpha: {cfg.aggregate.alpha} must lie in (0, 1)")
+    for name, metric in cfg.aggregate.metrics.items():
+        if not metric.strip():  # an empty override would silently fall back to the default metric
+            raise ConfigError(f"aggregate.metrics.{name}: an empty metric name")
+        if name not in ev.benchmarks:  # the metric of each benchmark's task: preflight.preflight
+            raise ConfigError(f"aggregate.metrics.{name}: not one of evals.benchmarks")
+    for name, level in cfg.aggregate.chance.items():
+        if name not in ev.benchmarks:  # it would be ignored in silence
+            raise ConfigError(f"aggregate.chance.{name}: not one of evals.benchmarks")
+        if not 0.0 <= level < 1.0:
+            raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
+    if cfg.aggregate.min_correct < 1:
+        raise ConfigError(f"aggregate.min_correct: {cfg.aggregate.min_correct} must be at least 1")

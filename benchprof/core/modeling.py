@@ -1,0 +1,284 @@
+"""Loading and saving a model and naming its eligible weights; shared by finetune, extract, damage, evaluate."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchprof import BenchprofError
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+# Which linear weights each `finetune.scope` makes eligible (matched on the parameter name).
+SCOPES: dict[str, tuple[str, ...]] = {
+    "mlp": ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"),
+    "attention": (
+        "self_attn.q_proj.weight",
+        "self_attn.k_proj.weight",
+        "self_attn.v_proj.weight",
+        "self_attn.o_proj.weight",
+    ),
+}
+SCOPES["all"] = SCOPES["mlp"] + SCOPES["attention"]
+
+_LAYER = re.compile(r"\.layers\.(\d+)\.")
+
+
+def layer_index(name: str) -> int | None:
+    """Decoder layer of a parameter name ('model.layers.3.mlp.up_proj.weight' -> 3), or None."""
+    m = _LAYER.search(name)
+    return int(m.group(1)) if m else None
+
+
+def is_eligible(name: str, scope: str, n_layers: int, front_removal: int = 0, back_removal: int = 0) -> bool:
+    """Is this weight a candidate for a region: in scope, in layers front_removal <= l < L - back_removal."""
+    if scope not in SCOPES:
+        raise BenchprofError(f"finetune.scope: unknown scope {scope!r} (known: {', '.join(SCOPES)})")
+    layer = layer_index(name)
+    return layer is not None and name.endswith(SCOPES[scope]) and front_removal <= layer < n_layers - back_removal
+
+
+def eligible_names(
+    names: Iterable[str], scope: str, n_layers: int, front_removal: int = 0, back_removal: int = 0
+) -> list[str]:
+    return [n for n in names if is_eligible(n, scope, n_layers, front_removal, back_removal)]
+
+
+def torch_dtype(name: str) -> torch.dtype | str:
+    """'bfloat16' -> torch.bfloat16; 'auto' stays 'auto' (the checkpoint's own dtype)."""
+    import torch
+
+    return name if name == "auto" else getattr(torch, name)
+
+
+def pick_device(device: str = "auto", key: str = "evals.device") -> str:
+    """evals.device (or the option `key`) made concrete: auto is cuda where CUDA is available, else cpu. A name
+    torch does not know, or cuda on a machine without CUDA, is one BenchprofError line naming `key` (it was a
+    65-line traceback at model load)."""
+    import torch
+
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, ValueError):
+        raise BenchprofError(f"{key}: {device!r} is not a device (auto, cpu, cuda, cuda:0, ...)") from None
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise BenchprofError(f"{key}: {device!r}, but CUDA is not available on this machine; use auto or cpu")
+    return device
+
+
+def load_model(
+    name: str, tokenizer: str | None = None, dtype: str = "auto", device: str = "cpu"
+) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
+    """AutoModelForCausalLM and AutoTokenizer from a local folder or hub id, in eval mode."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        model = AutoModelForCausalLM.from_pretrained(name, dtype=torch_dtype(dtype))
+        tok = AutoTokenizer.from_pretrained(tokenizer or name)
+    except Exception as err:  # OSError, ValueError, safetensors' own errors for a truncated file: one line
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BenchprofError(f"models.name: cannot load {name!r}: {first}") from None
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    torch.nn.Module.to(model, device)  # (PreTrainedModel.to is typed as a decorator)
+    model.eval()
+    return model, tok
+
+
+def save_model(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, out: Path | str) -> None:
+    """save_pretrained of the model and its tokenizer into `out`, without a save's terminal noise: the
+    one-shard "Writing model shards" bar, and DeepSpeed's "Setting accelerator to CPU" warning (transformers
+    imports DeepSpeed, where installed, to ask whether ZeRO-3 is on; without CUDA DeepSpeed picks the CPU
+    anyway, so naming it keeps the choice and drops the line)."""
+    import torch
+    from transformers.utils import logging as hf_logging
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(out)
+        tokenizer.save_pretrained(out)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+def num_layers(model: PreTrainedModel) -> int:
+    return int(model.config.num_hidden_layers)
+
+
+def total_params(model: torch.nn.Module) -> int:
+    """All parameters (tied weights counted once), the denominator of k."""
+    return sum(p.numel() for p in model.parameters())
+
+
+def fingerprint(model: torch.nn.Module) -> str:
+    """A short hash of the model's parameter names, shapes and every value (dtype-blind).
+
+    Masks and importance files record it, so a region is never applied to another model, and a model
+    changed anywhere is told apart. Values are rounded to bf16 first, so one checkpoint loaded in fp32
+    or bf16 has one fingerprint; one tensor at a time is copied to the CPU (2 bytes a weight).
+    """
+    import torch
+
+    h = hashlib.blake2b(digest_size=8)
+    for name, p in model.state_dict().items():
+        h.update(f"{name}:{tuple(p.shape)};".encode())
+        if p.is_floating_point():
+            values = p.detach().to(torch.bfloat16).reshape(-1).view(torch.int16).cpu()
+        else:
+            values = p.detach().reshape(-1).cpu()
+        h.update(values.numpy().tobytes())
+    return h.hexdigest()
+
+
+MODEL_FILES = "model_files.json"  # in a model's outputs folder: a content_record of each checkpoint file
+
+
+def model_identity(source: str, cache_dir: Path | None = None, update_cache: bool = True) -> dict[str, Any]:
+    """What a checkpoint is, without loading it: a content hash of each file of a local folder, or the
+    hub commit of a hub id. Never its path or the files' times, so a moved or copied model (or project)
+    is the same model.
+
+    Hashing a large checkpoint takes a while (about 1 GB/s), so each file's storage.content_record is kept
+    in `cache_dir/model_files.json`, trusted while the file's stat_key (inode, size, mtime, ctime) is
+    unchanged: a file edited in place, even with its size and mtime put back, is hashed again; a touched
+    or copied one is hashed again and found unchanged. `update_cache=False` reads the records and writes
+    nothing (`benchprof status`). The records also say which model a folder holds (`same_model_folder`).
+    """
+    from benchprof.core.storage import stat_key, write_json
+
+    folder = Path(source)
+    if not folder.is_dir():
+        commit = None
+        try:
+            from huggingface_hub import try_to_load_from_cache
+
+            cached = try_to_load_from_cache(source, "config.json")
+            commit = Path(cached).parent.name if isinstance(cached, str) else None
+        except Exception:  # no hub library or cache: the name alone identifies it
+            pass
+        return {"hub": source, "commit": commit}
+    cache_file = cache_dir / MODEL_FILES if cache_dir else None
+    records = read_model_files(cache_file) if cache_file is not None else {}
+    files, changed = {}, False
+    for path in checkpoint_files(folder):
+        record = records.get(path.name)
+        if not (isinstance(record, dict) and record.get("stat") is not None and record["stat"] == stat_key(path)):
+            record, changed = settled_record(path), True
+            records[path.name] = record
+        files[path.name] = record["hash"]
+    if set(records) != set(files):
+        records, changed = {name: records[name] for name in files}, True
+    if changed and cache_file is not None and update_cache:
+        try:
+            write_json(cache_file, {"files": records})
+        except BenchprofError:
+            pass  # a read-only outputs folder: hash again next time
+    return {"files": files}
+
+
+def checkpoint_files(folder: Path) -> list[Path]:
+    """The files that make up a local checkpoint folder (not its hidden ones)."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+
+
+def settled_record(path: Path) -> dict[str, Any]:
+    """storage.content_record of a checkpoint file, its stat_key kept only if the file is settled: an edit
+    within the file system's clock tick of the last one keeps the key (git's "racy clean"), so a file
+    written in the last two seconds is hashed again next time."""
+    from benchprof.core.storage import content_record
+
+    record = content_record(path)
+    if time.time_ns() - path.stat().st_ctime_ns <= 2_000_000_000:
+        record.pop("stat", None)
+    return record
+
+
+def read_model_files(path: Path) -> dict[str, dict[str, Any]]:
+    """A model_files.json's records by file name ({} when missing or unreadable). Older versions wrote
+    {"<name>|<stat_key>": hash}; those are read as records, so a large checkpoint is not hashed again."""
+    from benchprof.core.storage import read_json
+
+    try:
+        data = read_json(path) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    if isinstance(data.get("files"), dict):
+        return {str(k): v for k, v in data["files"].items() if isinstance(v, dict) and "hash" in v}
+    records = {}
+    for key, digest in data.items():
+        name, _, stat = str(key).partition("|")
+        if stat.count(":") == 3 and isinstance(digest, str):
+            records[name] = {"size": int(stat.split(":")[1]), "hash": digest, "stat": stat}
+    return records
+
+
+def same_model_folder(source: str, output_root: Path) -> str | None:
+    """The name of the folder under `output_root` whose model_files.json records exactly the files of the
+    local checkpoint `source`, or None: how a model reached under another name (a symlink, a renamed or
+    copied folder, a hub snapshot path) finds its results. A renamed folder or a symlink keeps every
+    file's stat_key, so nothing is read; otherwise the files are hashed once, and only when some folder
+    records files of the same names and sizes."""
+    from benchprof.core.storage import file_hash, stat_key
+
+    folder = Path(source)
+    if not folder.is_dir() or not output_root.is_dir():
+        return None
+    paths = checkpoint_files(folder)
+    if not paths:
+        return None
+    sizes = {p.name: p.stat().st_size for p in paths}
+    candidates = []
+    for model_dir in sorted(p for p in output_root.iterdir() if p.is_dir()):
+        records = read_model_files(model_dir / MODEL_FILES)
+        if set(records) != set(sizes) or any(records[n].get("size") != size for n, size in sizes.items()):
+            continue
+        if all(records[p.name].get("stat") == stat_key(p) for p in paths):
+            return model_dir.name
+        candidates.append((model_dir.name, records))
+    if candidates:
+        hashes = {p.name: file_hash(p) for p in paths}
+        for name, records in candidates:
+            if all(records[n]["hash"] == digest for n, digest in hashes.items()):
+                return name
+    return None
+
+
+def link_results(source: Path, target: Path) -> int:
+    """Give a new model folder `target` the results of `source`, a folder of the same checkpoint, as hard links
+    (copies across file systems): no result depends on the folder's name (its tag), so they are current there
+    and nothing is redone. Locks, logs, temporary files and the profile (whose tables print the tag; it is
+    recomputed in seconds) are left out. Returns the number of files linked."""
+    import os
+    import shutil
+
+    linked = 0
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if not path.is_file() or path.is_symlink() or relative.parts[0] in ("logs", "profile"):
+            continue
+        if path.name.startswith(".") and (path.name.endswith(".lock") or path.name.endswith(".tmp")):
+            continue
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(path, destination)
+        except OSError:
+            shutil.copy2(path, destination)
+        linked += 1
+    return linked

@@ -1,0 +1,389 @@
+"""The effectiveness–specificity frontier: for each neuron-selection option and region size, how much zeroing
+ability a's region costs a's own test split, how much it costs the other abilities' splits, and how much a
+random region of the same size costs (docs/frontier.md).
+
+A region here is a set of whole MLP neurons (neuron j of layer l: row j of gate_proj and up_proj, column j of
+down_proj, as in knowledge-neuron and language-specific-neuron work), chosen by an attribution on neuron
+outputs computed over the ability's *train* split and evaluated on the *test* splits (disjoint items):
+
+    A_a(l, j) = Σ_items Σ_positions  h_lj · ∂ log P(correct option) / ∂ h_lj
+
+h_lj the neuron's activation (the input of down_proj), P the softmax over the options of their per-character
+log-likelihoods (what lm-eval's acc_norm ranks). −A is the first-order change of the objective when the
+neuron is zeroed, so a large A marks a neuron the right answer leans on. Options (`NEURON_SCORES`):
+
+- `act_grad`: the mean of A_a over a's train items (effective: what a's answers lean on most);
+- `act_grad_t`: its t statistic over items (neurons every item leans on, not a few items a lot);
+- `act_grad_contrast`: t_a − max_{b≠a} t_b over the other abilities of the contrast set (specific: what a
+  leans on and no other ability does). The contrast set is every ability of the config by default, scored or
+  not: an ability the model is at chance on still shows which neurons every prompt of the format leans on.
+
+Every (option, ability, size) region and `draws` random regions per size are zeroed in turn and the test
+splits scored in process (acc_norm as lm-eval's multiple-choice scores it, planted.item_scores). Results are
+appended line by line to frontier/evaluations.jsonl and reused by a rerun; frontier.csv, frontier.md and
+frontier.png summarise them (frontier_report.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchprof import BenchprofError
+from benchprof.core.storage import write_text
+from benchprof.lab.frontier_report import NEURON_SCORES, FrontierPlan
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from numpy.typing import NDArray
+    from transformers import PreTrainedTokenizerBase
+
+    from benchprof.core.config import Config
+
+RANDOM = "random"
+
+
+@dataclass
+class Neurons:
+    """The MLP layers of a Llama-style model, the unit of a region (hidden size, neurons per layer)."""
+
+    mlps: list[Any]  # the decoder layers' MLP modules (gate_proj, up_proj, down_proj)
+    hidden: int
+    intermediate: int
+    total_params: int = field(default=0)
+
+    @property
+    def count(self) -> int:
+        return len(self.mlps) * self.intermediate
+
+    def weights(self, n: int) -> int:
+        """Weights in a region of n neurons: a gate row, an up row and a down column each."""
+        return 3 * self.hidden * n
+
+
+def model_neurons(model: torch.nn.Module) -> Neurons:
+    """The decoder's MLP blocks (each with gate_proj, up_proj and down_proj), refused in one line if absent."""
+    layers = getattr(getattr(model, "model", None), "layers", None)
+    mlps: list[Any] = [getattr(layer, "mlp", None) for layer in layers] if layers is not None else []
+    if not mlps or any(m is None or not hasattr(m, "down_proj") for m in mlps):
+        raise BenchprofError("frontier: the model has no Llama-style MLP blocks (model.layers[i].mlp.down_proj)")
+    down = mlps[0].down_proj.weight
+    return Neurons(mlps, int(down.shape[0]), int(down.shape[1]), sum(p.numel() for p in model.parameters()))
+
+
+def neuron_attribution(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_items: int = 8
+) -> NDArray[np.float32]:
+    """A(item, neuron) = Σ_positions h · ∂ log P(correct option)/∂h over the item's option rows; shape
+    (items, layers × intermediate), neuron id = layer × intermediate + j."""
+    import numpy as np
+    import torch
+
+    from benchprof.lab.planted import mc_rows, option_logliks
+
+    neurons = model_neurons(model)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    acts: list[torch.Tensor] = []
+    hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
+    # the weights need no gradient; the activations do, through the embeddings
+    embedding: Any = model.get_input_embeddings()  # type: ignore[operator]
+    embed = embedding.register_forward_hook(lambda _m, _i, out: out.requires_grad_())
+    grads_were = [p.requires_grad for p in model.parameters()]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    out = np.zeros((len(records), neurons.count), dtype=np.float32)
+    try:
+        for start in range(0, len(records), batch_items):
+            chunk = list(records[start : start + batch_items])
+            rows = mc_rows(tok, chunk)
+            acts.clear()
+            loglik = option_logliks(model, rows, pad)
+            objective = loglik.new_zeros(())
+            pos = 0
+            for record in chunk:
+                n = len(record["options"])
+                chars = torch.tensor([r[4] for r in rows[pos : pos + n]], dtype=loglik.dtype, device=loglik.device)
+                objective = objective + torch.log_softmax(loglik[pos : pos + n] / chars, 0)[record["label"]]
+                pos += n
+            grads = torch.autograd.grad(objective, acts)
+            per_row = torch.cat([(a * g).sum(1) for a, g in zip(acts, grads, strict=True)], 1).float()
+            items = torch.tensor([r[0] for r in rows], device=per_row.device)
+            per_item = per_row.new_zeros(len(chunk), neurons.count).index_add_(0, items, per_row)
+            out[start : start + len(chunk)] = per_item.detach().cpu().numpy()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        embed.remove()
+        for p, was in zip(model.parameters(), grads_were, strict=True):
+            p.requires_grad_(was)
+        acts.clear()
+    return out
+
+
+def neuron_scores(attribution: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
+    """The score that ranks ability's neurons under `option` (NEURON_SCORES), from every ability's attribution."""
+    import numpy as np
+
+    def t_stat(values: NDArray[np.float32]) -> NDArray[np.float64]:
+        v = values.astype(np.float64)
+        sd = v.std(0, ddof=1) if len(v) > 1 else np.zeros(v.shape[1])
+        return v.mean(0) / np.where(sd > 0, sd / math.sqrt(len(v)), np.inf)
+
+    if option == "act_grad":
+        return attribution[ability].astype(np.float64).mean(0)
+    if option == "act_grad_t":
+        return t_stat(attribution[ability])
+    if option == "act_grad_contrast":
+        others = [t_stat(values) for name, values in attribution.items() if name != ability]
+        if not others:
+            raise BenchprofError("frontier: act_grad_contrast needs at least two abilities")
+        return t_stat(attribution[ability]) - np.max(others, axis=0)
+    raise BenchprofError(f"frontier: unknown option {option!r} (known: {', '.join(NEURON_SCORES)})")
+
+
+def top_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
+    """The n highest-scoring neuron ids, ties to the lower id (a stable sort of −score)."""
+    import numpy as np
+
+    return sorted(int(i) for i in np.argsort(-scores, kind="stable")[:n])
+
+
+def random_neurons(count: int, n: int, seed: int) -> list[int]:
+    """n distinct neuron ids drawn uniformly from `count`, reproducible from seed."""
+    import numpy as np
+
+    return sorted(int(i) for i in np.random.default_rng(seed).choice(count, size=n, replace=False))
+
+
+class ZeroedNeurons:
+    """Zero whole neurons in place (gate row, up row, down column) and restore them bit for bit on exit."""
+
+    def __init__(self, neurons: Neurons, ids: Sequence[int]) -> None:
+        self.neurons, self.ids = neurons, list(ids)
+        self.saved: list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+
+    def __enter__(self) -> ZeroedNeurons:
+        import torch
+
+        by_layer: dict[int, list[int]] = {}
+        for i in self.ids:
+            by_layer.setdefault(i // self.neurons.intermediate, []).append(i % self.neurons.intermediate)
+        with torch.no_grad():
+            for layer, js in sorted(by_layer.items()):
+                mlp = self.neurons.mlps[layer]
+                j = torch.tensor(js, device=mlp.down_proj.weight.device)
+                self.saved.append(
+                    (
+                        mlp,
+                        j,
+                        mlp.gate_proj.weight[j].clone(),
+                        mlp.up_proj.weight[j].clone(),
+                        mlp.down_proj.weight[:, j].clone(),
+                    )
+                )
+                mlp.gate_proj.weight[j] = 0
+                mlp.up_proj.weight[j] = 0
+                mlp.down_proj.weight[:, j] = 0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        with torch.no_grad():
+            for mlp, j, gate, up, down in self.saved:
+                mlp.gate_proj.weight[j] = gate
+                mlp.up_proj.weight[j] = up
+                mlp.down_proj.weight[:, j] = down
+        self.saved.clear()
+
+
+def read_split(plan: FrontierPlan, ability: str, split: str, n: int) -> list[dict[str, Any]]:
+    """The first n records of an ability's split, refused in one line when the file is missing."""
+    from benchprof.core.layout import data_file
+
+    path = data_file(plan.data_dir / ability, split)
+    if not path.is_file():
+        raise BenchprofError(f"frontier: {path}: not found; run `benchprof data` for {ability} first")
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()][:n]
+
+
+def evaluations(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of evaluations.jsonl written so far (a half-written last line, from a kill, is skipped)."""
+    if not path.is_file():
+        return
+    for line in path.read_text().splitlines():
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            continue
+
+
+def variants(
+    plan: FrontierPlan, neurons: Neurons, attribution: dict[str, NDArray[np.float32]]
+) -> Iterator[tuple[str, str, int, int, list[int]]]:
+    """(option, ability or draw name, size, draw, neuron ids) of every region the plan measures."""
+    for option in plan.options:
+        for ability in plan.abilities:
+            scores = neuron_scores(attribution, ability, option)
+            for size in plan.sizes:
+                yield option, ability, size, 0, top_neurons(scores, size)
+    for size in plan.sizes:
+        for draw in range(plan.draws):
+            yield (
+                RANDOM,
+                f"draw{draw}",
+                size,
+                draw,
+                random_neurons(neurons.count, size, plan.seed * 1000 + size * 10 + draw),
+            )
+
+
+def measure(plan: FrontierPlan) -> Path:
+    """Measure the frontier of `plan` (resuming what frontier/evaluations.jsonl already holds) and write its
+    summary; returns the folder."""
+    import numpy as np
+    import torch
+    from tqdm import tqdm
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from benchprof.lab.frontier_report import write_report
+    from benchprof.lab.planted import item_scores
+
+    torch.set_num_threads(plan.threads)
+    started = time.time()
+    plan.out.mkdir(parents=True, exist_ok=True)
+    plan_file = plan.out / "plan.json"
+    if plan_file.is_file() and json.loads(plan_file.read_text()) != plan.record():
+        raise BenchprofError(f"frontier: {plan.out} holds another plan's results (plan.json); give another --out")
+    write_text(plan_file, json.dumps(plan.record(), indent=1) + "\n")
+    tok = AutoTokenizer.from_pretrained(plan.model)
+    model = AutoModelForCausalLM.from_pretrained(plan.model, dtype=torch.float32).eval()
+    neurons = model_neurons(model)
+    tests = {a: read_split(plan, a, "test", plan.test_items) for a in plan.abilities}
+
+    attribution = {}
+    for ability in dict.fromkeys(plan.abilities + plan.contrast):
+        path = plan.out / "attribution" / f"{ability}.npy"
+        if not path.is_file():
+            records = read_split(plan, ability, "train", plan.train_items)
+            path.parent.mkdir(exist_ok=True)
+            values = neuron_attribution(model, tok, records, plan.batch_items)
+            np.save(path.with_suffix(".tmp.npy"), values)
+            path.with_suffix(".tmp.npy").replace(path)
+        attribution[ability] = np.load(path)
+
+    log = plan.out / "evaluations.jsonl"
+    done = {(r["option"], r["region"], r["size"]) for r in evaluations(log)}
+    if ("original", "-", 0) not in done:
+        append(
+            log,
+            {
+                "option": "original",
+                "region": "-",
+                "size": 0,
+                "neurons": [],
+                "acc_norm": score(model, tok, tests, item_scores),
+            },
+        )
+    todo = [v for v in variants(plan, neurons, attribution) if (v[0], v[1], v[2]) not in done]
+    for option, region, size, _draw, ids in tqdm(todo, desc="frontier", unit="region", leave=False):
+        with ZeroedNeurons(neurons, ids):
+            scores = score(model, tok, tests, item_scores)
+        append(log, {"option": option, "region": region, "size": size, "neurons": ids, "acc_norm": scores})
+    files = write_report(plan, list(evaluations(log)), neurons.weights(1), neurons.total_params)
+    written = ", ".join(map(str, files))
+    print(f"frontier: {len(todo)} regions scored, {len(done)} reused; {written} ({time.time() - started:.0f}s)")
+    return plan.out
+
+
+def frontier(
+    cfg: Config,
+    ability: str | tuple[str, ...] | None = None,
+    model: str | None = None,
+    options: str | tuple[str, ...] = ",".join(NEURON_SCORES),
+    sizes: str | tuple[int, ...] = "4,32,256,1024",
+    draws: int = 3,
+    train_items: int = 120,
+    test_items: int = 100,
+    threads: int = 1,
+) -> None:
+    """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
+    region zeroed and every ability's test split scored, against random regions of the same size
+    (docs/frontier.md). Writes outputs/<model>/frontier/; a rerun reuses every region already scored.
+
+    Needs the abilities' data (`benchprof data`). Attribution reads the train splits, scoring the test splits.
+
+    Arguments:
+        cfg: the config (on the command line: the path of config.yml); its model, abilities and data.dir.
+        ability: the abilities whose regions are measured (comma-separated); default every ability of `datasets:`.
+            At least two. act_grad_contrast holds each against every ability of `datasets:`.
+        model: the model (name or tag); default the config's first.
+        options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast.
+        sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated.
+        draws: random regions per size (at least 3 for a comparison with random).
+        train_items: train items per ability the attribution reads.
+        test_items: test items per ability scored.
+        threads: torch threads.
+    """
+    from benchprof.core.config import select
+    from benchprof.core.layout import Layout
+
+    spec = cfg.selected_models(model)[0]
+    abilities = select(ability, cfg.abilities(), "--ability")
+    if len(abilities) < 2:
+        raise BenchprofError("--ability: the frontier compares an ability's split with the others': give two or more")
+    plan = FrontierPlan(
+        model=cfg.model_source(spec)[0],
+        data_dir=cfg.resolve(cfg.data.dir),
+        abilities=tuple(abilities),
+        contrast=tuple(cfg.abilities()),
+        out=Layout(cfg.output_root, spec.tag).frontier_dir,
+        options=tuple(select(options, NEURON_SCORES, "--options")),
+        sizes=tuple(sorted({positive(v, "--sizes") for v in listed(sizes)})),
+        draws=positive(draws, "--draws"),
+        train_items=positive(train_items, "--train_items"),
+        test_items=positive(test_items, "--test_items"),
+        threads=positive(threads, "--threads"),
+        seed=cfg.settings.seed,
+    )
+    measure(plan)
+
+
+def listed(value: object) -> list[str]:
+    """A comma-separated option as a list (fire reads 1,2,3 as a tuple)."""
+    items = value if isinstance(value, (tuple, list)) else str(value).split(",")
+    return [str(x).strip() for x in items if str(x).strip()]
+
+
+def positive(value: object, flag: str) -> int:
+    """An option's positive integer, refused in one line otherwise."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise BenchprofError(f"{flag}: {str(value)[:40]!r} is not a whole number") from None
+    if number < 1:
+        raise BenchprofError(f"{flag}: must be at least 1, got {number}")
+    return number
+
+
+def score(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]], item_scores: Any
+) -> dict[str, list[float]]:
+    """acc_norm per item of every test split."""
+    return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
+
+
+def append(path: Path, record: dict[str, Any]) -> None:
+    """One line of evaluations.jsonl, flushed and synced: a kill loses at most the line being written."""
+    import os
+
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+        f.flush()
+        os.fsync(f.fileno())

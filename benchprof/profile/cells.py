@@ -1,0 +1,595 @@
+"""A profile's rows from its loaded evaluations: the glue between results.Score and the arrays of stats/.
+
+Per (ability, k, benchmark) cell, on one metric: each region's AIS with its paired bootstrap interval and
+paired test, and top-random against the pool of every ability's random draws at k (`cell_rows`); the null
+calibration of that pool; the specificity rows; the joint cell of a benchmark's profile (analyses.py); and the
+multiplicity correction over the whole profile. Numbers only: every formula is in stats/, and nothing here
+reads or writes a file.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from benchprof.core.config import random_draw
+from benchprof.core.layout import format_k
+from benchprof.core.results import DocId, DocKey, PerDoc, Score
+from benchprof.profile.analyses import JointCell
+from benchprof.profile.rows import (
+    ADJUSTED,
+    CONTROL,
+    MEAN,
+    P_CORRECT,
+    PRIMARY,
+    SECONDARY,
+    SPECIFICITY,
+    SPECIFICITY_METRIC,
+    AisRow,
+    KStep,
+    NullCalibration,
+    Profile,
+    ability_benchmarks,
+    cell_key,
+)
+from benchprof.stats.control import MIN_DRAWS, top_against_random
+from benchprof.stats.control import null_calibration as control_calibration
+from benchprof.stats.impact import adjusted_ais, ais_above_chance, impact_score, specificity_score
+from benchprof.stats.multitest import bh_qvalues
+from benchprof.stats.paired import paired_test
+from benchprof.stats.power import minimum_detectable_ais, minimum_detectable_ais_continuous
+from benchprof.stats.resampling import (
+    bootstrap_ais,
+    cell_rng,
+    material_drop,
+    mean_specificity_bootstrap,
+    percentile_ci,
+    two_level_bootstrap,
+    wald_test,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+CellKey = tuple[str, float, str, str]  # (ability, k, benchmark, region)
+Loaded = dict[tuple[str, float], dict[str, Score]]  # one benchmark: (ability, k) -> region -> score
+
+
+def joint_cell(
+    abilities: list[str],
+    benchmark: str,
+    k: float,
+    original: Score,
+    loaded: Loaded,
+    clusters: dict[DocId, str],
+) -> JointCell | None:
+    """One benchmark at k for the joint resample of its profile (analyses.JointCell): the original's and every
+    ability's top-region per-item scores on the items all of them hold, sorted by key (the same order in every
+    model); None without per-item scores."""
+    import numpy as np
+
+    if original.per_doc is None:
+        return None
+    tops = {a: loaded.get((a, k), {}).get("top") for a in abilities}
+    per_doc = {a: score.per_doc for a, score in tops.items() if score is not None and score.per_doc is not None}
+    if not per_doc:
+        return None
+    shared = set(original.per_doc)
+    for values in per_doc.values():
+        shared &= set(values)
+    docs = sorted(shared, key=lambda doc: tuple(str(part) for part in doc))
+    if not docs:
+        return None
+    ablated = np.full((len(abilities), len(docs)), np.nan)
+    for i, ability in enumerate(abilities):
+        if ability in per_doc:
+            ablated[i] = [per_doc[ability][d] for d in docs]
+    cluster_ids, strata = Cell(MEAN, k, benchmark, 0, 0, clusters).groups(docs)
+    return JointCell(
+        benchmark,
+        k,
+        np.array([original.per_doc[d] for d in docs]),
+        ablated,
+        cluster_ids,
+        strata,
+        -1.0 if original.lower_is_better else 1.0,
+        zlib.crc32(repr(docs).encode()),
+    )
+
+
+def family_of(row: AisRow) -> str:
+    """The multiplicity family a tested row belongs to (AisRow.family), declared before any result is seen.
+
+    primary: what the profile is read for, on each benchmark's primary metric: each ability's top region and
+    its top-random row per benchmark and k, and the specificity of top regions (each ability's and their mean).
+    control: random regions and their specificity, tested so a reader sees what a region of no ability does,
+    never starred (a random region belongs to no ability). secondary: everything else with a p-value (p_correct
+    rows, bottom regions, top-random specificity) in a family of its own. The mean top-random specificity is in
+    none: the pool cancels in it, so it equals the mean top specificity, a row already tested.
+    """
+    if math.isnan(row.p_value) or row.at_chance:
+        return ""
+    if random_draw(row.region):
+        return CONTROL
+    if row.ability == MEAN and row.region == ADJUSTED:
+        return ""
+    if row.metric == P_CORRECT:
+        return SECONDARY
+    if row.benchmark == SPECIFICITY:
+        return PRIMARY if row.region == "top" else SECONDARY
+    return PRIMARY if row.region in ("top", ADJUSTED) else SECONDARY
+
+
+def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
+    """q-values, stars and minimum detectable AIS over the model's profile.
+
+    Rows of a benchmark at chance (Profile.at_chance) are marked `at_chance`, keep their p-value and get no
+    q-value and no star: an ablation of a model that cannot do the task measures noise. Every other row with a
+    p-value is put in its family (`family_of`): Benjamini–Hochberg q-values within the primary family and, apart,
+    within the secondary one, `significant` = q < aggregate.alpha, so the expected share of false stars among a
+    family's stars is at most alpha; control rows keep their p-value and get neither q-value nor star. The
+    minimum detectable AIS of a row uses alpha / (its family's size; the primary one's for control rows), a
+    conservative stand-in for the BH threshold, which depends on how many other rows are discoveries.
+    """
+    import numpy as np
+
+    at_chance = set(profile.at_chance)
+    splits_at_chance = at_chance & set(ability_benchmarks(profile.benchmarks))
+    for row in profile.rows:  # a specificity row compares every ability split: one at chance makes it noise too
+        row.at_chance = bool(splits_at_chance) if row.benchmark == SPECIFICITY else row.benchmark in at_chance
+        row.family = family_of(row)
+        if not math.isnan(row.p_value) and row.family in ("", CONTROL):
+            row.significant = False
+    families = {name: [row for row in profile.rows if row.family == name] for name in (PRIMARY, SECONDARY, CONTROL)}
+    profile.family_size, profile.family_size_secondary = len(families[PRIMARY]), len(families[SECONDARY])
+    discordance: dict[str, list[float]] = {}
+    for name, family in families.items():
+        if not family:
+            continue
+        if name != CONTROL:
+            for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
+                row.q_value = float(q)
+                material = material_drop(row.dropped, profile.bootstrap)
+                if material:  # a material share of resamples undefined: the interval is over a selected rest
+                    profile.notes.append(
+                        f"{row.benchmark} {row.ability}/k{format_k(row.k)}/{row.region}: {row.dropped} of "
+                        f"{profile.bootstrap} resamples had no AIS (original mean 0); its interval is over the rest "
+                        "and it gets no star"
+                    )
+                row.significant = bool(q < profile.alpha) and not material
+        level = profile.alpha / max(1, len(families[SECONDARY] if name == SECONDARY else families[PRIMARY]))
+        for row in family:
+            if row.n_docs and row.flips_lost is not None and row.flips_gained is not None:
+                share = (row.flips_lost + row.flips_gained) / row.n_docs
+                row.mde = float(minimum_detectable_ais(row.n_docs, share, row.score_original, level))
+                if row.region == "top" and math.isclose(row.k, profile.report_k):
+                    discordance.setdefault(row.benchmark, []).append(share)
+            elif id(row) in row_spread:
+                spread = row_spread[id(row)]
+                row.mde = float(minimum_detectable_ais_continuous(row.n_docs, spread, row.score_original, level))
+    profile.discordance = {b: float(np.median(shares)) for b, shares in discordance.items()}
+
+
+def set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:
+    """The 95% percentile interval of a row's bootstrap draws; with `test` (specificity rows, whose null is 0), the
+    interval and p-value of stats.resampling.wald_test instead, which has no floor at 1 / (resamples + 1). Stars
+    come later, from the q-values."""
+    import numpy as np
+
+    row.ci_low, row.ci_high = percentile_ci(draws)
+    row.dropped = int(np.isnan(draws).sum())
+    if test:
+        row.ci_low, row.ci_high, row.p_value = wald_test(row.ais, draws)
+
+
+def finite_variance(values: NDArray[np.float64]) -> float:
+    """The sample variance of the finite values (NaN with fewer than two)."""
+    import numpy as np
+
+    finite = values[np.isfinite(values)]
+    return float(np.var(finite, ddof=1)) if finite.size > 1 else math.nan
+
+
+def set_control(
+    row: AisRow,
+    top: float,
+    control: list[float],
+    top_var: float | None = None,
+    random_vars: list[float] | None = None,
+    top_df: float = math.inf,
+) -> bool:
+    """A top-random row's interval and p-value from stats.control.top_against_random; False (nothing set) when
+    the pool is too small to say how much random regions differ."""
+    comparison = top_against_random(top, control, top_var=top_var, random_vars=random_vars, top_df=top_df)
+    if comparison is None:
+        return False
+    row.ci_low, row.ci_high, row.p_value = comparison.ci_low, comparison.ci_high, comparison.p_value
+    return True
+
+
+def widen_for_sparse_flips(
+    row: AisRow, original: NDArray[np.float64], ablated: NDArray[np.float64], sign: float
+) -> None:
+    """A 0/1 row's interval: the hull of its bootstrap interval and Newcombe's score interval for the paired
+    difference over the original mean (stats.paired.paired_difference_interval). With a few flipped items the
+    percentile bootstrap covers 80% where 95% is asked; the score interval keeps its coverage there but ignores
+    clusters, which the bootstrap resamples; the hull keeps both (docs/statistics.md has the coverage table)."""
+    import numpy as np
+
+    from benchprof.stats.paired import paired_difference_interval
+
+    s = float(np.mean(original))
+    if s <= 0 or math.isnan(row.ci_low) or math.isnan(row.ci_high):
+        return
+    low, high = (sign * v / s for v in paired_difference_interval(original, ablated))
+    low, high = min(low, high), max(low, high)  # a lower-is-better metric turns the interval round
+    row.ci_low, row.ci_high = min(row.ci_low, low), max(row.ci_high, high)
+
+
+def random_pool(loaded: Loaded, k: float) -> list[Score]:
+    """Every random draw at k on one benchmark, of every ability (random, random2, ...): the control
+    distribution of random regions of that size. Where the original has per-document values, only draws
+    that have them too (the pool the interval resamples is the pool of the point estimate)."""
+    draws = [
+        score
+        for (ability, k_), ablated in loaded.items()
+        if math.isclose(k_, k)
+        for region, score in ablated.items()
+        if random_draw(region)
+    ]
+    with_docs = [score for score in draws if score.per_doc is not None]
+    return with_docs or draws
+
+
+def pool_calibration(
+    benchmark: str, k: float, original: Score, pool: list[Score], alpha: float
+) -> NullCalibration | None:
+    """stats.control.null_calibration on one benchmark at k: each random draw of the pool tested, as a top region
+    would be, against the others; None with too few draws."""
+    sign = -1.0 if original.lower_is_better else 1.0
+    ais = [sign * impact_score(original.value, score.value) for score in pool]
+    result = control_calibration(ais, alpha)
+    if result is None:
+        return None
+    p_values, share = result
+    return NullCalibration(benchmark, k, len(p_values), sum(p < alpha for p in p_values), share, p_values)
+
+
+@dataclass
+class Cell:
+    """One (ability, k, benchmark) cell of the profile and how its bootstrap resamples."""
+
+    ability: str
+    k: float
+    benchmark: str
+    resamples: int
+    seed: int
+    clusters: dict[DocId, str]  # (task, doc_id) -> cluster, where the documents carry one
+
+    def groups(self, docs: list[DocKey]) -> tuple[list[str] | None, list[str] | None]:
+        """(cluster ids, stratum ids) of `docs` for stats.resampling.resample_counts, None where there are none: a
+        document's cluster within its task (a document without one is its own), the task as stratum when
+        the benchmark is a group of several subtasks."""
+        tasks = [str(task) for task, _, _ in docs]
+        strata = tasks if len(set(tasks)) > 1 else None
+        if not any((task, doc_id) in self.clusters for task, doc_id, _ in docs):
+            return None, strata
+        clusters = [f"{task}\x00{self.clusters.get((task, doc_id), f'document {doc_id}')}" for task, doc_id, _ in docs]
+        return clusters, strata
+
+
+def cell_rows(
+    profile: Profile,
+    cell: Cell,
+    metric: str,
+    original: Score,
+    ablated: dict[str, Score],
+    samples_out: dict[CellKey, NDArray[np.float64]] | None = None,
+    row_spread: dict[int, float] | None = None,
+    pool: list[Score] | None = None,
+) -> list[AisRow]:
+    """The rows of one (ability, k, benchmark) cell on one metric: one per region present, plus top-random.
+
+    top-random = AIS(top) − the mean AIS of the `pool` of random draws at k (every ability's; default
+    this cell's own draws), its interval and test the top region against the distribution of the draws
+    (stats.control.top_against_random: is it outside what random regions of its size do?); its two-level
+    bootstrap samples (stats.resampling.two_level_bootstrap) still feed the top-random specificity rows. Each
+    region row gets its paired test against the original (stats.paired.paired_test). `samples_out[(ability,
+    k, benchmark, region)]` receives each region's bootstrap AIS samples, `row_spread[id(row)]` the sd of
+    a continuous row's paired differences (for its minimum detectable AIS)."""
+    import numpy as np
+
+    row_spread = {} if row_spread is None else row_spread
+    ability, k, benchmark, resamples = cell.ability, cell.k, cell.benchmark, cell.resamples
+
+    def new_row(region: str, score_ablated: float | None, ais: float) -> AisRow:
+        return AisRow(profile.model, ability, benchmark, k, region, metric, original.value, score_ablated, ais)
+
+    # AIS > 0 means the ablation hurt: for a lower-is-better metric (a loss, an error rate) that is s' > s
+    sign = -1.0 if original.lower_is_better else 1.0
+    rows = {
+        region: new_row(region, score.value, sign * impact_score(original.value, score.value))
+        for region, score in ablated.items()
+    }
+    control = pool if pool is not None else [score for region, score in ablated.items() if random_draw(region)]
+    if "top" in rows and control:
+        control_ais = [sign * impact_score(original.value, score.value) for score in control]
+        adjusted = rows[ADJUSTED] = new_row(ADJUSTED, None, adjusted_ais(rows["top"].ais, control_ais))
+        adjusted.control_draws = len(control)
+        # the interval and test: the top region against the distribution of random regions (stats.control);
+        # refined below with each run's item noise where per-document values give it
+        if not set_control(adjusted, rows["top"].ais, control_ais) and not math.isnan(adjusted.ais):
+            profile.notes.append(
+                f"{benchmark} {ability}/k{format_k(k)}/top-random: {len(control)} random draw(s) at this k cannot say "
+                f"how much random regions differ (needs {MIN_DRAWS}); no interval, no test (raise extract.random_draws)"
+            )
+
+    # paired tests and bootstrap over the documents every available per-sample file shares (0 resamples: no
+    # intervals, the tests still run)
+    paired = {region: score.per_doc for region, score in ablated.items() if score.per_doc is not None}
+    if original.per_doc is not None and paired:
+        shared = set(original.per_doc)
+        for per_doc in paired.values():
+            shared &= set(per_doc)
+        docs = [d for d in original.per_doc if d in shared]  # the original file's order
+        if len(docs) < len(original.per_doc):
+            profile.notes.append(
+                f"{benchmark} {ability}/k{format_k(k)}: intervals over the {len(docs)} of "
+                f"{len(original.per_doc)} documents that every per-sample file holds"
+            )
+        if docs:
+            base = np.array([original.per_doc[d] for d in docs])
+            matrix = np.array([[per_doc[d] for d in docs] for per_doc in paired.values()])
+            clusters, strata = cell.groups(docs)
+            for region in paired:
+                rows[region].n_docs = len(docs)
+            samples: dict[str, NDArray[np.float64]] = {}
+            if resamples > 0:
+                rng = cell_rng(cell.seed, cell_key(ability, k, benchmark))
+                draws = sign * bootstrap_ais(base, matrix, resamples, rng, clusters=clusters, strata=strata)
+                samples = dict(zip(paired, draws))
+            if samples and ADJUSTED in rows and "top" in paired and all(score.per_doc is not None for score in control):
+                pool_values = np.array([[score.per_doc[d] for d in docs] for score in control if score.per_doc])
+                top_values = np.array([paired["top"][d] for d in docs])
+                rng = cell_rng(cell.seed + 2, cell_key(ability, k, benchmark))  # the two-level bootstrap's own draws
+                two_level = two_level_bootstrap(base, top_values, pool_values, resamples, rng, clusters, strata)
+                samples[ADJUSTED] = sign * two_level
+                if (
+                    len(control) >= MIN_DRAWS
+                ):  # each run's item noise: the top's from its bootstrap, a draw's from its own
+                    pool_draws = bootstrap_ais(base, pool_values, resamples, rng, clusters=clusters, strata=strata)
+                    noise = [finite_variance(draw) for draw in pool_draws]
+                    units = len(set(clusters)) if clusters is not None else len(docs)  # what the bootstrap drew
+                    set_control(
+                        rows[ADJUSTED], rows["top"].ais, control_ais, finite_variance(samples["top"]), noise, units - 1
+                    )
+            for region, values in samples.items():
+                if samples_out is not None:
+                    samples_out[(ability, k, benchmark, region)] = values
+                row = rows[region]
+                if region != ADJUSTED:  # its interval and test come from the draws' distribution, above
+                    set_interval(row, values)
+                row.n_docs = len(docs)
+            for region, values_ablated in zip(paired, matrix):
+                row = rows[region]
+                if math.isnan(row.ais):
+                    continue  # AIS undefined (original score 0): nothing to test
+                test = paired_test(base, values_ablated, clusters, lower_is_better=sign < 0)
+                row.p_value, row.flips_lost, row.flips_gained = test.p_value, test.flips_lost, test.flips_gained
+                if test.flips_lost is None:
+                    row_spread[id(row)] = test.spread
+                elif region in samples:
+                    widen_for_sparse_flips(row, base, values_ablated, sign)
+    chance = profile.chance.get(benchmark, math.nan)
+    for row in rows.values():
+        if row.score_ablated is not None:
+            row.chance = chance
+            if sign > 0:  # a chance level means nothing for a loss
+                row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
+    return list(rows.values())
+
+
+def k_steps(
+    profile: Profile,
+    benchmark: str,
+    original: Score,
+    loaded: Loaded,
+    clusters: dict[DocId, str],
+) -> list[KStep]:
+    """Per ability, the change of its top region's AIS on `benchmark` between neighbouring k values, tested by
+    stats.paired.paired_test between the two ablated runs on the documents both hold (their clusters respected):
+    both share the original run, so the change is (s'(k_from) − s'(k_to)) / s (reversed for a lower-is-better
+    metric) and needs no bootstrap. Only where both runs have per-document values."""
+    out = []
+    sign = -1.0 if original.lower_is_better else 1.0
+    k_values = sorted(profile.k_values)
+    for ability in profile.abilities:
+        for k_from, k_to in zip(k_values, k_values[1:]):
+            first = loaded.get((ability, k_from), {}).get("top")
+            second = loaded.get((ability, k_to), {}).get("top")
+            if first is None or second is None or first.per_doc is None or second.per_doc is None:
+                continue
+            docs = [d for d in first.per_doc if d in second.per_doc]
+            if not docs or original.value == 0:
+                continue
+            ais_from = sign * impact_score(original.value, first.value)
+            ais_to = sign * impact_score(original.value, second.value)
+            cell = Cell(ability, k_to, benchmark, 0, 0, clusters)
+            test = paired_test(
+                [first.per_doc[d] for d in docs],
+                [second.per_doc[d] for d in docs],
+                cell.groups(docs)[0],
+                lower_is_better=original.lower_is_better,
+            )
+            out.append(
+                KStep(
+                    benchmark,
+                    ability,
+                    k_from,
+                    k_to,
+                    ais_from,
+                    ais_to,
+                    ais_to - ais_from,
+                    test.flips_lost,
+                    test.flips_gained,
+                    test.p_value,
+                )
+            )
+    return out
+
+
+def correct_k_steps(profile: Profile) -> None:
+    """Benjamini-Hochberg q-values and stars over the profile's k steps (a family of their own), leaving out
+    benchmarks at chance."""
+    tested = [s for s in profile.k_steps if not math.isnan(s.p_value) and s.benchmark not in profile.at_chance]
+    for step, q in zip(tested, bh_qvalues([s.p_value for s in tested]), strict=True):
+        step.q_value, step.significant = float(q), bool(q < profile.alpha)
+
+
+def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64]]) -> list[AisRow]:
+    """ais.csv rows (benchmark "specificity") per (ability, k, region): AIS on the ability's own split
+    minus the mean AIS on every other ability split in evals.benchmarks (a fixed set: when one of them
+    has no AIS, the row has no value and a note says which); `samples[(ability, k, benchmark, region)]`
+    holds the cell's bootstrap AIS samples (same resample count everywhere), when there were per-sample files."""
+    own_splits = ability_benchmarks(profile.benchmarks)
+    rows = []
+    for ability in profile.abilities:
+        if ability not in own_splits:
+            continue
+        for k in profile.k_values:
+            for region in profile.regions_with_adjusted:
+                own = profile.row(ability, ability, k, region)
+                cells = {b: profile.row(ability, b, k, region) for b in own_splits if b != ability}
+                lacking = [b for b, r in cells.items() if r is None or math.isnan(r.ais)]
+                if own is None or math.isnan(own.ais) or not cells:
+                    continue
+                if lacking:
+                    profile.notes.append(
+                        f"specificity of {ability} at k={format_k(k)} ({region}): no value, "
+                        f"no AIS on {', '.join(lacking)}"
+                    )
+                    continue
+                others = [r for r in cells.values() if r is not None]
+                row = AisRow(
+                    profile.model,
+                    ability,
+                    SPECIFICITY,
+                    k,
+                    region,
+                    SPECIFICITY_METRIC,
+                    math.nan,
+                    None,
+                    float(specificity_score(own.ais, [r.ais for r in others])),
+                    n_docs=own.n_docs + sum(r.n_docs for r in others),
+                )
+                # the splits hold different documents, so their independent resamples combine index by index
+                draws = [samples.get((ability, k, r.benchmark, region)) for r in [own] + others]
+                present = [d for d in draws if d is not None]
+                if len(present) == len(draws) and len({len(d) for d in present}) == 1:
+                    set_interval(row, specificity_score(present[0], present[1:]), test=True)
+                rows.append(row)
+    return rows
+
+
+def mean_specificity_rows(
+    profile: Profile,
+    original_docs: dict[str, PerDoc],
+    ablated_docs: dict[tuple[str, str, float, str], PerDoc],
+    resamples: int,
+    seed: int,
+) -> list[AisRow]:
+    """Rows of ability MEAN: the mean of the abilities' specificity per (k, region), over the abilities
+    with a specificity row whose every cell (ability, each ability split) was evaluated; the interval
+    from stats.resampling.mean_specificity_bootstrap over the documents every per-sample file of a split holds.
+
+    `original_docs[split]` holds the original per-document values of an ability split,
+    `ablated_docs[(split, ability, k, region)]` the ablated ones.
+    """
+    import numpy as np
+
+    splits = ability_benchmarks(profile.benchmarks)
+    rows = []
+    for k in profile.k_values:
+        for region in profile.regions_with_adjusted:
+            members = [
+                a
+                for a in profile.abilities
+                if profile.row(a, SPECIFICITY, k, region) is not None
+                and all((r := profile.row(a, b, k, region)) is not None and not math.isnan(r.ais) for b in splits)
+            ]
+            if len(members) < 2:
+                continue
+            spec = [r.ais for a in members if (r := profile.row(a, SPECIFICITY, k, region)) is not None]
+            row = AisRow(
+                profile.model, MEAN, SPECIFICITY, k, region, SPECIFICITY_METRIC, math.nan, None, float(np.mean(spec))
+            )
+            parts = ("top", POOL) if region == ADJUSTED else (region,)
+            if resamples > 0:
+                docs = _with_pool(ablated_docs, splits, k, members) if region == ADJUSTED else ablated_docs
+                draws = _mean_specificity_draws(members, splits, k, parts, original_docs, docs, resamples, seed)
+                if draws is not None:
+                    set_interval(row, draws, test=True)
+            rows.append(row)
+    return rows
+
+
+POOL = "random pool"  # the per-document mean over the random draws at k, in _with_pool
+
+
+def _with_pool(
+    ablated_docs: dict[tuple[str, str, float, str], PerDoc], splits: list[str], k: float, members: list[str]
+) -> dict[tuple[str, str, float, str], PerDoc]:
+    """`ablated_docs` plus, per split, the per-document mean over every random draw at k (all abilities'),
+    under (split, member, k, POOL) for each member: the pooled control of the top-random rows. AIS is
+    linear in the ablated mean, so the mean AIS over the draws is the AIS of this per-document mean; the
+    mean specificity's interval resamples the items, not the draws."""
+    out = dict(ablated_docs)
+    for split in splits:
+        draws = [
+            v for (s, _, k_, r), v in ablated_docs.items() if s == split and math.isclose(k_, k) and random_draw(r)
+        ]
+        if not draws:
+            continue
+        shared = set.intersection(*(set(v) for v in draws))
+        pooled = {d: sum(v[d] for v in draws) / len(draws) for d in shared}
+        out.update({(split, a, k, POOL): pooled for a in members})
+    return out
+
+
+def _mean_specificity_draws(
+    members: list[str],
+    splits: list[str],
+    k: float,
+    parts: tuple[str, ...],
+    original_docs: dict[str, PerDoc],
+    ablated_docs: dict[tuple[str, str, float, str], PerDoc],
+    resamples: int,
+    seed: int,
+) -> NDArray[np.float64] | None:
+    """The documents of each split as arrays for stats.resampling.mean_specificity_bootstrap, and its samples; None
+    when a per-sample file is missing or a split has no document every file holds."""
+    import numpy as np
+
+    original, ablated = [], []
+    for split in splits:
+        keys = [(split, a, k, part) for a in members for part in parts]
+        if split not in original_docs or any(key not in ablated_docs for key in keys):
+            return None
+        shared = set(original_docs[split])
+        for key in keys:
+            shared &= set(ablated_docs[key])
+        docs = [d for d in original_docs[split] if d in shared]
+        if not docs:
+            return None
+        original.append(np.array([original_docs[split][d] for d in docs]))
+        ablated.append(
+            np.array([[[ablated_docs[(split, a, k, part)][d] for d in docs] for part in parts] for a in members])
+        )
+    own = [splits.index(a) for a in members]
+    rngs = [
+        cell_rng(seed, cell_key(MEAN, k, split)) for split in splits
+    ]  # independent of the per-ability cells' resamples
+    return mean_specificity_bootstrap(original, ablated, own, resamples, rngs)

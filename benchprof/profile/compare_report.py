@@ -1,0 +1,167 @@
+"""Tables out for several models (outputs/compare/): profiles.csv, correlation.csv and compare.md, from the
+comparison analyses.py computes (cells written as formatting.py says)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from benchprof.core.layout import CompareLayout, format_k
+from benchprof.core.storage import write_csv, write_text
+from benchprof.profile.formatting import MISSING_CELL, fmt_ais, fmt_interval, fmt_names, md_table
+from benchprof.profile.rows import SAME_MIXTURE, Comparison, Difference
+
+CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in two models
+    "benchmark",
+    "k",
+    "model_a",
+    "model_b",
+    "abilities",
+    "cosine",
+    "cosine_ci_low",
+    "cosine_ci_high",
+    "spearman",
+    "spearman_ci_low",
+    "spearman_ci_high",
+    "verdict",
+    "paired",
+)
+DIFFERENCE_COLUMNS = tuple(f.name for f in fields(Difference))  # compare/differences.csv
+COMPARE_PROFILE_COLUMNS = ("benchmark", "k", "ability", "model", "ais", "ci_low", "ci_high", "q_value", "significant")
+
+
+def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> list[Path]:
+    """outputs/compare/: profiles.csv (every model's top-region AIS per benchmark, ability and k), correlation.csv
+    (each benchmark's profile in two models), differences.csv (each AIS's difference between two models, tested)
+    and compare.md."""
+    rows = []
+    for benchmark in comparison.benchmarks:
+        for profile in comparison.profiles:
+            for k in profile.k_values:
+                for ability in profile.abilities:
+                    row = profile.row(ability, benchmark, k, "top")
+                    if row is None:
+                        continue
+                    rows.append(
+                        {
+                            "benchmark": benchmark,
+                            "k": k,
+                            "ability": ability,
+                            "model": profile.model,
+                            "ais": row.ais,
+                            "ci_low": row.ci_low,
+                            "ci_high": row.ci_high,
+                            "q_value": row.q_value,
+                            "significant": row.significant,
+                        }
+                    )
+    write_csv(layout.profiles_csv, COMPARE_PROFILE_COLUMNS, rows)
+    write_csv(
+        layout.correlation_csv,
+        CORRELATION_COLUMNS,
+        (
+            {**asdict(line), "benchmark": line.benchmark_a, "model_a": line.model, "model_b": line.model_b}
+            for line in comparison.correlations
+        ),
+    )
+    write_csv(layout.differences_csv, DIFFERENCE_COLUMNS, (asdict(d) for d in comparison.differences))
+    write_text(layout.compare_md, render_comparison(comparison))
+    return [layout.profiles_csv, layout.correlation_csv, layout.differences_csv, layout.compare_md]
+
+
+def render_comparison(comparison: Comparison) -> str:
+    """compare.md: each benchmark's profile side by side per model at the report k, the similarity of the profiles
+    between models, and which findings hold in every model."""
+    k = comparison.report_k
+    models = comparison.models
+    parts = [
+        f"# Profiles across models: {', '.join(f'`{m}`' for m in models)}",
+        "",
+        f"Top region, primary metric, k = {format_k(k)} (every k in profiles.csv and correlation.csv; profiles.png "
+        f"draws this k). `*`: q < alpha in that model's own profile. Benchmarks at chance in any model are left "
+        f"out: {fmt_names(comparison.at_chance)}.",
+        "",
+        "## Each benchmark's profile per model",
+    ]
+    abilities = comparison.profiles[0].abilities
+    for benchmark in comparison.benchmarks:
+        parts += [
+            "",
+            f"### {benchmark}",
+            "",
+            md_table(
+                ["ability"] + models,
+                [[a] + [fmt_ais(p.row(a, benchmark, k, "top")) for p in comparison.profiles] for a in abilities],
+            ),
+        ]
+    parts += [
+        "",
+        "## Does a benchmark's profile hold across models?",
+        "",
+        "Cosine and Spearman correlation of the benchmark's AIS vector over the abilities in two models, with 95% "
+        "bootstrap intervals (both models' resamples drawn by one generator per benchmark and k: on the same items, "
+        f"paired, where both scored the same items). Same mixture: the cosine's interval lies above {SAME_MIXTURE:g}; "
+        "differ: below it; no profile: no significantly positive ability in one of the models.",
+        "",
+    ]
+    lines = [c for c in comparison.correlations if math.isclose(c.k, k)]
+    parts.append(
+        md_table(
+            ["benchmark", "models", "cosine", "Spearman", "abilities", "verdict", "paired"],
+            [
+                [
+                    c.benchmark_a,
+                    f"{c.model} ~ {c.model_b}",
+                    fmt_interval(c.cosine, c.cosine_ci_low, c.cosine_ci_high),
+                    fmt_interval(c.spearman, c.spearman_ci_low, c.spearman_ci_high),
+                    str(c.abilities),
+                    c.verdict or MISSING_CELL,
+                    "yes" if c.paired else "no",
+                ]
+                for c in lines
+            ],
+        )
+    )
+    parts += [
+        "",
+        "## Did an ability's AIS change between models?",
+        "",
+        "The difference of each top-region AIS between two models, with its 95% interval and the test of the "
+        "difference on the joint resamples (paired: the same items in both; docs/statistics.md). `*`: q < alpha, "
+        "Benjamini-Hochberg over every difference in differences.csv. Read a change from this table, not from one "
+        "model's star and the other's lack of one.",
+        "",
+    ]
+    differences = [d for d in comparison.differences if math.isclose(d.k, k)]
+    parts.append(
+        md_table(
+            ["benchmark", "ability", "models", "AIS", "difference", "q", "paired"],
+            [
+                [
+                    d.benchmark,
+                    d.ability,
+                    f"{d.model_a} − {d.model_b}",
+                    f"{d.ais_a:+.3f} / {d.ais_b:+.3f}",
+                    fmt_interval(d.difference, d.ci_low, d.ci_high, 3, "+") + ("*" if d.significant else ""),
+                    MISSING_CELL if math.isnan(d.q_value) else f"{d.q_value:.3g}",
+                    "yes" if d.paired else "no",
+                ]
+                for d in differences
+            ],
+        )
+        if differences
+        else "No ability has an AIS in both models."
+    )
+    parts += ["", "## Findings in every model", ""]
+    for entry in comparison.consensus:
+        if not math.isclose(entry.k, k):
+            continue
+        each = "; ".join(f"{m}: {fmt_names(v)}" for m, v in entry.per_model.items())
+        if entry.kind in ("breadth", "negative"):
+            what = "significantly positive" if entry.kind == "breadth" else "significantly negative"
+            same = " (the same set in every model)" if entry.identical and entry.common else ""
+            parts.append(f"- {entry.benchmark}, {what} in every model: {fmt_names(entry.common)}{same} ({each})")
+        else:
+            parts.append(f"- benchmark pairs judged {entry.kind} in every model: {fmt_names(entry.common)} ({each})")
+    return "\n".join(parts) + "\n"

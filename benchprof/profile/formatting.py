@@ -1,0 +1,49 @@
+"""How a number is written in a table: the text of a cell in ais.md, compare.md, the terminal and the figures.
+
+`–` (MISSING_CELL) is a cell with no evaluation and `n/a` (UNDEFINED_CELL) one whose original score is 0 (AIS
+undefined); `*` after an AIS marks a row whose Benjamini-Hochberg q-value is below aggregate.alpha.
+"""
+
+from __future__ import annotations
+
+import math
+
+from benchprof.profile.rows import AisRow
+
+MISSING_CELL = "–"  # no evaluation to compute from
+UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
+
+
+def fmt_ais(row: AisRow | None) -> str:
+    """A table cell: the AIS to 3 decimals, `*` when its q-value is below aggregate.alpha."""
+    if row is None:
+        return MISSING_CELL
+    if math.isnan(row.ais):
+        return UNDEFINED_CELL
+    return f"{row.ais:+.3f}" + ("*" if row.significant else "")
+
+
+def counted(n: int, noun: str) -> str:
+    """'1 evaluation', '2 evaluations'."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def md_table(header: list[str], rows: list[list[str]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
+def fmt_interval(value: float, low: float, high: float, digits: int = 2, sign: str = "") -> str:
+    """'0.81 [0.62, 0.93]' (sign "+": '+0.81 [+0.62, +0.93]'), the point alone without an interval, '–' without a
+    value."""
+    if math.isnan(value):
+        return MISSING_CELL
+    text = f"{value:{sign}.{digits}f}"
+    return text if math.isnan(low) else f"{text} [{low:{sign}.{digits}f}, {high:{sign}.{digits}f}]"
+
+
+def fmt_names(names: list[str]) -> str:
+    """Names joined by commas, 'none' for no name."""
+    return ", ".join(names) if names else "none"

@@ -1,0 +1,484 @@
+"""Stage `aggregate`: a model's evaluations -> Ability Impact Scores with intervals -> tables and plots.
+
+Reads the result JSONs and per-sample files (results.py), computes every AIS and its paired bootstrap
+interval (stats/) and the region specificity rows, then writes the profile (report.py, plots.py) and the
+overlap of the regions (overlap.py) into <model>/profile/ (file names: layout.py). `load_scores` returns
+the same numbers as a Profile for notebooks and the demo.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchprof import BenchprofError
+from benchprof.core.config import Config
+from benchprof.core.layout import CompareLayout, Layout, Variant, format_k
+from benchprof.core.regions import region_metadata
+from benchprof.core.results import (
+    PerDoc,
+    Score,
+    Unusable,
+    evaluation_hashes,
+    load_score,
+    option_counts,
+    primary_metric,
+    read_clusters,
+    read_p_correct,
+    read_results,
+)
+from benchprof.core.storage import clear_manifest, write_manifest
+from benchprof.profile.analyses import (
+    JointCell,
+    JointDraws,
+    compare_models,
+    profile_analyses,
+    write_analyses,
+    write_comparison,
+)
+from benchprof.profile.cells import (
+    Cell,
+    CellKey,
+    Loaded,
+    cell_rows,
+    correct_for_multiplicity,
+    correct_k_steps,
+    joint_cell,
+    k_steps,
+    mean_specificity_rows,
+    pool_calibration,
+    random_pool,
+    specificity_rows,
+)
+from benchprof.profile.formatting import counted
+from benchprof.profile.plots import write_plots
+from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
+from benchprof.profile.rows import P_CORRECT, MissingEval, Profile, ability_benchmarks
+from benchprof.stages.overlap import mask_score, model_overlap, overlap_summary
+from benchprof.stats.impact import chance_level, chance_test
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+NO_ORIGINAL = "no usable original score"
+
+
+def default_report_k(cfg: Config, report_k: float | str | None = None) -> float:
+    """The k of the headline tables: `report_k`, else aggregate.report_k, else the largest k."""
+    if report_k is None:
+        report_k = cfg.aggregate.report_k
+    if report_k is None:
+        return max(cfg.settings.k_values)
+    try:
+        wanted = float(report_k)
+    except (TypeError, ValueError):
+        raise BenchprofError(f"--report_k: {report_k!r} is not a number") from None
+    for k in cfg.settings.k_values:
+        if math.isclose(k, wanted, rel_tol=1e-9):
+            return k
+    raise BenchprofError(
+        f"--report_k: {report_k} is not one of settings.k_values "
+        f"({', '.join(format_k(k) for k in cfg.settings.k_values)})"
+    )
+
+
+# The definition of the profile's statistics: raised whenever a test, interval or family changes, so that a profile
+# computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
+# 2: the revised mean and clustered tests, hull intervals, predictive top-random, declared families.
+# 3: specificity rows on the Wald test of their bootstrap standard error (no p floor); k steps tested.
+# 4: the clustered McNemar test exact at every size (it was χ² beyond 14 changed clusters).
+STATISTICS_VERSION = 4
+
+
+def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
+    """What a model's profile is computed from: its manifest's inputs (`status` compares them)."""
+    return {
+        "statistics": STATISTICS_VERSION,
+        "aggregate": asdict(cfg.aggregate),
+        "report_k": default_report_k(cfg, report_k),
+        "abilities": cfg.abilities(),
+        "benchmarks": list(cfg.evals.benchmarks),
+        "k_values": list(cfg.settings.k_values),
+        "regions": cfg.extract.region_names(),
+    }
+
+
+def _load_score(
+    layout: Layout,
+    variant: Variant,
+    benchmark: str,
+    metric_key: str,
+    notes: list[str],
+    mask_hash: Callable[[Variant], str | None] | None = None,
+    original_inputs: dict[str, Any] | None = None,
+) -> Score:
+    """results.load_score of one evaluation, at the layout's paths; with `mask_hash`, checked against the mask
+    file now on disk; with `original_inputs`, paired only with an original of the same model, task and scoring."""
+    return load_score(
+        layout.eval_file(variant, benchmark),
+        layout.samples_file(variant, benchmark),
+        metric_key,
+        f"{benchmark} {variant.label()}",
+        notes,
+        None if mask_hash is None else lambda: mask_hash(variant),
+        original_inputs,
+    )
+
+
+def _load_p_correct(layout: Layout, variant: Variant, benchmark: str, metric_key: str, base: Score) -> Score:
+    """One evaluation's per-document p_correct as a Score (its mean over the documents). Unusable (with the
+    reason) where the samples file has no option log-likelihoods to compute it from, or where it holds other
+    documents than `base` (the original's score, on either metric)."""
+    import numpy as np
+
+    per_doc, why = read_p_correct(layout.samples_file(variant, benchmark), metric_key)
+    if per_doc is None:
+        raise Unusable(f"p_correct: {why}")
+    if base.per_doc is not None and set(per_doc) != set(base.per_doc):
+        raise Unusable("p_correct: its samples file holds other documents than the original's")
+    return Score(float(np.mean(list(per_doc.values()))), per_doc, base.limit, base.n_samples)
+
+
+def region_provenance(layout: Layout, abilities: list[str], k_values: list[float], notes: list[str]) -> tuple[str, str]:
+    """(extract.score of the top/bottom masks, finetune.loss_on of the importance files), read from
+    their headers; "mixed" (with a note) when they differ, importance and "" when there are none."""
+    scores: dict[str, set[str]] = {}
+    losses: dict[str, set[str]] = {}
+    for ability in abilities:
+        for k in k_values:
+            for region in ("top", "bottom"):
+                path = layout.mask_file(ability, k, region)
+                if path.is_file():
+                    scores.setdefault(mask_score(region_metadata(path)), set()).add(ability)
+        path = layout.importance_file(ability)
+        if path.is_file():
+            loss_on = region_metadata(path).get("loss_on", "all")  # files before loss_on were all-token
+            losses.setdefault(loss_on, set()).add(ability)
+
+    def one(found: dict[str, set[str]], what: str, default: str) -> str:
+        if len(found) > 1:
+            notes.append(
+                f"{what} differs between abilities: "
+                + "; ".join(f"{value}: {', '.join(sorted(names))}" for value, names in sorted(found.items()))
+            )
+            return "mixed"
+        return next(iter(found), default)
+
+    return one(scores, "extract.score of the masks", "importance"), one(losses, "finetune.loss_on", "")
+
+
+def load_scores(
+    cfg: Config,
+    model: str | None = None,
+    report_k: float | str | None = None,
+    bootstrap: int | None = None,
+    progress: bool = True,
+    joint_out: JointDraws | None = None,
+) -> Profile:
+    """Read one model's evaluations and compute every AIS with its interval, each benchmark's breadth and the
+    similarity of the benchmarks (analyses.py); no files written.
+
+    Arguments:
+        cfg: the config.
+        model: model name or tag; default the first model.
+        report_k: k of the headline tables; default aggregate.report_k or the largest k.
+        bootstrap: resamples; default aggregate.bootstrap (0: no intervals).
+        progress: show a progress bar on a terminal.
+        joint_out: receives the joint resamples of each benchmark's profile (for the comparison across models).
+    """
+    import numpy as np
+
+    from benchprof.core.console import progress as progress_bar
+    from benchprof.core.storage import file_hash
+
+    spec = cfg.model(model)
+    layout = Layout(cfg.output_root, spec.tag)
+    settings = cfg.aggregate
+    resamples = settings.bootstrap if bootstrap is None else int(bootstrap)
+    profile = Profile(
+        model=spec.tag,
+        name=spec.name,
+        abilities=cfg.abilities(),
+        benchmarks=list(cfg.evals.benchmarks),
+        k_values=list(cfg.settings.k_values),
+        regions=cfg.extract.region_names(),
+        report_k=default_report_k(cfg, report_k),
+        threshold=settings.threshold,
+        bootstrap=resamples,
+        alpha=settings.alpha,
+    )
+    variants = [Variant(a, k, r) for a in profile.abilities for k in profile.k_values for r in profile.regions]
+    profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
+    mask_hashes: dict[Variant, str | None] = {}
+    samples: dict[CellKey, NDArray[np.float64]] = {}  # bootstrap AIS samples of each cell and region
+    original_docs: dict[str, PerDoc] = {}  # ability splits' per-document values, for the mean specificity
+    ablated_docs: dict[tuple[str, str, float, str], PerDoc] = {}  # (split, ability, k, region) -> values
+    splits = ability_benchmarks(profile.benchmarks)
+    row_spread: dict[int, float] = {}  # id(row) -> sd of a continuous row's paired differences
+    joint_cells: list[JointCell] = []  # per (benchmark, k): every ability's top region on the same items
+
+    def mask_hash(variant: Variant) -> str | None:
+        if variant not in mask_hashes:
+            path = layout.mask_file(*variant.parts())
+            mask_hashes[variant] = file_hash(path) if path.is_file() else None
+        return mask_hashes[variant]
+
+    def missing(benchmark: str, variant: Variant, reason: str) -> None:
+        path = layout.eval_file(variant, benchmark)
+        profile.missing.append(MissingEval(benchmark, variant.label(), str(path), reason))
+
+    bar = progress_bar(
+        total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
+        desc=f"aggregate {spec.tag}",
+        unit="cell",
+        disable=None if progress else True,
+    )
+    for benchmark in profile.benchmarks:
+        original_path = layout.eval_file(Variant(), benchmark)
+        metric_key = None
+        try:
+            if not original_path.is_file():
+                raise Unusable("missing")
+            original_payload, results = read_results(original_path)
+            original_inputs = original_payload.get("inputs") if isinstance(original_payload.get("inputs"), dict) else {}
+            metric_key = primary_metric(results, settings.metrics.get(benchmark))
+            if metric_key is None:
+                override = settings.metrics.get(benchmark)
+                wanted = f"aggregate.metrics.{benchmark} {override!r}" if override else "any metric"
+                raise Unusable(f"{wanted} not in results (has: {', '.join(results)})")
+            original = _load_score(layout, Variant(), benchmark, metric_key, profile.notes)
+            if not math.isclose(original.value, original.reported, abs_tol=1e-6):  # noted once, for the original
+                profile.notes.append(
+                    f"{benchmark}: the reported {metric_key} ({original.reported:.4f}) is not the mean over its "
+                    f"documents ({original.value:.4f}); AIS and intervals use the document means"
+                )
+        except Unusable as err:
+            missing(benchmark, Variant(), str(err))
+            for variant in variants:  # their rows cannot be computed: list them, never drop them
+                missing(benchmark, variant, NO_ORIGINAL)
+            bar.update(len(profile.abilities) * len(profile.k_values))
+            continue
+        profile.metrics[benchmark] = metric_key
+        profile.original_scores[benchmark] = original.value
+        options = option_counts(layout.samples_file(Variant(), benchmark))
+        chance = settings.chance.get(benchmark, chance_level(options) if options else 0.0)
+        profile.chance[benchmark] = chance
+        if original.per_doc is not None and not original.lower_is_better:  # above chance at all? (one-sided)
+            values = np.array(list(original.per_doc.values()))
+            profile.chance_p[benchmark] = chance_test(values, chance)
+            generation = not options and benchmark not in settings.chance  # chance 0: any right item beats it
+            credited = int((values > 0).sum())  # items right (or with any credit, on a continuous metric)
+            if generation and credited < settings.min_correct:
+                profile.chance_p[benchmark] = 1.0
+                profile.notes.append(
+                    f"{benchmark}: the original gets {credited} of {values.size} items right, fewer than "
+                    f"aggregate.min_correct ({settings.min_correct}): treated as at chance, its AIS is not shown"
+                )
+        # a lower-is-better metric (a loss) has no chance level to be above: its rows are never at chance
+        if benchmark in splits and original.per_doc is not None:
+            original_docs[benchmark] = original.per_doc
+        clusters = read_clusters(layout.samples_file(Variant(), benchmark)) if settings.clusters else {}
+        p_original = None  # the original's p_correct: multiple-choice benchmarks on a higher-is-better metric
+        if options and not original.lower_is_better:
+            with contextlib.suppress(Unusable):  # no log-likelihoods to compute it from: no p_correct rows
+                p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, original)
+
+        loaded: Loaded = {}  # (ability, k) -> region -> score
+        p_loaded: Loaded = {}  # the same on p_correct
+        for ability in profile.abilities:
+            for k in profile.k_values:
+                ablated: dict[str, Score] = {}
+                for region in profile.regions:
+                    variant = Variant(ability, k, region)
+                    try:
+                        ablated[region] = _load_score(
+                            layout, variant, benchmark, metric_key, profile.notes, mask_hash, original_inputs
+                        )
+                    except Unusable as err:
+                        missing(benchmark, variant, str(err))
+                        continue
+                    score = ablated[region]
+                    if (score.per_doc is None) != (original.per_doc is None):
+                        # a mean over documents against lm-eval's own aggregate: two scales, never one AIS
+                        del ablated[region]
+                        unusable = variant if score.per_doc is None else Variant()
+                        missing(
+                            benchmark,
+                            variant,
+                            f"the per-sample file of {unusable.label()} has no usable values while the other has: "
+                            "one population per cell; rerun `benchprof evaluate` for it",
+                        )
+                        continue
+                    if (
+                        score.per_doc is not None
+                        and original.per_doc is not None
+                        and set(score.per_doc) != set(original.per_doc)
+                    ) or (score.limit, score.n_samples) != (original.limit, original.n_samples):
+                        # one population per cell: never an AIS over other documents than the original's
+                        del ablated[region]
+                        missing(
+                            benchmark,
+                            variant,
+                            f"scored other documents than {layout.eval_file(Variant(), benchmark)} "
+                            f"(limit/n_samples {score.limit}/{score.n_samples} against "
+                            f"{original.limit}/{original.n_samples}); rerun `benchprof evaluate` with one evals.limit",
+                        )
+                loaded[(ability, k)] = ablated
+                if p_original is not None:  # the same cell on each item's probability of the correct option
+                    p_loaded[(ability, k)] = {}
+                    for region in ablated:
+                        variant = Variant(ability, k, region)
+                        try:
+                            p_loaded[(ability, k)][region] = _load_p_correct(
+                                layout, variant, benchmark, metric_key, p_original
+                            )
+                        except Unusable as err:  # the accuracy row stands; only its p_correct twin is lacking
+                            profile.notes.append(f"{benchmark} {variant.label()}: no p_correct row ({err})")
+                if benchmark in splits:
+                    ablated_docs.update(
+                        {
+                            (benchmark, ability, k, region): score.per_doc
+                            for region, score in ablated.items()
+                            if score.per_doc is not None
+                        }
+                    )
+                bar.update(1)
+        for k in profile.k_values:
+            joint = joint_cell(profile.abilities, benchmark, k, original, loaded, clusters)
+            if joint is not None:
+                joint_cells.append(joint)
+        # the control of every top region at k: the random draws of every ability at k on this benchmark
+        pools = {k: random_pool(loaded, k) for k in profile.k_values}
+        p_pools = {k: random_pool(p_loaded, k) for k in profile.k_values}
+        for (ability, k), ablated in loaded.items():
+            cell = Cell(ability, k, benchmark, resamples, settings.seed, clusters)
+            rows = cell_rows(profile, cell, metric_key, original, ablated, samples, row_spread, pools[k])
+            profile.rows.extend(rows)
+            if (ability, k) in p_loaded and p_original is not None:
+                rows = cell_rows(
+                    profile, cell, P_CORRECT, p_original, p_loaded[(ability, k)], None, row_spread, p_pools[k]
+                )
+                profile.rows.extend(rows)
+        profile.k_steps += k_steps(profile, benchmark, original, loaded, clusters)
+        for k in profile.k_values:
+            calibration = pool_calibration(benchmark, k, original, pools[k], settings.alpha)
+            if calibration is not None:
+                profile.null_calibration.append(calibration)
+    bar.close()
+    profile.rows.extend(specificity_rows(profile, samples))
+    profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))
+    correct_for_multiplicity(profile, row_spread)
+    correct_k_steps(profile)
+    draws = profile_analyses(profile, joint_cells, resamples, settings.seed)  # after the q-values: breadth counts stars
+    if joint_out is not None:
+        joint_out.update(draws)
+    return profile
+
+
+def write_profile(profile: Profile, layout: Layout, plots: bool = True) -> list[Path]:
+    """ais.csv, ais.json, ais.md, benchmarks.csv, similarity.csv and the plots of one model into its profile
+    folder (atomic writes)."""
+    return (
+        write_tables(profile, layout)
+        + write_analyses(profile, layout, plots=plots)
+        + (write_plots(profile, layout) if plots else [])
+    )
+
+
+def aggregate(cfg: Config, model: str | None = None, report_k: float | None = None, plots: bool = True) -> None:
+    """Ability Impact Scores, bootstrap intervals, tables and plots under <model>/profile/.
+
+    AIS = (s(original) - s(ablated)) / s(original) on each benchmark's primary metric (aggregate.metrics,
+    else the first of acc_norm, acc, exact_match, pass@1 in the results). Works on whatever
+    evaluations exist; missing or unreadable ones are listed in ais.md and ais.json.
+
+    Writes, per model: ais.csv (one column per AisRow field of profile/rows.py: the cell, scores, AIS, 95%
+    interval, paired test, Benjamini-Hochberg q-value and star, chance level, minimum detectable AIS;
+    docs/statistics.md; region "top-random" rows hold AIS(top) minus the mean AIS of every ability's
+    random draws at k; metric "p_correct" rows the same cells on each item's probability of the correct
+    option; benchmark "specificity" rows hold AIS on the ability's own split minus the mean AIS on the
+    other abilities' splits; empty cells are undefined or unavailable), ais.json, ais.md (with the
+    statistics, the null calibration of the random control, specificity and diagonal dominance),
+    benchmarks.csv (each benchmark's significantly positive and negative abilities and the spread of its positive
+    AIS mass, docs/analyses.md), similarity.csv and similarity.png (every pair of benchmarks' profiles),
+    heatmap.png, ribbons.png, profile_<benchmark>.png, ksweep_<benchmark>.png, and from the masks overlap.csv,
+    overlap_k<k>.png, layers.csv and layers_k<k>.png (as `benchprof overlap`). An evaluation made on
+    a mask that extract has since replaced (e.g. after switching extract.score) is listed as missing. With several
+    models, also outputs/compare/: profiles.csv, correlation.csv, compare.md and profiles.png (each benchmark's
+    profile per model, its similarity between models, the findings that hold in every model).
+
+    Arguments:
+        cfg: the config (on the command line: the path of config.yml).
+        model: only this model (name or tag).
+        report_k: k for the headline tables and plots; default aggregate.report_k or the largest k.
+        plots: also draw the PNG plots.
+    """
+    started = time.time()
+    specs = cfg.selected_models(model)
+    compare_dir = CompareLayout(cfg.output_root).compare_dir  # no model is tagged so (config: layout.SHARED_FOLDERS)
+    k = default_report_k(cfg, report_k)
+    done: list[tuple[Profile, Path, int]] = []
+    draws: dict[str, JointDraws] = {}  # model -> its benchmarks' joint resamples
+    for spec in specs:
+        model_started = time.time()
+        draws[spec.tag] = {}
+        profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws[spec.tag])
+        layout = Layout(cfg.output_root, spec.tag)
+        folder = layout.profile_dir
+        if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
+            overlap_files, _, _ = model_overlap(cfg, spec.tag, plots)  # masks alone still show their overlap
+            print(
+                f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
+                + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else "")
+            )
+            continue
+        clear_manifest(folder)  # the manifest, written last, marks a complete profile
+        overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
+        profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
+        profile.notes += overlap_notes
+        written = write_profile(profile, layout, plots=plots) + overlap_files
+        write_manifest(
+            folder,
+            inputs=profile_inputs(cfg, k),
+            extra={
+                "rows": len(profile.rows),
+                "missing": len(profile.missing),
+                "files": [p.name for p in written],
+                "evaluations": evaluation_hashes(layout.model_dir),  # status: is the profile behind them?
+            },
+            started=model_started,
+        )
+        done.append((profile, folder, len(written)))
+    if not any(profile.rows for profile, _, _ in done):
+        tags = ", ".join(s.tag for s in specs)
+        raise BenchprofError(
+            f"aggregate: no AIS could be computed for {tags} under {cfg.output_root} "
+            "(run `benchprof evaluate` first; ais.md lists what is missing)"
+            if done
+            else f"aggregate: no evaluation results for {tags} under {cfg.output_root} (run `benchprof evaluate` first)"
+        )
+    compared = [profile for profile, _, _ in done if profile.rows]
+    compare_files: list[Path] = []
+    if len(compared) > 1:
+        comparison = compare_models(compared, [draws[p.model] for p in compared])
+        compare_files = write_comparison(comparison, cfg.output_root, plots=plots)
+    for profile, _, _ in done:
+        star = f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the primary family"
+        print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
+        print(ais_table(profile))
+        for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
+            print(line)
+    if compare_files:
+        print(f"\ncompare: {len(compared)} models -> {compare_dir} ({len(compare_files)} files)")
+    print(
+        f"\naggregate: {sum(len(p.rows) for p, _, _ in done)} rows, "
+        f"{counted(sum(len(p.missing) for p, _, _ in done), 'missing evaluation')}, "
+        f"{sum(files for _, _, files in done)} files -> {', '.join(str(f) for _, f, _ in done)} "
+        f"in {time.time() - started:.1f} s"
+    )

@@ -1,0 +1,542 @@
+"""Stage `evaluate`: lm-eval on the original model and every ablated variant.
+
+The work is a list of (variant, benchmark) jobs: the original model first, then each
+(ability, k, region) in config order, each with every benchmark. A worker loads the model once,
+wraps it in one lm-eval HFLM (scoring.SharedPrefixLM, which computes a prefix shared by several
+requests once, unless evals.scorer is lm_eval), and for each variant zeroes the region in place,
+runs all of the variant's benchmarks and restores the weights (damage.ablated). `--shard i/n`
+keeps the jobs j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker
+process runs per GPU. A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last,
+so the JSON marks it done; it records a hash of its inputs and a rerun skips jobs whose hash still
+matches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchprof import BenchprofError
+from benchprof.core.config import Config, ModelSpec, Selection, select
+from benchprof.core.console import drop_model_object_warning
+from benchprof.core.layout import Layout, Variant, task_yaml_file
+from benchprof.core.regions import region_metadata
+from benchprof.core.results import write_result
+from benchprof.core.storage import is_current
+from benchprof.stages.damage import eval_dtype, require_masks, variants
+
+if TYPE_CHECKING:
+    import numpy as np
+    from lm_eval.api.model import LM
+    from lm_eval.tasks import TaskManager
+    from numpy.typing import NDArray
+    from tqdm import tqdm
+
+
+@dataclass(frozen=True)
+class Job:
+    variant: Variant
+    benchmark: str
+
+
+def job_list(
+    cfg: Config,
+    ability: Selection = None,
+    k: Selection = None,
+    region: Selection = None,
+    benchmark: Selection = None,
+    original: bool = True,
+) -> list[Job]:
+    """The jobs in their fixed order: original first, then variants in config order; benchmarks inner."""
+    benchmarks = select(benchmark, cfg.evals.benchmarks, "--benchmark")
+    todo = ([Variant()] if original else []) + variants(cfg, ability, k, region)
+    return [Job(v, b) for v in todo for b in benchmarks]
+
+
+def parse_shard(shard: str) -> tuple[int, int]:
+    """'i/n' -> (i, n), with 0 <= i < n."""
+    try:
+        i, n = (int(x) for x in str(shard).split("/"))
+    except ValueError:
+        raise BenchprofError(f"--shard: expected i/n such as 0/4, got {shard!r}") from None
+    if not 0 <= i < n:
+        raise BenchprofError(f"--shard: {shard!r} needs 0 <= i < n")
+    return i, n
+
+
+def shard_jobs(jobs: list[Job], i: int, n: int) -> list[Job]:
+    return [job for j, job in enumerate(jobs) if j % n == i]
+
+
+def model_signature(cfg: Config, spec: ModelSpec, update_cache: bool = True) -> dict[str, Any]:
+    """The checkpoint's identity from its content (modeling.model_identity), hashes cached per model."""
+    from benchprof.core.modeling import model_identity
+
+    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, update_cache)
+
+
+def task_hash(
+    include_path: Path, task: str, planned: dict[Path, str] | None = None, user_yaml: Path | None = None
+) -> str:
+    """A generated task's YAML and data files, or a user task's files (tasks.task_files), hashed; a standard
+    lm-eval task is named by its name only. Names, not locations, enter the hash: a moved project stays current.
+
+    `planned` (tasks.plan_tasks' files) stands in for files not written yet (`benchprof status`); `user_yaml`:
+    the YAML of a task under evals.include_path.
+    """
+    import hashlib
+
+    from benchprof.core.storage import file_hash, value_hash
+    from benchprof.stages.tasks import task_files
+
+    if user_yaml is not None:
+        return value_hash({name: file_hash(path) for name, path in sorted(task_files(user_yaml).items())})
+
+    planned = planned or {}
+
+    def content_hash(path: Path) -> str | None:
+        if path in planned:
+            return hashlib.sha256(planned[path].encode("utf-8")).hexdigest()[:16]  # as io.file_hash
+        return file_hash(path) if path.is_file() else None
+
+    yaml_path = task_yaml_file(include_path, task)
+    if yaml_path in planned:
+        text = planned[yaml_path]
+    elif yaml_path.is_file():
+        text = yaml_path.read_text()
+    else:
+        return task
+    spec = json.loads(text)  # benchprof writes its task YAMLs as JSON
+    if "group" in spec:  # a group over local copies (mmlu): its own spec and each subtask's hash
+        subtasks = [task_hash(include_path, t, planned) for t in spec["task"]]
+        return value_hash([value_hash(spec), subtasks])
+    data_files = spec["dataset_kwargs"]["data_files"]
+    if "include" not in spec:  # an ability split or composite: one test file
+        data = Path(data_files["test"])
+        # the YAML holds the data file's absolute path: hash it without, so a moved project stays current
+        spec["dataset_kwargs"]["data_files"]["test"] = data.name
+        return value_hash([value_hash(spec), content_hash(data)])
+    # a task re-pointed at a local copy of its data: the task's own files and the copy's
+    original = Path(spec["include"])
+    files: dict[str, str | None] = {name: file_hash(path) for name, path in sorted(task_files(original).items())}
+    for split, paths in data_files.items():
+        files.update({f"{split}/{Path(p).name}": content_hash(Path(p)) for p in paths})
+    spec["include"] = original.name
+    spec["dataset_kwargs"]["data_files"] = {split: [Path(p).name for p in paths] for split, paths in data_files.items()}
+    return value_hash([value_hash(spec), files])
+
+
+class JobInputs:
+    """The inputs of each job (hashed into its JSON), computed once per run and mask."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        spec: ModelSpec,
+        layout: Layout,
+        include_path: Path,
+        mapping: dict[str, str],
+        backend: str,
+        limit: int | None,  # --limit for every benchmark; None: each its own (evals.limit_for)
+        planned: dict[Path, str] | None = None,
+        update_cache: bool = True,  # False: the model's hash cache is read only (`benchprof status` writes nothing)
+    ):
+        self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
+        self.backend, self.limit, self.planned = backend, limit, planned
+        self.model = model_signature(cfg, spec, update_cache)
+        self.dtype = eval_dtype(cfg, spec)
+        self._masks: dict[Variant, tuple[str | None, str | None]] = {}
+        self._tasks: dict[str, str] = {}
+
+    def mask(self, variant: Variant) -> tuple[str | None, str | None]:
+        from benchprof.core.storage import file_hash
+
+        if variant.is_original:
+            return None, None
+        if variant not in self._masks:
+            path = self.layout.mask_file(*variant.parts())
+            self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
+        return self._masks[variant]
+
+    def __call__(self, job: Job) -> dict[str, Any]:
+        from benchprof.stages.tasks import user_tasks
+
+        task = self.mapping[job.benchmark]
+        if task not in self._tasks:
+            user_yaml = user_tasks(self.cfg).get(task) if task == job.benchmark else None
+            self._tasks[task] = task_hash(self.include_path, task, self.planned, user_yaml)
+        mask, mask_fingerprint = self.mask(job.variant)
+        return {
+            "benchmark": job.benchmark,
+            "task": task,
+            "task_hash": self._tasks[task],
+            "num_fewshot": self.cfg.evals.fewshot(job.benchmark),
+            "limit": self.limit if self.limit is not None else self.cfg.evals.limit_for(job.benchmark),
+            "seed": self.cfg.settings.seed,
+            "backend": self.backend,
+            "scorer": self.cfg.evals.scorer if self.backend == "hf" else None,
+            "model": self.model,
+            "dtype": self.dtype,
+            "variant": job.variant.label(),
+            "mask": mask,
+            "mask_fingerprint": mask_fingerprint,
+        }
+
+
+def run_lm_eval(
+    lm: LM, task: str, num_fewshot: int, limit: int | None, task_manager: TaskManager, seed: int
+) -> dict[str, Any]:
+    """One lm-eval run, no response cache (a shared one would answer for the original model)."""
+    import lm_eval
+
+    drop_model_object_warning()  # also the few-shot warning of benchprof's own tasks, for every caller
+    return lm_eval.simple_evaluate(
+        model=lm,
+        tasks=[task],
+        num_fewshot=num_fewshot,
+        limit=limit,
+        log_samples=True,
+        task_manager=task_manager,
+        use_cache=None,
+        cache_requests=False,
+        random_seed=seed,
+        numpy_random_seed=seed,
+        torch_random_seed=seed,
+        fewshot_random_seed=seed,
+    )
+
+
+def document_scores(
+    lm: LM, tasks: dict[str, str], limit: int | None, task_manager: TaskManager, seed: int, metric: str = "acc"
+) -> dict[str, NDArray[np.float64]]:
+    """{benchmark: each scored document's `metric`, in doc_id order} for `tasks` (benchmark -> lm-eval task
+    name, as `tasks.write_tasks` maps them; one task each, not a group), 0-shot, the model as `lm` holds it now."""
+    import numpy as np
+
+    out = {}
+    for benchmark, task in tasks.items():
+        every = run_lm_eval(lm, task, 0, limit, task_manager, seed)["samples"]
+        if task not in every:
+            raise BenchprofError(f"{benchmark}: task {task} is a group ({', '.join(sorted(every))}); name one task")
+        samples = every[task]
+        if not samples or metric not in samples[0]:
+            raise BenchprofError(f"{benchmark}: lm-eval reports no per-document {metric!r} for task {task}")
+        out[benchmark] = np.array([float(s[metric]) for s in sorted(samples, key=lambda s: s["doc_id"])])
+    return out
+
+
+def by_variant(pending: list[tuple[Job, dict]]) -> dict[Variant, list[tuple[Job, dict]]]:
+    """Pending (job, inputs) pairs grouped by variant, in job order: each variant is applied once."""
+    groups: dict[Variant, list[tuple[Job, dict]]] = {}
+    for job, inputs in pending:
+        groups.setdefault(job.variant, []).append((job, inputs))
+    return groups
+
+
+def ablated_variants(jobs: list[Job]) -> list[Variant]:
+    return [v for v in dict.fromkeys(job.variant for job in jobs) if not v.is_original]
+
+
+def run_hf(
+    cfg: Config,
+    spec: ModelSpec,
+    layout: Layout,
+    pending: list[tuple[Job, dict]],
+    mapping: dict[str, str],
+    task_manager: TaskManager,
+    progress: tqdm,
+    force: bool,
+) -> tuple[int, int]:
+    """Load once, wrap in one HFLM (benchprof's SharedPrefixLM unless evals.scorer is lm_eval), and for each
+    variant: apply, run its benchmarks, restore. Returns (model loads: 1, jobs left to another process)."""
+    from lm_eval.models.huggingface import HFLM
+
+    from benchprof.core.modeling import fingerprint, load_model, pick_device
+    from benchprof.stages.damage import ablated, load_region
+    from benchprof.stages.prefix_scorer import SharedPrefixLM
+
+    model, tokenizer = load_model(
+        *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
+    )
+    fp = fingerprint(model)  # of the unablated model: every mask is checked against it
+    drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
+    scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
+    lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
+    left = 0
+    for variant, jobs in by_variant(pending).items():
+        region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
+        with ablated(model, region):
+            for job, inputs in jobs:
+                left += not run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp, force)
+                progress.update(1)
+    return 1, left
+
+
+def run_vllm(
+    cfg: Config,
+    spec: ModelSpec,
+    layout: Layout,
+    pending: list[tuple[Job, dict]],
+    mapping: dict[str, str],
+    task_manager: TaskManager,
+    progress: tqdm,
+    force: bool,
+) -> tuple[int, int]:
+    """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself).
+    Returns (engines started, jobs left to another process)."""
+    from lm_eval.api.registry import get_model
+
+    loads = left = 0
+    for variant, jobs in by_variant(pending).items():
+        path = cfg.model_source(spec)[0] if variant.is_original else str(layout.damaged_dir(*variant.parts()))
+        loads += 1
+        lm = get_model("vllm")(
+            pretrained=path,
+            tokenizer=path if not variant.is_original else cfg.model_source(spec)[1],
+            dtype=eval_dtype(cfg, spec),
+            tensor_parallel_size=cfg.evals.tensor_parallel_size,
+            batch_size="auto",
+            seed=cfg.settings.seed,
+        )
+        for job, inputs in jobs:
+            left += not run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, None, force)
+            progress.update(1)
+        del lm
+        free_vllm()
+    return loads, left
+
+
+def free_vllm() -> None:
+    """Release a vLLM engine's GPU memory before the next variant's engine starts (best effort)."""
+    import gc
+
+    import torch
+
+    try:
+        from vllm.distributed.parallel_state import destroy_distributed_environment, destroy_model_parallel
+
+        destroy_model_parallel()
+        destroy_distributed_environment()
+    except Exception:  # older or newer vLLM without these: garbage collection still frees most
+        pass
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+def run_job(
+    cfg: Config,
+    spec: ModelSpec,
+    layout: Layout,
+    job: Job,
+    inputs: dict[str, Any],
+    lm: LM,
+    mapping: dict[str, str],
+    task_manager: TaskManager,
+    model_fingerprint: str | None,
+    force: bool,
+) -> bool:
+    """Score one job under its lock; False when another process holds the lock or finished the job meanwhile
+    (an `evaluate --shard` beside `benchprof run`: each job is scored once)."""
+    from benchprof.core.locks import job_lock
+
+    with job_lock(layout.job_lock(job.variant, job.benchmark), f"benchprof evaluate ({spec.tag})") as mine:
+        if not mine or (not force and is_current(layout.eval_output(job.variant, job.benchmark), inputs)):
+            return False
+        started = time.time()
+        task = mapping[job.benchmark]
+        try:
+            output = run_lm_eval(lm, task, inputs["num_fewshot"], inputs["limit"], task_manager, cfg.settings.seed)
+        except Exception as err:  # lm-eval raises many kinds; say which job failed
+            raise BenchprofError(
+                f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: {type(err).__name__}: {err}"
+            ) from err
+        write_result(
+            layout, job.variant, job.benchmark, spec.tag, task, output, inputs, model_fingerprint, time.time() - started
+        )
+    return True
+
+
+def worker_commands(
+    config: Path, devices: list[str], per_worker: int, options: dict[str, Any]
+) -> list[tuple[list[str], dict[str, str]]]:
+    """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n."""
+    groups = [devices[i : i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
+    args = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        if isinstance(value, (list, tuple)):
+            value = ",".join(map(str, value))
+        args.append(f"--{name}" if value is True else f"--{name}={value}")
+    out = []
+    for i, group in enumerate(groups):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(group))
+        argv = [sys.executable, "-m", "benchprof", "evaluate", str(config), f"--shard={i}/{len(groups)}", *args]
+        out.append((argv, env))
+    return out
+
+
+def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
+    """Run the workers side by side, wait for all, and fail naming any that failed."""
+    from benchprof.core.console import terminal_fd
+    from benchprof.stages.sharding import parent_death_signal
+
+    dies_with_us = parent_death_signal()  # a killed evaluate takes its workers with it
+    procs = [subprocess.Popen(argv, env=env, stderr=terminal_fd(), preexec_fn=dies_with_us) for argv, env in commands]
+    codes = [p.wait() for p in procs]
+    failed = [
+        f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"
+        for i, c in enumerate(codes)
+        if c != 0
+    ]
+    if failed:
+        raise BenchprofError(
+            f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}; rerun the same command to resume"
+        )
+
+
+def cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def evaluate(
+    cfg: Config,
+    ability: str | None = None,
+    k: Selection = None,
+    region: str | None = None,
+    model: str | None = None,
+    benchmark: str | None = None,
+    limit: int | None = None,
+    backend: str | None = None,
+    shard: str | None = None,
+    force: bool = False,
+    original: bool = True,
+) -> None:
+    """Score the original model and every ablated variant on every benchmark with lm-eval.
+
+    Jobs are (variant, benchmark) pairs: the original model (scored once, under original/eval/)
+    and every (ability, k, region) of the config. A worker loads the model once, wraps it in one
+    lm-eval HFLM (benchprof's SharedPrefixLM unless evals.scorer is lm_eval) and for each variant
+    zeroes the region in place, runs its benchmarks and restores the weights. Each job writes
+    <benchmark>.samples.jsonl (one line per scored document) and then <benchmark>.json (lm-eval
+    results, a hash of the job's inputs); a rerun skips jobs whose hash matches. With several GPUs
+    in settings.cuda_visible_devices and no --shard, one worker process runs per GPU (per
+    tensor_parallel_size GPUs with vllm).
+
+    Arguments:
+        cfg: the config (on the command line: the path of config.yml).
+        ability: only variants of this ability (or a comma-separated list).
+        k: only these k values.
+        region: only this region (top, bottom, random).
+        model: only this model (name or tag).
+        benchmark: only this benchmark (or a comma-separated list).
+        limit: score at most this many documents of every benchmark (quick runs); default each
+            benchmark's own limit (evals.limits, the benchmark's entry), else evals.limit.
+        backend: hf (in-memory ablation, default) or vllm (damage --save checkpoints, GPU only).
+        shard: i/n runs the jobs j with j % n == i (several nodes or GPUs).
+        force: rerun finished jobs.
+        original: also score the original model (--nooriginal to skip it).
+    """
+    from benchprof.core.console import progress as progress_bar
+    from benchprof.core.loader import effective_config
+    from benchprof.stages import tasks
+    from benchprof.stages.damage import ensure_checkpoints
+
+    started = time.time()
+    cfg = cfg.with_overrides(evals={"limit": limit, "backend": backend})
+    backend = cfg.evals.backend
+    limit = None if limit is None else cfg.evals.limit  # --limit, checked; it wins over evals.limits
+    if backend == "vllm":
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:
+            raise BenchprofError(
+                "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
+            )
+    specs = cfg.selected_models(model)
+    all_jobs = job_list(cfg, ability, k, region, benchmark, original)
+    index, count = parse_shard(shard) if shard is not None else (0, 1)
+    jobs = shard_jobs(all_jobs, index, count)
+    include_path, mapping = tasks.write_tasks(cfg)
+
+    devices = cfg.settings.devices()
+    per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
+    if shard is None and len(devices) // per_worker > 1 and cuda_available():
+        if backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
+            for spec in specs:
+                ensure_checkpoints(cfg, spec, ablated_variants(jobs))
+        commands = worker_commands(
+            effective_config(cfg),
+            devices,
+            per_worker,
+            {
+                "ability": ability,
+                "k": k,
+                "region": region,
+                "model": model,
+                "benchmark": benchmark,
+                "limit": limit,
+                "backend": backend,
+                "force": force,
+                "nooriginal": not original,
+            },
+        )
+        spawn_workers(commands)
+        gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
+        print(
+            f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in "
+            f"{time.time() - started:.0f}s; results under {cfg.output_root}"
+        )
+        return
+    if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
+
+    loads = 0
+    ran = skipped = elsewhere = 0
+    variants_run: set[tuple[str, Variant]] = set()
+    for spec in specs:
+        layout = Layout(cfg.output_root, spec.tag)
+        require_masks(layout, ablated_variants(jobs))
+        job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, backend, limit)
+        pending = []
+        for job in jobs:
+            inputs = job_inputs(job)
+            if force or not is_current(layout.eval_output(job.variant, job.benchmark), inputs):
+                pending.append((job, inputs))
+        skipped += len(jobs) - len(pending)
+        if not pending:
+            continue
+        task_manager = tasks.task_manager(cfg, include_path)
+        unknown = sorted({mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
+        if unknown:
+            raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
+        with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
+            if backend == "vllm":
+                ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
+                model_loads, left = run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress, force)
+            else:
+                model_loads, left = run_hf(cfg, spec, layout, pending, mapping, task_manager, progress, force)
+        loads += model_loads
+        elsewhere += left
+        ran += len(pending) - left
+        variants_run.update((spec.tag, j.variant) for j, _ in pending)
+    where = f"shard {index}/{count}, " if shard is not None else ""
+    ablated = sum(1 for _, v in variants_run if not v.is_original)
+    originals = len(variants_run) - ablated
+    print(
+        f"evaluate: {ran} jobs run, {skipped} skipped (finished)"
+        + (f", {elsewhere} left to another process (`benchprof status` shows when they are done)" if elsewhere else "")
+        + f", over {ablated} ablated variant(s)"
+        f"{' + original' if originals else ''}, "
+        f"{loads} model load(s), {where}{time.time() - started:.0f}s; "
+        f"results under {cfg.output_root}"
+    )

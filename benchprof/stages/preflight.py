@@ -1,0 +1,382 @@
+"""`preflight`: the checks `run` makes on the whole plan before any heavy work, writing nothing.
+
+Everything a config names that lives outside the YAML is looked at here: devices and backend,
+each model's folder or hub id and tokenizer, the k values against the model's size, user datasets,
+composites, task YAMLs, benchmarks and metrics, and whether the output folders can be written.
+Checks that need only the YAML live in config.py.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchprof import BenchprofError
+from benchprof.core.config import KNOWN_ABILITIES, Config, ModelSpec
+
+if TYPE_CHECKING:
+    from transformers import PretrainedConfig
+
+
+def needed_abilities(cfg: Config) -> list[str]:
+    """Abilities whose data the run needs: profiled ones, ability benchmarks, composite parts."""
+    return list(
+        dict.fromkeys(
+            cfg.abilities()
+            + [b for b in cfg.evals.benchmarks if b in KNOWN_ABILITIES]
+            + [a for c in cfg.evals.composites.values() for a in c["abilities"]]
+        )
+    )
+
+
+def hub_offline() -> bool:
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def parameter_counts(model_config: PretrainedConfig, scope: str, front: int, back: int) -> tuple[int, int, int]:
+    """(total parameters, eligible parameters, layers) of a model config, built on the meta device
+    (no weights read or allocated)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from benchprof.core.modeling import eligible_names, num_layers, total_params
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(model_config)
+    n_layers = num_layers(model)
+    params = dict(model.named_parameters())
+    eligible = eligible_names(params, scope, n_layers, front, back)
+    return total_params(model), sum(params[n].numel() for n in eligible), n_layers
+
+
+def check_model(
+    cfg: Config, i: int, spec: ModelSpec, problems: list[str], warnings: list[str], finetune: bool
+) -> PretrainedConfig | None:
+    """Model folder or hub id, tokenizer and chat template; returns the model's config when readable."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from benchprof.stages.data import looks_like_path
+
+    source, tokenizer_source = cfg.model_source(spec)
+    key = f"models[{i}].name"
+    if Path(source).is_dir():
+        if not (Path(source) / "config.json").is_file():
+            problems.append(f"{key}: {source}: no config.json (not a Hugging Face model folder)")
+            return None
+    elif looks_like_path(source) or Path(source).exists():
+        problems.append(f"{key}: {cfg.resolve(source)}: model folder not found")
+        return None
+    elif hub_offline():
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(source, "config.json"), str):
+            problems.append(f"{key}: {source!r} not found locally and HF_HUB_OFFLINE=1")
+            return None
+    try:
+        model_config = AutoConfig.from_pretrained(source)
+    except Exception as err:  # OSError, ValueError, hub errors: the message is what matters
+        problems.append(f"{key}: cannot read the config of {source!r} ({str(err).strip().splitlines()[0]})")
+        return None
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    except Exception as err:
+        problems.append(f"models[{i}].tokenizer: cannot load {tokenizer_source!r} ({str(err).strip().splitlines()[0]})")
+        return model_config
+    if finetune and not getattr(tokenizer, "chat_template", None):
+        warnings.append(
+            f"models[{i}].tokenizer: {tokenizer_source!r} has no chat template; the importance "
+            "pass uses the plain 'role: content' format (prompts.plain_text)"
+        )
+    return model_config
+
+
+def check_k_values(
+    cfg: Config, spec: ModelSpec, model_config: PretrainedConfig, problems: list[str], warnings: list[str]
+) -> None:
+    """n = floor(k * total parameters) must fit in the eligible weights of the layer range."""
+    scope, front, back = cfg.finetune.scope, cfg.settings.front_removal, cfg.settings.back_removal
+    try:
+        total, eligible, n_layers = parameter_counts(model_config, scope, front, back)
+    except Exception as err:  # an architecture transformers cannot build
+        problems.append(f"models: {spec.name!r}: cannot count parameters ({str(err).strip().splitlines()[0]})")
+        return
+    if front + back >= n_layers:
+        problems.append(
+            f"settings.front_removal/back_removal: {front} + {back} remove all {n_layers} layers of {spec.tag}"
+        )
+        return
+    for i, k in enumerate(cfg.settings.k_values):
+        n = math.floor(k * total)
+        if n > eligible:
+            problems.append(
+                f"settings.k_values[{i}]: k={k} selects n = floor(k * {total}) = {n} weights, more "
+                f"than the {eligible} eligible in {spec.tag} (finetune.scope {scope}, layers "
+                f"{front}..{n_layers - back - 1}); lower k or front/back_removal"
+            )
+        elif n == 0:  # a region of no weight: every AIS would be +0.000, a wrong result, not a small one
+            problems.append(
+                f"settings.k_values[{i}]: k={k} selects no weight of {spec.tag}: n = floor(k * {total}) = 0 "
+                f"({eligible} eligible); raise k to at least {1 / total:.3g}"
+            )
+
+
+def check_benchmarks(cfg: Config, problems: list[str]) -> None:
+    """Every benchmark is an ability, a composite, a task under evals.include_path, or a task lm-eval knows."""
+    import difflib
+
+    from benchprof.stages.tasks import is_standard, local_copy_files, tasks_dir
+
+    for benchmark in cfg.evals.dataset_paths:  # its split mapping and few-shot source (tasks.local_task_spec)
+        try:
+            local_copy_files(cfg, benchmark, tasks_dir(cfg))
+        except BenchprofError as err:
+            problems.append(str(err))
+    standard = [b for b in cfg.evals.benchmarks if is_standard(cfg, b)]
+    if not standard:
+        return
+    known = set(builtin_tasks())
+    for i, benchmark in enumerate(cfg.evals.benchmarks):
+        if benchmark in standard and benchmark not in known:
+            close = difflib.get_close_matches(benchmark, sorted(known) + list(KNOWN_ABILITIES), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            problems.append(
+                f"evals.benchmarks[{i}]: unknown benchmark {benchmark!r} (not an lm-eval task, "
+                f"an ability, an evals.composites entry or a task under evals.include_path{hint})"
+            )
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_tasks() -> dict[str, Path | None]:
+    """lm-eval's own tasks, groups and tags: name -> YAML (None for a tag), indexed once per process."""
+    from lm_eval.tasks import TaskManager
+
+    index = TaskManager(include_defaults=True).task_index
+    return {name: Path(entry.yaml_path) if entry.yaml_path else None for name, entry in index.items()}
+
+
+def check_metrics(cfg: Config, problems: list[str]) -> None:
+    """Each aggregate.metrics override is a metric its benchmark's task reports (the task YAML's metric_list;
+    a group, a tag or a task without one is not checked here, aggregate says so)."""
+    import json
+
+    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
+
+    from benchprof.stages.tasks import is_local, is_standard, task_yaml, user_tasks
+
+    for benchmark, override in cfg.aggregate.metrics.items():
+        if is_local(cfg, benchmark):
+            spec = json.loads(task_yaml(benchmark, Path(benchmark)))
+        else:
+            path = (builtin_tasks() if is_standard(cfg, benchmark) else user_tasks(cfg)).get(benchmark)
+            try:
+                spec = load_yaml(path, resolve_func=False, recursive=True) if path is not None else {}
+            except Exception:  # an unreadable YAML: check_user_tasks or lm-eval names it
+                continue
+        known = [str(m["metric"]) for m in spec.get("metric_list") or [] if isinstance(m, dict) and "metric" in m]
+        if known and override.split(",")[0] not in known:
+            problems.append(
+                f"aggregate.metrics.{benchmark}: {override!r} is not a metric of its task (it reports "
+                f"{', '.join(known)})"
+            )
+
+
+def check_datasets(cfg: Config, problems: list[str], finetune: bool) -> None:
+    """User-supplied dataset folders hold readable, well-formed splits the plan uses."""
+    from benchprof.core.layout import data_file
+    from benchprof.stages.data import is_hub_id, read_jsonl
+
+    used_test = set(needed_abilities(cfg)) - (
+        set(cfg.abilities())
+        - set(cfg.evals.benchmarks)
+        - {a for c in cfg.evals.composites.values() for a in c["abilities"]}
+    )
+    for i, spec in enumerate(cfg.datasets):
+        if not spec.path or is_hub_id(cfg, spec.name):
+            continue  # generated by `data`, or a hub dataset (read when a stage needs it)
+        folder = cfg.resolve(spec.path)
+        if not folder.is_dir():
+            problems.append(f"datasets[{i}].path: {folder}: folder not found")
+            continue
+        splits = (["train"] if finetune else []) + (["test"] if spec.name in used_test else [])
+        for split in splits:
+            try:
+                read_jsonl(data_file(folder, split))
+            except BenchprofError as err:
+                problems.append(f"datasets[{i}].path: {err}")
+
+
+def check_devices(cfg: Config, problems: list[str], warnings: list[str]) -> None:
+    """evals.device names a device torch knows and, for cuda, that this machine has; GPUs listed in
+    settings.cuda_visible_devices without CUDA are a warning (the stages then run on the CPU)."""
+    import torch
+
+    from benchprof.core.modeling import pick_device
+
+    try:
+        pick_device(cfg.evals.device)
+    except BenchprofError as err:
+        problems.append(str(err))
+    if cfg.settings.devices() and not torch.cuda.is_available():
+        warnings.append(
+            f"settings.cuda_visible_devices: {cfg.settings.cuda_visible_devices!r}, but CUDA is not available on "
+            "this machine; every stage runs on the CPU"
+        )
+
+
+def check_backend(cfg: Config, problems: list[str]) -> None:
+    import importlib.util
+
+    if cfg.evals.backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        problems.append(
+            "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
+        )
+
+
+def test_items(cfg: Config, ability: str) -> tuple[int, str] | None:
+    """(items, where that number comes from) of an ability's test split; None for a hub dataset or a file
+    that cannot be read (check_datasets names that one)."""
+    from benchprof.core.layout import data_file
+    from benchprof.stages.data import ability_folder, is_hub_id
+
+    if not cfg.dataset(ability).path:
+        return cfg.data.test_size, "data.test_size"
+    if is_hub_id(cfg, ability):
+        return None
+    path = data_file(ability_folder(cfg, ability), "test")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return sum(1 for line in f if line.strip()), str(path)
+    except OSError:
+        return None
+
+
+def check_composites(cfg: Config, problems: list[str]) -> None:
+    """A composite's size takes size // #abilities items of each ability's test split: each must have them."""
+    for name, spec in cfg.evals.composites.items():
+        if name not in cfg.evals.benchmarks or spec.get("size") is None:
+            continue
+        share = int(spec["size"]) // len(spec["abilities"])
+        for ability in spec["abilities"]:
+            found = test_items(cfg, ability)
+            if found is not None and found[0] < share:
+                problems.append(
+                    f"evals.composites.{name}.size: {spec['size']} takes {share} test items of each of its "
+                    f"{len(spec['abilities'])} abilities, and {ability} has {found[0]} ({found[1]})"
+                )
+
+
+def yaml_problem(err: Exception) -> str:
+    """The first line of what a YAML reader raised, with the line of the file it stopped at."""
+    mark = getattr(err, "problem_mark", None)
+    text = getattr(err, "problem", None) or str(err).strip() or type(err).__name__
+    return (f"line {mark.line + 1}: " if mark is not None else "") + str(text).splitlines()[0]
+
+
+def check_user_tasks(cfg: Config, problems: list[str]) -> None:
+    """Every task YAML under evals.include_path can be read (lm-eval skips one it cannot read without a word:
+    its task is then 'unknown'), and the local data files of the benchmarks' own tasks exist."""
+    import glob
+
+    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
+
+    from benchprof.stages.tasks import include_paths, user_tasks
+
+    for root in include_paths(cfg):
+        files = [root] if root.is_file() else sorted(root.glob("**/*.yaml"))
+        for path in files:
+            try:
+                load_yaml(path, resolve_func=False, recursive=True)
+            except Exception as err:  # yaml's errors, a missing include, not a mapping
+                problems.append(f"evals.include_path: {path}: lm-eval cannot read this task YAML ({yaml_problem(err)})")
+    own = user_tasks(cfg)
+    for i, benchmark in enumerate(cfg.evals.benchmarks):
+        if benchmark not in own or benchmark in cfg.evals.dataset_paths:
+            continue
+        try:
+            spec = load_yaml(own[benchmark], resolve_func=False, recursive=True)
+        except Exception:  # reported above
+            continue
+        data_files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
+        values = list(data_files.values()) if isinstance(data_files, dict) else [data_files]
+        names = [str(n) for value in values for n in (value if isinstance(value, list) else [value])]
+        local = str(spec.get("dataset_path") or "")
+        if local.startswith(("/", ".", "~")):
+            names.append(local)
+        for name in names:
+            if "://" in name or (glob.glob(os.path.expanduser(name)) if glob.has_magic(name) else Path(name).exists()):
+                continue
+            where = "" if Path(name).is_absolute() else f" (relative to the working directory {Path.cwd()})"
+            problems.append(f"evals.benchmarks[{i}]: {benchmark} ({own[benchmark]}): data {name} not found{where}")
+
+
+def check_writable(key: str, folder: Path, problems: list[str]) -> None:
+    """`folder`, or the nearest existing folder above it, can be written (nothing is created)."""
+    existing = Path(folder)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        problems.append(f"{key}: {existing} is not a folder")
+    elif not os.access(existing, os.W_OK | os.X_OK):
+        problems.append(f"{key}: {existing} is not writable")
+
+
+def check_invented_seed(cfg: Config, problems: list[str]) -> None:
+    """An invented ability's splits (invented.py) are a world of invented facts drawn by data.seed: a model planted
+    with them (its planted.json, scripts/plant_real.py apply) knows the world of its planting's data seed only."""
+    import json
+
+    from benchprof.abilities import INVENTED
+
+    used = [a for a in needed_abilities(cfg) if a in INVENTED and not cfg.dataset(a).path]
+    for i, spec in enumerate(cfg.models):
+        info_file = Path(cfg.model_source(spec)[0]) / "planted.json"
+        if not used or not info_file.is_file():
+            continue
+        settings = json.loads(info_file.read_text()).get("settings", {})
+        planted = [a for a in used if a in settings.get("abilities", [])]
+        if planted and settings.get("data_seed") != cfg.data.seed:
+            problems.append(
+                f"data.seed: {cfg.data.seed}, but models[{i}] ({info_file}) was planted with {', '.join(planted)} "
+                f"drawn with data seed {settings.get('data_seed')}: another seed is another invented world; "
+                f"set data.seed: {settings.get('data_seed')}"
+            )
+
+
+def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
+    """Check the whole plan before any heavy work; write nothing.
+
+    Checks: evals.device and evals.backend usable here (GPUs listed without CUDA: a warning), each model's
+    folder (config.json) or hub id (in the local cache when offline), its tokenizer (and chat template, else
+    a warning), k values against the model's eligible parameter count (from its config, on the meta device;
+    a k that selects no weight is refused), user dataset folders readable and well formed, composites no
+    larger than their abilities' test splits, the task YAMLs under evals.include_path readable and their
+    data files present, every benchmark known to benchprof or lm-eval (and each aggregate.metrics override a metric
+    its task reports), output folders writable. Raises
+    BenchprofError with one line per problem; returns the warnings.
+    """
+    problems: list[str] = []
+    warnings: list[str] = []
+    finetune = not eval_only and bool(cfg.abilities())
+    check_devices(cfg, problems, warnings)
+    check_backend(cfg, problems)
+    for i, spec in enumerate(cfg.models):
+        model_config = check_model(cfg, i, spec, problems, warnings, finetune)
+        if model_config is not None and finetune:
+            check_k_values(cfg, spec, model_config, problems, warnings)
+    check_datasets(cfg, problems, finetune)
+    check_invented_seed(cfg, problems)
+    check_composites(cfg, problems)
+    check_user_tasks(cfg, problems)
+    check_benchmarks(cfg, problems)
+    check_metrics(cfg, problems)
+    check_writable("settings.output_dir", cfg.output_root, problems)
+    if any(not cfg.dataset(a).path for a in needed_abilities(cfg)):
+        check_writable("data.dir", cfg.resolve(cfg.data.dir), problems)
+    if problems:
+        raise BenchprofError("\n".join(problems))
+    return warnings

@@ -1,0 +1,284 @@
+"""`benchprof status`: what a config's run has done, what is stale and what is pending.
+
+Status rebuilds each output's inputs the way its stage does (finetune.importance_inputs,
+extract.region_inputs, evaluate.JobInputs, from the data files, importance headers and mask
+hashes) and compares them with the inputs recorded in its manifest or eval JSON. Model weights are
+not loaded: the model fingerprint recorded by finetune is taken as current unless --fingerprint.
+An output is *done* when its recorded inputs match and its files exist, *stale* when it exists
+but was computed from something that changed (itself or upstream), *pending* when it is absent.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from dataclasses import dataclass
+
+from benchprof import BenchprofError
+from benchprof.core.config import Config, ModelSpec
+from benchprof.core.storage import judge
+from benchprof.stages.preflight import needed_abilities
+
+STATES = ("done", "stale", "pending")
+
+
+@dataclass
+class Item:
+    """One output of the plan and its state."""
+
+    stage: str  # data, importance, masks, checkpoint, eval, profile
+    model: str  # the model tag ("" for data)
+    what: str  # e.g. "Spatial_Reasoning k0.05", "Spatial_Reasoning/k0.05/top Spatial_Reasoning"
+    state: str  # done, stale, pending
+    why: str = ""
+
+
+def upstream_of(item: Item | None, name: str) -> str:
+    if item is None or item.state == "done":
+        return ""
+    return f"{name} {item.state}"
+
+
+def data_items(cfg: Config) -> dict[str, Item]:
+    from benchprof.core.layout import data_output
+    from benchprof.stages.data import ability_folder, data_inputs, is_hub_id
+
+    items = {}
+    for ability in needed_abilities(cfg):
+        spec = cfg.dataset(ability)
+        folder = ability_folder(cfg, ability)
+        output = data_output(folder, ability)
+        if spec.path:
+            present = is_hub_id(cfg, ability) or all(f.is_file() for f in output.files)
+            items[ability] = Item(
+                "data",
+                "",
+                ability,
+                "done" if present else "pending",
+                "user data" if present else f"user data missing under {folder}",
+            )
+            continue
+        expected = data_inputs(cfg, ability, cfg.data.train_size, cfg.data.test_size, cfg.data.seed)
+        state, why = judge(output, expected)
+        items[ability] = Item("data", "", ability, state, why)
+    return items
+
+
+def model_dtype(cfg: Config, spec: ModelSpec) -> str | None:
+    """The dtype finetune will load the model in, when the config fixes it."""
+    name = cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
+    return None if name == "auto" else f"torch.{name}"
+
+
+def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], fingerprint: str | None) -> dict[str, Item]:
+    from benchprof.core.layout import Layout
+    from benchprof.stages.data import load_split
+    from benchprof.stages.finetune import importance_inputs
+
+    layout = Layout(cfg.output_root, spec.tag)
+    settings, dtype = cfg.finetune, model_dtype(cfg, spec)
+    items = {}
+    for ability in cfg.abilities():
+        expected, upstream = None, upstream_of(data.get(ability), "data")
+        if not upstream:
+            try:
+                records = load_split(cfg, ability, "train")
+            except BenchprofError as err:
+                upstream = f"data unreadable: {err}"
+            else:
+                records = records[: settings.max_samples] if settings.max_samples else records
+                expected = importance_inputs(
+                    cfg, ability, settings, records, cfg.settings.train_batch_size, fingerprint, dtype
+                )
+        # without loading the weights, the recorded fingerprint (and an 'auto' dtype) are taken as they are
+        ignore = (() if fingerprint else ("fingerprint",)) + (() if dtype else ("dtype",))
+        state, why = judge(layout.importance_output(ability), expected, upstream, ignore)
+        items[ability] = Item("importance", spec.tag, ability, state, why)
+    return items
+
+
+def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dict[tuple[str, float], Item]:
+    from benchprof.core.layout import Layout
+    from benchprof.core.regions import region_metadata
+    from benchprof.stages.extract import region_inputs
+    from benchprof.stages.weight_scores import importance_identity
+
+    layout = Layout(cfg.output_root, spec.tag)
+    items = {}
+    for ability in cfg.abilities():
+        path = layout.importance_file(ability)
+        upstream = upstream_of(importance.get(ability), "importance")
+        metadata, identity = None, None
+        if not upstream:
+            try:
+                metadata, identity = region_metadata(path), importance_identity(path)
+            except BenchprofError as err:
+                upstream = str(err)
+        for k in cfg.settings.k_values:
+            output = layout.masks_output(ability, k, cfg.extract.region_names())
+            expected = None
+            if metadata is not None and identity is not None:
+                n = math.floor(k * int(metadata.get("total_params", 0)))
+                expected = region_inputs(cfg, ability, k, n, identity, metadata, cfg.extract.selection)
+            state, why = judge(output, expected, upstream)
+            items[(ability, k)] = Item("masks", spec.tag, output.label, state, why)
+    return items
+
+
+def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item], data: dict[str, Item]) -> list[Item]:
+    from benchprof.core.layout import Layout
+    from benchprof.stages import tasks
+    from benchprof.stages.evaluate import JobInputs, job_list
+
+    layout = Layout(cfg.output_root, spec.tag)
+    planned_error = ""
+    try:
+        include_path, mapping, planned = tasks.plan_tasks(cfg)
+    except BenchprofError as err:  # a benchmark's data is not generated yet
+        include_path, mapping, planned = tasks.tasks_dir(cfg), {}, {}
+        planned_error = f"benchmark data pending ({err})"
+    job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, None, planned, False)
+    items = []
+    for job in job_list(cfg):
+        v = job.variant
+        output = layout.eval_output(v, job.benchmark)
+        upstream = "" if v.is_original else upstream_of(masks.get(v.parts()[:2]), "masks")
+        upstream = (
+            upstream
+            or (upstream_of(data.get(job.benchmark), "benchmark data") if job.benchmark in data else "")
+            or (planned_error if tasks.is_local(cfg, job.benchmark) else "")
+        )
+        expected = None
+        if not upstream:
+            try:
+                expected = job_inputs(job)
+            except (BenchprofError, KeyError, OSError) as err:
+                upstream = f"inputs unavailable ({err})"
+        state, why = judge(output, expected, upstream)
+        items.append(Item("eval", spec.tag, output.label, state, why))
+    return items
+
+
+def checkpoint_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item]) -> list[Item]:
+    """The `damage --save` checkpoints: every one on disk, and every one evals.backend vllm needs.
+
+    Judged like any output: its manifest's inputs (mask hash, the model fingerprint the mask records,
+    dtype) and every file it recorded, so a truncated or deleted model.safetensors is stale."""
+    from benchprof.core.layout import Layout
+    from benchprof.core.regions import region_metadata
+    from benchprof.stages.damage import checkpoint_inputs, eval_dtype, variants
+
+    layout = Layout(cfg.output_root, spec.tag)
+    items = []
+    for v in variants(cfg):
+        output = layout.checkpoint_output(*v.parts())
+        if cfg.evals.backend != "vllm" and not output.manifest.parent.exists():
+            continue  # optional under backend hf: listed once written
+        upstream, expected = upstream_of(masks.get(v.parts()[:2]), "masks"), None
+        if not upstream:
+            mask = layout.mask_file(*v.parts())
+            fingerprint = region_metadata(mask).get("fingerprint", "")
+            expected = checkpoint_inputs(layout, v, fingerprint, eval_dtype(cfg, spec))
+        state, why = judge(output, expected, upstream)
+        items.append(Item("checkpoint", spec.tag, output.label, state, why))
+    return items
+
+
+def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
+    from benchprof.core.layout import Layout
+    from benchprof.core.results import evaluation_hashes
+    from benchprof.core.storage import read_manifest
+    from benchprof.stages.aggregate import profile_inputs
+
+    layout = Layout(cfg.output_root, spec.tag)
+    output = layout.profile_output()
+    state, why = judge(output, profile_inputs(cfg))
+    if state == "done":
+        unfinished = sum(1 for e in evals if e.state != "done")
+        recorded = (read_manifest(layout.profile_dir) or {}).get("evaluations", {})
+        current = evaluation_hashes(layout.model_dir)
+        changed = [path for path in current if recorded.get(path) != current[path]]
+        if unfinished:
+            state, why = "stale", f"{unfinished} evaluation(s) not done"
+        elif changed:
+            state, why = "stale", f"{len(changed)} evaluation(s) newer than the profile"
+    return Item("profile", spec.tag, output.label, state, why)
+
+
+def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
+    """Every output of the config's run, in stage order, with its state."""
+    from benchprof.core.modeling import fingerprint as model_fingerprint
+    from benchprof.core.modeling import load_model
+
+    data = data_items(cfg)
+    items: list[Item] = list(data.values())
+    for spec in cfg.models:
+        fp = None
+        if fingerprint and cfg.abilities():
+            net, _ = load_model(
+                *cfg.model_source(spec), dtype=cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
+            )
+            fp = model_fingerprint(net)
+            del net
+        importance = importance_items(cfg, spec, data, fp)
+        masks = mask_items(cfg, spec, importance)
+        evals = eval_items(cfg, spec, masks, data)
+        checkpoints = checkpoint_items(cfg, spec, masks)
+        items += (
+            list(importance.values()) + list(masks.values()) + checkpoints + evals + [profile_item(cfg, spec, evals)]
+        )
+    return items
+
+
+def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> None:
+    """Print what a run of this config has done, what is stale and what is pending.
+
+    Reads manifests, eval JSONs, data files and safetensors headers only; model weights are not
+    loaded, so the model fingerprint recorded by finetune is taken as current (--fingerprint loads
+    the model and checks it). Evaluations are summarised per variant unless --verbose.
+
+    Arguments:
+        cfg: the config (on the command line: the path of config.yml).
+        verbose: one line per evaluation job instead of one per variant.
+        fingerprint: load each model once to check its fingerprint against the importance manifests.
+    """
+    items = plan_status(cfg, fingerprint=fingerprint)
+    lines: list[Item | tuple[str, str]] = []  # an item, or (model, variant) for a summarised variant
+    evals: dict[tuple[str, str], list[Item]] = {}
+    for item in items:
+        if item.stage == "eval" and not verbose:
+            variant, benchmark = item.what.rsplit(" ", 1)
+            evals.setdefault((item.model, variant), []).append(item)
+            if len(evals[(item.model, variant)]) == 1:
+                lines.append((item.model, variant))
+            continue
+        lines.append(item)
+    for entry in lines:
+        if isinstance(entry, Item):
+            print(format_item(entry))
+            continue
+        group = evals[entry]
+        counts = {s: sum(1 for i in group if i.state == s) for s in STATES}
+        state = "done" if counts["done"] == len(group) else ("stale" if counts["stale"] else "pending")
+        not_done = [
+            f"{i.what.rsplit(' ', 1)[1]} ({i.state}{': ' + i.why if i.why else ''})" for i in group if i.state != "done"
+        ]
+        why = ", ".join(f"{counts[s]} {s}" for s in STATES if counts[s]) if not_done else ""
+        reasons = {i.why for i in group if i.state != "done"}
+        if not_done and len(reasons) == 1 and reasons != {""}:
+            why += f" | {reasons.pop()}"  # the same reason for all: say it once
+        elif not_done:
+            shown = "; ".join(not_done[:3]) + (f"; ... {len(not_done) - 3} more" if len(not_done) > 3 else "")
+            why += f" | {shown}"
+        print(format_item(Item("eval", entry[0], entry[1], state, why)))
+    totals = {s: sum(1 for i in items if i.state == s) for s in STATES}
+    print(
+        f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
+        f"(of {len(items)} outputs) for {cfg.path}"
+    )
+    sys.stdout.flush()
+
+
+def format_item(item: Item) -> str:
+    where = f"{item.model}: " if item.model else ""
+    return f"{item.state:<8} {item.stage:<11} {where}{item.what}" + (f"  ({item.why})" if item.why else "")

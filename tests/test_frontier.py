@@ -1,0 +1,163 @@
+"""lab/frontier.py and lab/frontier_report.py: the neuron attribution against an independent autograd path, zeroing
+against the region format, the scores against their formulas, and the command end to end on the demo model (its
+numbers against a hand computation from its own records, and a rerun that redoes nothing)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from benchprof import BenchprofError
+from benchprof.abilities import generate
+from benchprof.core.storage import read_csv
+from benchprof.lab.frontier import (
+    ZeroedNeurons,
+    model_neurons,
+    neuron_attribution,
+    neuron_scores,
+    random_neurons,
+    top_neurons,
+)
+from benchprof.lab.frontier_report import one_sided
+from benchprof.lab.planted import mc_rows, neuron_region, option_logliks, region_masks
+from benchprof.stats.control import ControlComparison
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "benchprof" / "assets" / "demo-model"
+
+
+@pytest.fixture(scope="module")
+def demo() -> tuple[torch.nn.Module, object]:
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_pretrained(DEMO, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(DEMO)
+
+
+def objective_through_scales(model, tok, record) -> torch.Tensor:
+    """d log P(correct)/d s for s a per-neuron scale on every MLP activation, at s = 1: an independent path to
+    Σ_positions h · ∂/∂h (the chain rule through a multiplication by s)."""
+    neurons = model_neurons(model)
+    scales = [torch.ones(neurons.intermediate, requires_grad=True) for _ in neurons.mlps]
+    hooks = [
+        m.down_proj.register_forward_pre_hook(lambda _m, args, s=s: (args[0] * s,))
+        for m, s in zip(neurons.mlps, scales, strict=True)
+    ]
+    try:
+        rows = mc_rows(tok, [record])
+        loglik = option_logliks(model, rows, tok.pad_token_id)
+        chars = torch.tensor([r[4] for r in rows], dtype=loglik.dtype)
+        objective = torch.log_softmax(loglik / chars, 0)[record["label"]]
+        grads = torch.autograd.grad(objective, scales)
+    finally:
+        for h in hooks:
+            h.remove()
+    return torch.cat(grads)
+
+
+def test_attribution_equals_the_gradient_of_a_neuron_scale(demo):
+    model, tok = demo
+    records = generate("Commonsense_Causal", 3, 0, seed=5)[0]
+    got = neuron_attribution(model, tok, records, batch_items=2)  # two batches: item rows must not mix
+    assert got.shape == (3, model_neurons(model).count)
+    for i, record in enumerate(records):
+        want = objective_through_scales(model, tok, record).numpy()
+        np.testing.assert_allclose(got[i], want, rtol=1e-3, atol=1e-6)
+    assert all(p.requires_grad for p in model.parameters())  # the weights' flags are given back
+
+
+def test_zeroed_neurons_equal_the_region_format_and_restore_exactly(demo):
+    model, tok = demo
+    neurons = model_neurons(model)
+    ids = [3, neurons.intermediate + 7, 3 * neurons.intermediate - 1]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    by_layer: dict[int, list[int]] = {}
+    for i in ids:
+        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
+    masks = region_masks(model, [neuron_region(by_layer, neurons.hidden, neurons.intermediate)])
+    with ZeroedNeurons(neurons, ids):
+        params = dict(model.named_parameters())
+        for name, mask in masks.items():  # exactly the region's weights are 0, no other weight moved
+            assert torch.all(params[name][mask] == 0)
+            assert torch.equal(params[name][~mask], before[name][~mask])
+        assert sum(int(m.sum()) for m in masks.values()) == neurons.weights(len(ids))
+    for name, p in model.named_parameters():
+        assert torch.equal(p, before[name]), name
+
+
+def test_scores_follow_their_formulas():
+    rng = np.random.default_rng(0)
+    attribution = {a: rng.normal(size=(6, 10)).astype(np.float32) for a in ("A", "B", "C")}
+
+    def t(v):
+        return v.mean(0) / (v.std(0, ddof=1) / math.sqrt(len(v)))
+
+    np.testing.assert_allclose(neuron_scores(attribution, "A", "act_grad"), attribution["A"].mean(0), rtol=1e-6)
+    np.testing.assert_allclose(neuron_scores(attribution, "A", "act_grad_t"), t(attribution["A"].astype(float)))
+    want = t(attribution["B"].astype(float)) - np.maximum(
+        t(attribution["A"].astype(float)), t(attribution["C"].astype(float))
+    )
+    np.testing.assert_allclose(neuron_scores(attribution, "B", "act_grad_contrast"), want)
+    scores = np.array([0.5, 2.0, 2.0, -1.0, 3.0])
+    assert top_neurons(scores, 3) == [1, 2, 4]  # brute force: 3.0, then the tie 2.0 / 2.0
+    draw = random_neurons(1000, 50, seed=4)
+    assert len(set(draw)) == 50 and draw == random_neurons(1000, 50, seed=4) and draw != random_neurons(1000, 50, 5)
+    with pytest.raises(BenchprofError, match="unknown option"):
+        neuron_scores(attribution, "A", "magic")
+
+
+def test_one_sided_p_from_a_two_sided_comparison():
+    above = ControlComparison(0.2, 0.1, 0.3, 0.04, 5, 0.05)
+    below = ControlComparison(-0.2, -0.3, -0.1, 0.04, 5, 0.05)
+    assert one_sided(above) == pytest.approx(0.02) and one_sided(below) == pytest.approx(0.98)
+    assert math.isnan(one_sided(None))
+
+
+@pytest.mark.slow
+def test_frontier_command_on_the_demo_model(tmp_path):
+    from benchprof.cli import main
+    from benchprof.stats.impact import impact_score
+
+    abilities = ["Commonsense_Causal", "Long_Term_Knowledge"]
+    config = tmp_path / "demo.yml"
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": str(tmp_path / "out"), "seed": 3},
+            "models": [{"name": str(DEMO), "tag": "demo"}],
+            "datasets": [{"name": a} for a in abilities],
+            "data": {"dir": str(tmp_path / "data"), "train_size": 12, "test_size": 20},
+        })
+    )  # fmt: skip
+    main(["data", str(config)])
+    args = ["frontier", str(config), "--sizes", "2,16", "--train_items", "12", "--test_items", "20"]
+    main(args)
+    folder = tmp_path / "out" / "demo" / "frontier"
+    records = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
+    assert len(records) == 1 + 3 * 2 * 2 + 2 * 3  # original, options x abilities x sizes, sizes x draws
+    rows = read_csv(folder / "frontier.csv")
+    original = next(r["acc_norm"] for r in records if r["option"] == "original")
+    row = next(r for r in rows if r["option"] == "act_grad" and r["size"] == "16" and r["ability"] == abilities[0])
+    ablated = next(r for r in records if (r["option"], r["region"], r["size"]) == ("act_grad", abilities[0], 16))
+    own = impact_score(np.mean(original[abilities[0]]), np.mean(ablated["acc_norm"][abilities[0]]))
+    other = impact_score(np.mean(original[abilities[1]]), np.mean(ablated["acc_norm"][abilities[1]]))
+    assert float(row["own_ais"]) == pytest.approx(own, abs=1e-6)
+    assert float(row["other_ais"]) == pytest.approx(other, abs=1e-6)
+    assert float(row["specificity"]) == pytest.approx(own - other, abs=1e-6)
+    draws = [r for r in records if r["option"] == "random" and r["size"] == 16]
+    random_own = np.mean(
+        [impact_score(np.mean(original[abilities[0]]), np.mean(d["acc_norm"][abilities[0]])) for d in draws]
+    )
+    assert float(row["random_ais"]) == pytest.approx(random_own, abs=1e-6)
+    assert (folder / "frontier.png").stat().st_size > 0 and "| act_grad_contrast |" in (
+        folder / "frontier.md"
+    ).read_text()
+    before = (folder / "evaluations.jsonl").read_bytes()
+    main(args)  # the rerun scores nothing and writes the same table
+    assert (folder / "evaluations.jsonl").read_bytes() == before
+    assert read_csv(folder / "frontier.csv") == rows
+    with pytest.raises(SystemExit):
+        main([*args[:2], "--ability", "Commonsense_Causal"])  # one ability has no "other" split
