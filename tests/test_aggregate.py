@@ -16,7 +16,7 @@ from benchprof.profile.report import CSV_COLUMNS
 from benchprof.profile.rows import cell_key
 from benchprof.stages.aggregate import aggregate, load_scores
 from benchprof.stats.impact import impact_score
-from benchprof.stats.multitest import bh_qvalues
+from benchprof.stats.multitest import bh_qvalues, holm
 from benchprof.stats.paired import paired_difference_interval
 from benchprof.stats.resampling import bootstrap_ais, cell_rng, percentile_ci
 
@@ -251,12 +251,13 @@ def test_aggregate_end_to_end(results, capsys):
     # are a control: tested, no q-value, never starred
     assert (top["flips_lost"], top["flips_gained"], float(top["p_value"])) == ("1", "0", 1.0)
     tested = [r for r in rows if r["p_value"]]
-    for family in ("primary", "secondary"):
+    for family in ("claim", "damage", "secondary"):
         members = [r for r in tested if r["family"] == family]
-        expected_q = bh_qvalues(np.array([float(r["p_value"]) for r in members]))
+        adjust = holm if family == "claim" else bh_qvalues  # the claim: Holm over its family
+        expected_q = adjust(np.array([float(r["p_value"]) for r in members]))
         assert [float(r["q_value"]) for r in members] == pytest.approx(list(expected_q))
     assert {r["family"] for r in tested if r["region"] == "random"} == {"control"}
-    starred = [r for r in tested if r["family"] in ("primary", "secondary")]
+    starred = [r for r in tested if r["family"] in ("claim", "damage", "secondary")]
     assert all(r["significant"] == ("true" if float(r["q_value"]) < 0.05 else "false") for r in starred)
     assert all(not r["q_value"] and r["significant"] == "false" for r in tested if r["family"] == "control")
     assert all(r["significant"] == "" for r in rows if not r["p_value"])
@@ -387,10 +388,13 @@ def test_null_profile_flags_at_most_alpha_after_correction(tmp_path):
                 )
     profile = load_scores(cfg, progress=False)
     tested = [r for r in profile.rows if not math.isnan(r.p_value)]
-    primary = [r for r in tested if r.region in ("top", "top-random") and r.metric != "p_correct"]
-    assert len(primary) == profile.family_size >= 12 * 2 and all(r.family == "primary" for r in primary)
+    claim = [r for r in tested if r.region == "top-random" and r.metric != "p_correct"]
+    damage = [r for r in tested if r.region == "top" and r.metric != "p_correct"]
+    # two abilities, one random draw each: a pool of 2 cannot say how much random regions differ, so no claim row
+    assert len(claim) == profile.family_size == 0
+    assert len(damage) == profile.family_size_damage >= 12 and all(r.family == "damage" for r in damage)
     assert not any(r.significant for r in tested if r.region == "random")  # the control is never starred
-    tested = [r for r in tested if r.family in ("primary", "secondary")]
+    tested = [r for r in tested if r.family in ("claim", "damage", "secondary")]
     flagged = sum(bool(r.significant) for r in tested)
     raw_flags = sum(r.p_value < 0.05 for r in tested)
     assert flagged <= 0.05 * len(tested), (flagged, len(tested))
@@ -507,7 +511,7 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     assert (p_row.ci_low, p_row.ci_high) == pytest.approx(percentile_ci(docs))
     p_rows = [r for r in profile.rows if r.metric == "p_correct" and not math.isnan(r.p_value)]
     assert profile.family_size_secondary == len(p_rows) == 1 and p_row.family == "secondary"
-    assert profile.family_size == len(
+    assert profile.family_size_damage == len(
         [r for r in profile.rows if r.metric != "p_correct" and not math.isnan(r.p_value) and r.region == "top"]
     )
     assert p_row.q_value == pytest.approx(p_row.p_value)  # a family of one
@@ -605,7 +609,7 @@ def test_rows_of_a_benchmark_at_chance_are_marked_and_left_out_of_the_family(tmp
     assert arc.p_value == 1.0  # nothing flipped: the paired test is still there
     assert not gsm.at_chance and gsm.flips_lost == 20 and gsm.significant
     tested = [r for r in profile.rows if not math.isnan(r.p_value) and r.metric != "p_correct" and r.region == "top"]
-    assert profile.family_size == len([r for r in tested if r.benchmark != "arc_easy"]) < len(tested)
+    assert profile.family_size_damage == len([r for r in tested if r.benchmark != "arc_easy"]) < len(tested)
     # the only row in the family is gsm8k's: its q-value is its own p (McNemar, 20 lost, 0 gained)
     assert gsm.q_value == pytest.approx(2 * 0.5**20)
     aggregate(cfg, plots=False)  # ais.csv marks the rows, ais.md's k sweep says it in the heading

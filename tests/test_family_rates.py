@@ -58,7 +58,7 @@ def simulate(tmp_path, rng: np.random.Generator, own_effect: float, spread: floa
                     {"acc": [float(x) for x in ablated]},
                 )
     profile = load_scores(cfg, progress=False)
-    return [r for r in profile.rows if r.family == "primary" and not math.isnan(r.p_value)]
+    return [r for r in profile.rows if r.family == "claim" and not math.isnan(r.p_value)]
 
 
 def is_true_effect(row, own_effect: float) -> bool:
@@ -92,9 +92,9 @@ def test_the_share_of_false_stars_stays_at_alpha_over_many_profiles(tmp_path, ow
             found.append(np.mean([bool(r.significant) for r in true_rows]))
     fdr = float(np.mean(proportions))
     error = math.sqrt(0.05 * 0.95 / PROFILES)
-    print(f"own effect {own_effect}, spread {spread}: {rows} primary rows, FDR {fdr:.3f} (+-{error:.3f})", end="")
+    print(f"own effect {own_effect}, spread {spread}: {rows} claim rows, FDR {fdr:.3f} (+-{error:.3f})", end="")
     print(f", power {np.mean(found):.3f}" if found else "")
-    assert rows >= len(ABILITIES) * (len(ABILITIES) + len(EXTRA)) * 2
+    assert rows >= len(ABILITIES) * (len(ABILITIES) + len(EXTRA))  # every top-random row, and the specificity
     assert fdr <= 0.05 + 2 * error
-    if own_effect:
-        assert np.mean(found) >= 0.5
+    if own_effect:  # Holm over the claim family against a pool of 4 draws: the price of no false claim star
+        assert np.mean(found) >= 0.35

@@ -310,8 +310,9 @@ def test_specificity_rows_over_a_split_at_chance_are_marked_and_get_no_star(resu
     rows = [r for r in profile.rows if r.benchmark == SPECIFICITY]
     assert rows and all(r.at_chance and not r.significant and math.isnan(r.q_value) for r in rows)
     assert not profile.row("Quantitative_Reasoning", "Temporal_Reasoning", 0.01, "top").at_chance
-    tested = [r for r in profile.rows if r.family == "primary"]
-    assert profile.family_size == len(tested) > 0 and not any(r.at_chance for r in tested)
+    tested = [r for r in profile.rows if r.family in ("claim", "damage")]
+    assert profile.family_size + profile.family_size_damage == len(tested) > 0
+    assert not any(r.at_chance for r in tested)
 
 
 def test_each_tested_row_has_its_declared_family_and_random_regions_are_never_starred(result_files):
@@ -325,19 +326,20 @@ def test_each_tested_row_has_its_declared_family_and_random_regions_are_never_st
             want[id(r)] = "control"
         elif r.ability == MEAN and r.region == "top-random":
             want[id(r)] = ""
-        elif r.metric == "p_correct" or (r.benchmark == SPECIFICITY and r.region != "top"):
+        elif r.metric == "p_correct" or r.region not in ("top", "top-random"):
             want[id(r)] = "secondary"
         else:
-            want[id(r)] = "primary"
+            want[id(r)] = "claim" if r.region == "top-random" else "damage"
     assert [r.family for r in tested] == [want[id(r)] for r in tested]
     mean_top = profile.row(MEAN, SPECIFICITY, 0.01, "top")
     mean_adjusted = profile.row(MEAN, SPECIFICITY, 0.01, "top-random")
-    assert mean_top is not None and mean_adjusted is not None and mean_top.family == "primary"
+    assert mean_top is not None and mean_adjusted is not None and mean_top.family == "damage"
     assert mean_adjusted.ais == pytest.approx(mean_top.ais) and math.isnan(mean_adjusted.q_value)
-    assert {"primary", "control", "secondary"} <= {r.family for r in tested}
+    assert {"claim", "damage", "control"} <= {r.family for r in tested}
     for r in tested:
         if r.family in ("control", ""):
             assert r.significant is False and math.isnan(r.q_value)
         else:
             assert not math.isnan(r.q_value)
-    assert profile.family_size == sum(r.family == "primary" for r in tested)
+    assert profile.family_size == sum(r.family == "claim" for r in tested)
+    assert profile.family_size_damage == sum(r.family == "damage" for r in tested)

@@ -278,18 +278,12 @@ PAIRED_INPUTS = ("model", "dtype", "task_hash", "num_fewshot", "limit", "backend
 
 
 def unpaired_inputs(inputs: Any, original: Any) -> list[str]:
-    """The PAIRED_INPUTS an evaluation's recorded inputs do not share with the original's: all of them when one
-    records its inputs and the other does not; none when neither does (result files written by hand or by
-    another tool, which say nothing to compare)."""
-    recorded, original_recorded = (
-        isinstance(inputs, dict) and bool(inputs),
-        isinstance(original, dict) and bool(original),
-    )
-    if not recorded and not original_recorded:
-        return []
-    if recorded != original_recorded:
-        return list(PAIRED_INPUTS)
-    return [key for key in PAIRED_INPUTS if inputs.get(key) != original.get(key)]
+    """The PAIRED_INPUTS an evaluation's recorded inputs do not share with the original's. A key either records
+    must be in both, equal; a key neither records (result files written by hand or by another tool) says
+    nothing to compare."""
+    mine = inputs if isinstance(inputs, dict) else {}
+    theirs = original if isinstance(original, dict) else {}
+    return [key for key in PAIRED_INPUTS if (key in mine or key in theirs) and mine.get(key) != theirs.get(key)]
 
 
 def load_score(

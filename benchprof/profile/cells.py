@@ -2,7 +2,7 @@
 
 Per (ability, k, benchmark) cell, on one metric: each region's AIS with its paired bootstrap interval and
 paired test, and top-random against the pool of every ability's random draws at k (`cell_rows`); the null
-calibration of that pool; the specificity rows; the joint cell of a benchmark's profile (analyses.py); and the
+calibration of that pool; the joint cell of a benchmark's profile (analyses.py); and the
 multiplicity correction over the whole profile. Numbers only: every formula is in stats/, and nothing here
 reads or writes a file.
 """
@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING
 
 from benchprof.core.config import random_draw
 from benchprof.core.layout import format_k
-from benchprof.core.results import DocId, DocKey, PerDoc, Score
+from benchprof.core.results import DocId, DocKey, Score
 from benchprof.profile.analyses import JointCell
 from benchprof.profile.rows import (
     ADJUSTED,
     CONTROL,
+    DAMAGE,
     MEAN,
     P_CORRECT,
     PRIMARY,
     SECONDARY,
     SPECIFICITY,
-    SPECIFICITY_METRIC,
     AisRow,
     KStep,
     NullCalibration,
@@ -36,15 +36,14 @@ from benchprof.profile.rows import (
 )
 from benchprof.stats.control import MIN_DRAWS, top_against_random
 from benchprof.stats.control import null_calibration as control_calibration
-from benchprof.stats.impact import adjusted_ais, ais_above_chance, impact_score, specificity_score
-from benchprof.stats.multitest import bh_qvalues
+from benchprof.stats.impact import adjusted_ais, ais_above_chance, impact_score
+from benchprof.stats.multitest import bh_qvalues, holm
 from benchprof.stats.paired import paired_test
 from benchprof.stats.power import minimum_detectable_ais, minimum_detectable_ais_continuous
 from benchprof.stats.resampling import (
     bootstrap_ais,
     cell_rng,
     material_drop,
-    mean_specificity_bootstrap,
     percentile_ci,
     two_level_bootstrap,
     wald_test,
@@ -103,12 +102,15 @@ def joint_cell(
 def family_of(row: AisRow) -> str:
     """The multiplicity family a tested row belongs to (AisRow.family), declared before any result is seen.
 
-    primary: what the profile is read for, on each benchmark's primary metric: each ability's top region and
-    its top-random row per benchmark and k, and the specificity of top regions (each ability's and their mean).
-    control: random regions and their specificity, tested so a reader sees what a region of no ability does,
-    never starred (a random region belongs to no ability). secondary: everything else with a p-value (p_correct
-    rows, bottom regions, top-random specificity) in a family of its own. The mean top-random specificity is in
-    none: the pool cancels in it, so it equals the mean top specificity, a row already tested.
+    claim: what a profile is read for, on each benchmark's primary metric: does ability a's top region do more
+    than random regions of its size? Its top-random rows per benchmark and k, and its top-random specificity
+    (its own split hurt more than the others, beyond what random regions show there). damage: does zeroing the
+    top region hurt at all (top against the original, and the top region's specificity against 0)? On a real
+    LLM any region of the paper's size hurts a little, so these rows are nearly all true; in the claim's family
+    their discoveries would loosen Benjamini-Hochberg for the rows that ask about the ability, so they are a
+    family apart. control: random regions and their specificity, tested so a reader sees what a region of no
+    ability does, never starred. secondary: everything else with a p-value (p_correct rows, bottom regions).
+    The mean top-random specificity is in none: the pool cancels in it, so it equals the mean top specificity.
     """
     if math.isnan(row.p_value) or row.at_chance:
         return ""
@@ -118,9 +120,9 @@ def family_of(row: AisRow) -> str:
         return ""
     if row.metric == P_CORRECT:
         return SECONDARY
-    if row.benchmark == SPECIFICITY:
-        return PRIMARY if row.region == "top" else SECONDARY
-    return PRIMARY if row.region in ("top", ADJUSTED) else SECONDARY
+    if row.region == ADJUSTED:
+        return PRIMARY
+    return DAMAGE if row.region == "top" else SECONDARY
 
 
 def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
@@ -128,11 +130,13 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
 
     Rows of a benchmark at chance (Profile.at_chance) are marked `at_chance`, keep their p-value and get no
     q-value and no star: an ablation of a model that cannot do the task measures noise. Every other row with a
-    p-value is put in its family (`family_of`): Benjamini–Hochberg q-values within the primary family and, apart,
-    within the secondary one, `significant` = q < aggregate.alpha, so the expected share of false stars among a
-    family's stars is at most alpha; control rows keep their p-value and get neither q-value nor star. The
-    minimum detectable AIS of a row uses alpha / (its family's size; the primary one's for control rows), a
-    conservative stand-in for the BH threshold, which depends on how many other rows are discoveries.
+    p-value is put in its family (`family_of`): Holm-adjusted p-values within the claim family, so the chance of
+    any false claim star in a profile is at most alpha whatever the damage rows and the true claims do;
+    Benjamini–Hochberg q-values within the damage and the secondary families, so the expected share of false
+    stars among a family's stars is at most alpha. `significant` = adjusted p (column q_value) < aggregate.alpha.
+    Control rows keep their p-value and get neither q-value nor star. The minimum detectable AIS of a row uses
+    alpha / (its family's size; the damage one's for control rows): Holm's first step, and a conservative
+    stand-in for the BH threshold, which depends on how many other rows are discoveries.
     """
     import numpy as np
 
@@ -143,14 +147,20 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
         row.family = family_of(row)
         if not math.isnan(row.p_value) and row.family in ("", CONTROL):
             row.significant = False
-    families = {name: [row for row in profile.rows if row.family == name] for name in (PRIMARY, SECONDARY, CONTROL)}
-    profile.family_size, profile.family_size_secondary = len(families[PRIMARY]), len(families[SECONDARY])
+    names = (PRIMARY, DAMAGE, SECONDARY, CONTROL)
+    families = {name: [row for row in profile.rows if row.family == name] for name in names}
+    profile.family_size, profile.family_size_damage = len(families[PRIMARY]), len(families[DAMAGE])
+    profile.family_size_secondary = len(families[SECONDARY])
     discordance: dict[str, list[float]] = {}
     for name, family in families.items():
         if not family:
             continue
         if name != CONTROL:
-            for row, q in zip(family, bh_qvalues(np.array([row.p_value for row in family]))):
+            p_values = np.array([row.p_value for row in family])
+            # the claim: Holm, so the chance of any false claim star in the profile is at most alpha whatever the
+            # other rows do (true discoveries loosen Benjamini-Hochberg for the rest); the others: BH
+            adjusted = holm(p_values) if name == PRIMARY else bh_qvalues(p_values)
+            for row, q in zip(family, adjusted):
                 row.q_value = float(q)
                 material = material_drop(row.dropped, profile.bootstrap)
                 if material:  # a material share of resamples undefined: the interval is over a selected rest
@@ -160,7 +170,7 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
                         "and it gets no star"
                     )
                 row.significant = bool(q < profile.alpha) and not material
-        level = profile.alpha / max(1, len(families[SECONDARY] if name == SECONDARY else families[PRIMARY]))
+        level = profile.alpha / max(1, len(families[name if name != CONTROL else DAMAGE]))
         for row in family:
             if row.n_docs and row.flips_lost is not None and row.flips_gained is not None:
                 share = (row.flips_lost + row.flips_gained) / row.n_docs
@@ -447,149 +457,3 @@ def correct_k_steps(profile: Profile) -> None:
     tested = [s for s in profile.k_steps if not math.isnan(s.p_value) and s.benchmark not in profile.at_chance]
     for step, q in zip(tested, bh_qvalues([s.p_value for s in tested]), strict=True):
         step.q_value, step.significant = float(q), bool(q < profile.alpha)
-
-
-def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64]]) -> list[AisRow]:
-    """ais.csv rows (benchmark "specificity") per (ability, k, region): AIS on the ability's own split
-    minus the mean AIS on every other ability split in evals.benchmarks (a fixed set: when one of them
-    has no AIS, the row has no value and a note says which); `samples[(ability, k, benchmark, region)]`
-    holds the cell's bootstrap AIS samples (same resample count everywhere), when there were per-sample files."""
-    own_splits = ability_benchmarks(profile.benchmarks)
-    rows = []
-    for ability in profile.abilities:
-        if ability not in own_splits:
-            continue
-        for k in profile.k_values:
-            for region in profile.regions_with_adjusted:
-                own = profile.row(ability, ability, k, region)
-                cells = {b: profile.row(ability, b, k, region) for b in own_splits if b != ability}
-                lacking = [b for b, r in cells.items() if r is None or math.isnan(r.ais)]
-                if own is None or math.isnan(own.ais) or not cells:
-                    continue
-                if lacking:
-                    profile.notes.append(
-                        f"specificity of {ability} at k={format_k(k)} ({region}): no value, "
-                        f"no AIS on {', '.join(lacking)}"
-                    )
-                    continue
-                others = [r for r in cells.values() if r is not None]
-                row = AisRow(
-                    profile.model,
-                    ability,
-                    SPECIFICITY,
-                    k,
-                    region,
-                    SPECIFICITY_METRIC,
-                    math.nan,
-                    None,
-                    float(specificity_score(own.ais, [r.ais for r in others])),
-                    n_docs=own.n_docs + sum(r.n_docs for r in others),
-                )
-                # the splits hold different documents, so their independent resamples combine index by index
-                draws = [samples.get((ability, k, r.benchmark, region)) for r in [own] + others]
-                present = [d for d in draws if d is not None]
-                if len(present) == len(draws) and len({len(d) for d in present}) == 1:
-                    set_interval(row, specificity_score(present[0], present[1:]), test=True)
-                rows.append(row)
-    return rows
-
-
-def mean_specificity_rows(
-    profile: Profile,
-    original_docs: dict[str, PerDoc],
-    ablated_docs: dict[tuple[str, str, float, str], PerDoc],
-    resamples: int,
-    seed: int,
-) -> list[AisRow]:
-    """Rows of ability MEAN: the mean of the abilities' specificity per (k, region), over the abilities
-    with a specificity row whose every cell (ability, each ability split) was evaluated; the interval
-    from stats.resampling.mean_specificity_bootstrap over the documents every per-sample file of a split holds.
-
-    `original_docs[split]` holds the original per-document values of an ability split,
-    `ablated_docs[(split, ability, k, region)]` the ablated ones.
-    """
-    import numpy as np
-
-    splits = ability_benchmarks(profile.benchmarks)
-    rows = []
-    for k in profile.k_values:
-        for region in profile.regions_with_adjusted:
-            members = [
-                a
-                for a in profile.abilities
-                if profile.row(a, SPECIFICITY, k, region) is not None
-                and all((r := profile.row(a, b, k, region)) is not None and not math.isnan(r.ais) for b in splits)
-            ]
-            if len(members) < 2:
-                continue
-            spec = [r.ais for a in members if (r := profile.row(a, SPECIFICITY, k, region)) is not None]
-            row = AisRow(
-                profile.model, MEAN, SPECIFICITY, k, region, SPECIFICITY_METRIC, math.nan, None, float(np.mean(spec))
-            )
-            parts = ("top", POOL) if region == ADJUSTED else (region,)
-            if resamples > 0:
-                docs = _with_pool(ablated_docs, splits, k, members) if region == ADJUSTED else ablated_docs
-                draws = _mean_specificity_draws(members, splits, k, parts, original_docs, docs, resamples, seed)
-                if draws is not None:
-                    set_interval(row, draws, test=True)
-            rows.append(row)
-    return rows
-
-
-POOL = "random pool"  # the per-document mean over the random draws at k, in _with_pool
-
-
-def _with_pool(
-    ablated_docs: dict[tuple[str, str, float, str], PerDoc], splits: list[str], k: float, members: list[str]
-) -> dict[tuple[str, str, float, str], PerDoc]:
-    """`ablated_docs` plus, per split, the per-document mean over every random draw at k (all abilities'),
-    under (split, member, k, POOL) for each member: the pooled control of the top-random rows. AIS is
-    linear in the ablated mean, so the mean AIS over the draws is the AIS of this per-document mean; the
-    mean specificity's interval resamples the items, not the draws."""
-    out = dict(ablated_docs)
-    for split in splits:
-        draws = [
-            v for (s, _, k_, r), v in ablated_docs.items() if s == split and math.isclose(k_, k) and random_draw(r)
-        ]
-        if not draws:
-            continue
-        shared = set.intersection(*(set(v) for v in draws))
-        pooled = {d: sum(v[d] for v in draws) / len(draws) for d in shared}
-        out.update({(split, a, k, POOL): pooled for a in members})
-    return out
-
-
-def _mean_specificity_draws(
-    members: list[str],
-    splits: list[str],
-    k: float,
-    parts: tuple[str, ...],
-    original_docs: dict[str, PerDoc],
-    ablated_docs: dict[tuple[str, str, float, str], PerDoc],
-    resamples: int,
-    seed: int,
-) -> NDArray[np.float64] | None:
-    """The documents of each split as arrays for stats.resampling.mean_specificity_bootstrap, and its samples; None
-    when a per-sample file is missing or a split has no document every file holds."""
-    import numpy as np
-
-    original, ablated = [], []
-    for split in splits:
-        keys = [(split, a, k, part) for a in members for part in parts]
-        if split not in original_docs or any(key not in ablated_docs for key in keys):
-            return None
-        shared = set(original_docs[split])
-        for key in keys:
-            shared &= set(ablated_docs[key])
-        docs = [d for d in original_docs[split] if d in shared]
-        if not docs:
-            return None
-        original.append(np.array([original_docs[split][d] for d in docs]))
-        ablated.append(
-            np.array([[[ablated_docs[(split, a, k, part)][d] for d in docs] for part in parts] for a in members])
-        )
-    own = [splits.index(a) for a in members]
-    rngs = [
-        cell_rng(seed, cell_key(MEAN, k, split)) for split in splits
-    ]  # independent of the per-ability cells' resamples
-    return mean_specificity_bootstrap(original, ablated, own, resamples, rngs)

@@ -92,7 +92,7 @@ def plot_heatmap(profile: Profile, path: Path, region: str = "top") -> Path:
     what = "top region" if region == "top" else region
     ax.set_title(
         f"{profile.model}: AIS at k = {format_k(profile.report_k)} ({what})\n{_metric_title(profile)}; "
-        f"* q < {profile.alpha:g} (BH over the primary family); {MISSING_CELL} not evaluated",
+        f"* adjusted p < {profile.alpha:g} in its family (Statistics in ais.md); {MISSING_CELL} not evaluated",
         fontsize=9,
     )
     return _save(fig, path)

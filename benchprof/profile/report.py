@@ -152,19 +152,21 @@ def statistics_markdown(profile: Profile) -> list[str]:
         "",
         "## Statistics",
         "",
-        f"`*` marks a row whose q-value is below aggregate.alpha = {profile.alpha:g}: Benjamini-Hochberg over "
-        f"the primary family, declared before any result ({profile.family_size} rows on each benchmark's primary "
-        "metric: each ability's top region and top-random row per benchmark and k, and the specificity of top "
-        "regions), so among the starred rows the expected share of false discoveries is at most "
-        f"{profile.alpha:g}. The other tested rows ({profile.family_size_secondary}: p_correct, other regions, "
-        "top-random specificity) are a secondary family with q-values of their own; random regions are a "
-        "control (column `family`): tested, never starred, since a random region belongs to no ability. "
-        "p-values: exact McNemar on the "
-        "documents that flipped (0/1 metrics; clustered where documents share a fact), the sign-flip test of the "
-        "mean difference (continuous metrics), a bootstrap test "
-        "(top-random and specificity rows). ais.csv keeps the raw 95% interval (ci_low, ci_high), the p- and "
-        "q-values, the flips, the chance level, AIS above chance and the minimum detectable AIS (mde: 80% "
-        f"power at alpha / {profile.family_size}).",
+        f"`*` marks a row whose adjusted p-value (column q_value) is below aggregate.alpha = {profile.alpha:g}, "
+        "within its family, declared before any result (column `family`). **claim** "
+        f"({profile.family_size} rows: each ability's top-random row per benchmark and k, and its top-random "
+        "specificity): does the ability's region do more than random regions of its size, tested against the "
+        "random draws at that k (predictive t); Holm, so the chance of any false claim star in this profile is at "
+        f"most {profile.alpha:g}. **damage** ({profile.family_size_damage} rows: top against the original, and "
+        "the top region's specificity against 0): does zeroing it hurt at all; on a real LLM nearly every region "
+        "of the paper's size does, so these rows say little about an ability; Benjamini-Hochberg. The other "
+        f"tested rows ({profile.family_size_secondary}: p_correct, other regions) are a secondary family (BH); "
+        "random regions are a control: tested, never starred, since a random region belongs to no ability. "
+        "p-values: exact McNemar on the documents that flipped (0/1 metrics; exact clustered sign-flip where "
+        "documents share a fact), the sign-flip or t test of the mean difference (continuous metrics), the "
+        "predictive comparison with the random draws (claim rows). ais.csv keeps the raw 95% interval (ci_low, "
+        "ci_high), the p- and adjusted p-values, the flips, the chance level, AIS above chance and the minimum "
+        f"detectable AIS (mde: 80% power at alpha / {profile.family_size_damage}).",
     ]
     at_chance = profile.at_chance
     parts += [
@@ -196,7 +198,7 @@ def statistics_markdown(profile: Profile) -> list[str]:
         ]
     parts += known_answer_markdown(profile)
     parts += null_calibration_markdown(profile)
-    level = profile.alpha / max(1, profile.family_size)
+    level = profile.alpha / max(1, profile.family_size_damage)
     rows = []
     for b, share in profile.discordance.items():
         s = profile.original_scores[b]
@@ -206,7 +208,7 @@ def statistics_markdown(profile: Profile) -> list[str]:
     if rows:
         parts += [
             "",
-            f"Items needed to detect AIS 0.05 and 0.10 at 80% power and alpha / {profile.family_size} "
+            f"Items needed to detect AIS 0.05 and 0.10 at 80% power and alpha / {profile.family_size_damage} "
             f"(top regions at k = {format_k(profile.report_k)}; discordance: the median share of flipped "
             "items), for evals.limit and data.test_size:",
             "",
@@ -225,7 +227,8 @@ def render_markdown(profile: Profile) -> str:
         "",
         "AIS = (s_original - s_ablated) / s_original on each benchmark's primary metric, when the "
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
-        f"hurt the benchmark. `*`: q < {profile.alpha:g} (Benjamini-Hochberg over the primary family; see "
+        f"hurt the benchmark. `*` on a top row: zeroing it hurts (q < {profile.alpha:g}, the damage family); "
+        f"on a top-random row: it hurts more than random regions of its size (Holm over the claim family); see "
         f"Statistics); intervals: 95% paired bootstrap ({profile.bootstrap} resamples over documents). "
         f"`{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "

@@ -17,7 +17,9 @@ SPECIFICITY = "specificity"  # the benchmark name of specificity rows in ais.csv
 SPECIFICITY_METRIC = "AIS(own) - mean AIS(other abilities)"
 MEAN = "mean"  # the ability name of the rows holding the mean specificity over the abilities
 P_CORRECT = "p_correct"  # the metric of rows computed on each item's probability of the correct option
-PRIMARY, SECONDARY, CONTROL = "primary", "secondary", "control"  # AisRow.family (cells.family_of)
+# AisRow.family (cells.family_of): the claim rows (does the ability's region do more than a region of no ability?),
+# the damage rows (does zeroing the region hurt at all?), the other tested rows, and the random controls
+PRIMARY, DAMAGE, SECONDARY, CONTROL = "claim", "damage", "secondary", "control"
 SAME_MIXTURE = 0.9  # two ability profiles "measure the same mixture" when their cosine's 95% interval lies above
 
 
@@ -55,7 +57,7 @@ class AisRow:
     dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
     at_chance: bool = False  # the benchmark's original score is not above chance: no q-value, no star
-    family: str = ""  # primary, secondary or control (random regions: tested, never starred); "" untested
+    family: str = ""  # claim, damage, secondary or control (random regions: tested, never starred); "" untested
 
 
 @dataclass
@@ -191,7 +193,8 @@ class Profile:
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level
     chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"
     discordance: dict[str, float] = field(default_factory=dict)  # benchmark -> median share of flipped items
-    family_size: int = 0  # rows in the primary family (cells.family_of)
+    family_size: int = 0  # rows in the claim family (cells.family_of)
+    family_size_damage: int = 0  # rows in the damage family
     family_size_secondary: int = 0  # rows in the secondary family
     null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool
     k_steps: list[KStep] = field(default_factory=list)  # per (benchmark, ability, neighbouring k): tested changes

@@ -45,7 +45,8 @@ def top_against_random(
     component (the original run's item noise, common to every region's AIS) included: it cancels in both the
     difference and s. Its p-value has no floor (a bootstrap p stops at 2/(B + 1)). None with fewer than
     MIN_DRAWS finite draws: a pool that small cannot say how much random regions differ, and a test that
-    ignored it would star a top region that is one more random draw.
+    ignored it would star a top region that is one more random draw. None, too, when every draw has the same
+    AIS and no item noise is given: a spread of 0 says nothing of how far from them is far (it gave p = 0).
 
     s² holds the draws' region-level spread τ² and their own item noise v̄ (the mean of `random_vars`, each
     draw's bootstrap variance). A top region that flips many more items than a random one has more item noise
@@ -66,18 +67,23 @@ def top_against_random(
 
     def answer(scale: float, df: float) -> tuple[float, float]:
         """(p, half-width of the interval) for the scale on df degrees of freedom."""
-        if scale == 0:  # every draw did exactly the same: any difference is outside them
-            return (1.0 if estimate == 0 else 0.0), 0.0
         return float(2 * stats.t.sf(abs(estimate) / scale, df)), float(stats.t.ppf(0.5 + level / 2, df)) * scale
 
-    p, half = answer(spread * math.sqrt(1 + 1 / d), d - 1)
     noise = [float(v) for v in (random_vars if random_vars is not None else []) if not math.isnan(v)]
-    if top_var is not None and not math.isnan(top_var) and noise:
+    welch = top_var is not None and not math.isnan(top_var) and bool(noise)
+    answers = []
+    if spread > 0:
+        answers.append(answer(spread * math.sqrt(1 + 1 / d), d - 1))
+    if welch:
+        assert top_var is not None
         control = max(0.0, spread**2 - sum(noise) / len(noise)) + spread**2 / d  # τ̂² + s²/D, on D − 1 df
         total = top_var + control
-        df = total**2 / (top_var**2 / top_df + control**2 / (d - 1)) if total > 0 else d - 1
-        p_wide, half_wide = answer(math.sqrt(total), df)
-        p, half = max(p, p_wide), max(half, half_wide)
+        terms = top_var**2 / top_df + control**2 / (d - 1)
+        if total > 0:  # Welch–Satterthwaite; only the top's item noise, on infinite df, is the normal
+            answers.append(answer(math.sqrt(total), total**2 / terms if terms > 0 else math.inf))
+    if not answers:  # draws that all did the same and no item noise: nothing says how far is far; no test
+        return None
+    p, half = max(a[0] for a in answers), max(a[1] for a in answers)
     return ControlComparison(estimate, estimate - half, estimate + half, p, d, spread)
 
 
@@ -95,6 +101,6 @@ def null_calibration(random: Sequence[float], alpha: float = 0.05) -> tuple[list
     p_values = []
     for d, value in enumerate(values):
         comparison = top_against_random(value, values[:d] + values[d + 1 :])
-        assert comparison is not None  # MIN_DRAWS others, all finite
-        p_values.append(comparison.p_value)
-    return p_values, sum(p < alpha for p in p_values) / len(p_values)
+        if comparison is not None:  # None where the others all did the same: no test, as for a top region
+            p_values.append(comparison.p_value)
+    return (p_values, sum(p < alpha for p in p_values) / len(p_values)) if p_values else None
