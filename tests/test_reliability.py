@@ -472,6 +472,22 @@ def test_aggregate_never_pairs_evaluations_of_two_models(reference, tiny_model_d
     assert "evaluated on a mask that extract has since replaced" in report  # the others: their masks changed
 
 
+def test_evaluate_original_only_scores_the_unablated_model_alone(reference, tiny_model_dir, tmp_path):
+    """`benchprof evaluate --original_only`: the original's evaluations, no region's, and no mask is read (the
+    masks are gone here)."""
+    from benchprof.cli import main
+
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    root = tmp_path / "outputs" / "tiny"
+    for folder in {*root.glob("*/eval"), *root.glob("*/masks")}:
+        shutil.rmtree(folder)
+    main(["evaluate", str(config), "--original_only"])
+    written = sorted(str(p.relative_to(root)) for p in root.rglob("eval/**/*.json"))
+    assert written == [f"original/eval/{ABILITY}.json"]
+    with pytest.raises(SystemExit):
+        main(["evaluate", str(config), "--original_only", "--nooriginal"])
+
+
 def disk_full(*args, **kwargs):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 

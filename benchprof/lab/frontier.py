@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.core.storage import write_text
-from benchprof.lab.frontier_report import NEURON_SCORES, FrontierPlan
+from benchprof.lab.frontier_report import EXECUTION, NEURON_SCORES, FrontierPlan
 
 if TYPE_CHECKING:
     import numpy as np
@@ -259,7 +259,8 @@ def measure(plan: FrontierPlan) -> Path:
     started = time.time()
     plan.out.mkdir(parents=True, exist_ok=True)
     plan_file = plan.out / "plan.json"
-    if plan_file.is_file() and json.loads(plan_file.read_text()) != plan.record():
+    recorded = json.loads(plan_file.read_text()) if plan_file.is_file() else None
+    if recorded is not None and {k: v for k, v in recorded.items() if k not in EXECUTION} != plan.record():
         raise BenchprofError(f"frontier: {plan.out} holds another plan's results (plan.json); give another --out")
     write_text(plan_file, json.dumps(plan.record(), indent=1) + "\n")
     tok = AutoTokenizer.from_pretrained(plan.model)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from benchprof.core.storage import write_csv, write_text
 
 NEURON_SCORES = ("act_grad", "act_grad_t", "act_grad_contrast")  # frontier.neuron_scores' options
+EXECUTION = ("threads", "batch_items")  # how a plan runs, not what it measures
 
 
 @dataclass(frozen=True)
@@ -44,10 +45,11 @@ class FrontierPlan:
     batch_items: int = 8
 
     def record(self) -> dict[str, Any]:
-        """The plan as JSON (frontier/plan.json): a rerun with another plan starts a new folder's records."""
+        """What the plan measures, as JSON (frontier/plan.json); how it runs (threads, batch) changes no number."""
         return {
             k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
             for k, v in asdict(self).items()
+            if k not in EXECUTION
         }
 
 

@@ -420,6 +420,7 @@ def evaluate(
     shard: str | None = None,
     force: bool = False,
     original: bool = True,
+    original_only: bool = False,
 ) -> None:
     """Score the original model and every ablated variant on every benchmark with lm-eval.
 
@@ -445,6 +446,7 @@ def evaluate(
         shard: i/n runs the jobs j with j % n == i (several nodes or GPUs).
         force: rerun finished jobs.
         original: also score the original model (--nooriginal to skip it).
+        original_only: score the unablated model alone (--original_only): no region, no mask needed.
     """
     from benchprof.core.console import progress as progress_bar
     from benchprof.core.loader import effective_config
@@ -452,6 +454,10 @@ def evaluate(
     from benchprof.stages.damage import ensure_checkpoints
 
     started = time.time()
+    if original_only:
+        if not original:
+            raise BenchprofError("--original_only and --nooriginal: nothing would be scored")
+        k = []  # no (ability, k, region) variant: the original model only
     cfg = cfg.with_overrides(evals={"limit": limit, "backend": backend})
     backend = cfg.evals.backend
     limit = None if limit is None else cfg.evals.limit  # --limit, checked; it wins over evals.limits
