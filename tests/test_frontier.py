@@ -161,3 +161,33 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     assert read_csv(folder / "frontier.csv") == rows
     with pytest.raises(SystemExit):
         main([*args[:2], "--ability", "Commonsense_Causal"])  # one ability has no "other" split
+
+
+@pytest.mark.slow
+def test_planted_recovery_on_the_small_planted_model(tmp_path):
+    """The small planted model (demo model + two invented abilities in 72 neurons each): one row per option and
+    ability, its AUROC equal to the Mann-Whitney statistic of the same scores computed apart."""
+    from scipy import stats
+
+    from benchprof.abilities.invented import invented_splits
+    from benchprof.lab.frontier import planted_recovery
+    from benchprof.lab.plant_command import apply
+
+    folder = tmp_path / "planted"
+    apply(base=str(DEMO), out=str(folder), patch=str(ROOT / "benchprof" / "assets" / "demo-plant"))
+    rows = planted_recovery(folder, items=12)
+    assert [(r["option"], r["ability"]) for r in rows][:2] == [
+        ("act_grad", "Invented_Facts"),
+        ("act_grad", "Invented_Language"),
+    ]
+    assert len(rows) == 6 and all(r["chance"] == pytest.approx(72 / 2752) for r in rows)
+    info = json.loads((folder / "planted.json").read_text())
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(folder)
+    records = invented_splits("Invented_Facts", info["settings"]["data_seed"])["probe"][:12]
+    scores = neuron_attribution(model, tok, records).astype(float).mean(0)
+    truth = np.zeros(scores.size, dtype=bool)
+    for layer, js in info["neurons"]["Invented_Facts"].items():
+        truth[[int(layer) * 688 + j for j in js]] = True
+    u = stats.mannwhitneyu(scores[truth], scores[~truth]).statistic / (truth.sum() * (~truth).sum())
+    assert rows[0]["auroc"] == pytest.approx(u, abs=1e-6)

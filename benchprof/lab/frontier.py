@@ -388,3 +388,42 @@ def append(path: Path, record: dict[str, Any]) -> None:
         f.write(json.dumps(record) + "\n")
         f.flush()
         os.fsync(f.fileno())
+
+
+def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[dict[str, Any]]:
+    """How well each neuron score finds the neurons a planted model's abilities live in (planted.json of a
+    folder `plant_real.py apply` wrote): per option and planted ability, the AUROC of its planted neurons in
+    the score order and the precision of its top |R_a| neurons. Attribution on each planted ability's probe
+    split (never planted) and, for the contrast, on the ten generated abilities' train splits."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from benchprof.abilities import ABILITIES, splits
+    from benchprof.abilities.invented import invented_splits
+    from benchprof.lab.planted import planted_json_file
+    from benchprof.lab.validation import auroc
+
+    torch.set_num_threads(threads)
+    info = json.loads(planted_json_file(folder).read_text())
+    seed = int(info["settings"]["data_seed"])
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    neurons = model_neurons(model)
+    attribution = {
+        a: neuron_attribution(model, tok, invented_splits(a, seed)["probe"][:items]) for a in info["neurons"]
+    }
+    attribution.update({a: neuron_attribution(model, tok, splits(a, items, 0, 1234)[0]) for a in ABILITIES})
+    rows = []
+    for option in NEURON_SCORES:
+        for ability, layers in info["neurons"].items():
+            truth = np.zeros(neurons.count, dtype=bool)
+            for layer, js in layers.items():
+                truth[[int(layer) * neurons.intermediate + j for j in js]] = True
+            scores = neuron_scores(attribution, ability, option)
+            top = top_neurons(scores, int(truth.sum()))
+            rows.append({
+                "option": option, "ability": ability, "auroc": auroc(scores, truth),
+                "top_neuron_precision": float(truth[top].mean()), "chance": float(truth.mean()),
+            })  # fmt: skip
+    return rows
