@@ -17,15 +17,16 @@ from benchprof import BenchprofError
 from benchprof.abilities import generate
 from benchprof.core.storage import read_csv
 from benchprof.lab.frontier import (
-    ZeroedNeurons,
     model_neurons,
     neuron_attribution,
+    neuron_ids_region,
     neuron_scores,
     random_neurons,
     top_neurons,
 )
 from benchprof.lab.frontier_report import one_sided
-from benchprof.lab.planted import mc_rows, neuron_region, option_logliks, region_masks
+from benchprof.lab.planted import mc_rows, option_logliks
+from benchprof.stages.damage import ablated
 from benchprof.stats.control import ControlComparison
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,21 +71,26 @@ def test_attribution_equals_the_gradient_of_a_neuron_scale(demo):
     assert all(p.requires_grad for p in model.parameters())  # the weights' flags are given back
 
 
-def test_zeroed_neurons_equal_the_region_format_and_restore_exactly(demo):
-    model, tok = demo
+def test_a_neuron_region_zeroes_exactly_those_rows_and_columns_and_restores_them(demo):
+    """neuron_ids_region through damage.ablated: inside, the gate and up rows and the down column of each neuron
+    are 0 (read on the modules themselves) and no other weight moved; after, every weight is back bit for bit."""
+    model, _ = demo
     neurons = model_neurons(model)
     ids = [3, neurons.intermediate + 7, 3 * neurons.intermediate - 1]
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    by_layer: dict[int, list[int]] = {}
+    region = neuron_ids_region(neurons, ids)
+    assert sum(int(v.numel()) for v in region.values()) == neurons.weights(len(ids))
+    expected = {id(p): torch.zeros_like(p, dtype=torch.bool) for p in model.parameters()}  # by hand, per module
     for i in ids:
-        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
-    masks = region_masks(model, [neuron_region(by_layer, neurons.hidden, neurons.intermediate)])
-    with ZeroedNeurons(neurons, ids):
-        params = dict(model.named_parameters())
-        for name, mask in masks.items():  # exactly the region's weights are 0, no other weight moved
-            assert torch.all(params[name][mask] == 0)
-            assert torch.equal(params[name][~mask], before[name][~mask])
-        assert sum(int(m.sum()) for m in masks.values()) == neurons.weights(len(ids))
+        mlp, j = neurons.mlps[i // neurons.intermediate], i % neurons.intermediate
+        expected[id(mlp.gate_proj.weight)][j] = True
+        expected[id(mlp.up_proj.weight)][j] = True
+        expected[id(mlp.down_proj.weight)][:, j] = True
+    with ablated(model, region):
+        for name, p in model.named_parameters():
+            mask = expected[id(p)]
+            assert torch.all(p[mask] == 0), name
+            assert torch.equal(p[~mask], before[name][~mask]), name  # no other weight moved
     for name, p in model.named_parameters():
         assert torch.equal(p, before[name]), name
 

@@ -14,20 +14,17 @@ docs/statistics.md quotes (about 20 minutes on 2 cores).
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from test_aggregate import write_eval  # run as a script, its folder is on sys.path too
 
-sys.path.insert(0, str(Path(__file__).parent))
-from test_aggregate import write_eval  # noqa: E402
-
-from benchprof.core.layout import Variant  # noqa: E402
-from benchprof.core.loader import load_config  # noqa: E402
-from benchprof.profile.rows import SPECIFICITY  # noqa: E402
-from benchprof.stages.aggregate import load_scores  # noqa: E402
+from benchprof.core.layout import Variant
+from benchprof.core.loader import load_config
+from benchprof.profile.rows import SPECIFICITY
+from benchprof.stages.aggregate import load_scores
 
 K = 0.01
 ABILITIES = [

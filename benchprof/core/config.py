@@ -285,6 +285,12 @@ class Config:
         raise ConfigError(f"models: no model named {shown(name_or_tag)}")
 
 
+def listed(value: object) -> list[str]:
+    """A comma-separated command-line option as a list of its non-empty items (fire reads 1,2,3 as a tuple)."""
+    items = value if isinstance(value, (tuple, list)) else str(value).split(",")
+    return [str(x).strip() for x in items if str(x).strip()]
+
+
 def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
     """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
 

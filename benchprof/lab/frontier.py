@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from benchprof.core.config import Config
+    from benchprof.core.regions import Region
 
 RANDOM = "random"
 
@@ -161,56 +162,27 @@ def random_neurons(count: int, n: int, seed: int) -> list[int]:
     return sorted(int(i) for i in np.random.default_rng(seed).choice(count, size=n, replace=False))
 
 
-class ZeroedNeurons:
-    """Zero whole neurons in place (gate row, up row, down column) and restore them bit for bit on exit."""
+def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
+    """The weights of these neuron ids (layer × intermediate + j) in the region format: gate and up rows, the down
+    column (planted.neuron_region), so that damage.ablated zeroes and restores them like any region."""
+    from benchprof.lab.planted import neuron_region
 
-    def __init__(self, neurons: Neurons, ids: Sequence[int]) -> None:
-        self.neurons, self.ids = neurons, list(ids)
-        self.saved: list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
-
-    def __enter__(self) -> ZeroedNeurons:
-        import torch
-
-        by_layer: dict[int, list[int]] = {}
-        for i in self.ids:
-            by_layer.setdefault(i // self.neurons.intermediate, []).append(i % self.neurons.intermediate)
-        with torch.no_grad():
-            for layer, js in sorted(by_layer.items()):
-                mlp = self.neurons.mlps[layer]
-                j = torch.tensor(js, device=mlp.down_proj.weight.device)
-                self.saved.append(
-                    (
-                        mlp,
-                        j,
-                        mlp.gate_proj.weight[j].clone(),
-                        mlp.up_proj.weight[j].clone(),
-                        mlp.down_proj.weight[:, j].clone(),
-                    )
-                )
-                mlp.gate_proj.weight[j] = 0
-                mlp.up_proj.weight[j] = 0
-                mlp.down_proj.weight[:, j] = 0
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        import torch
-
-        with torch.no_grad():
-            for mlp, j, gate, up, down in self.saved:
-                mlp.gate_proj.weight[j] = gate
-                mlp.up_proj.weight[j] = up
-                mlp.down_proj.weight[:, j] = down
-        self.saved.clear()
+    by_layer: dict[int, list[int]] = {}
+    for i in ids:
+        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
+    return neuron_region(by_layer, neurons.hidden, neurons.intermediate)
 
 
 def read_split(plan: FrontierPlan, ability: str, split: str, n: int) -> list[dict[str, Any]]:
-    """The first n records of an ability's split, refused in one line when the file is missing."""
+    """The first n records of an ability's split (data.read_jsonl, each record checked), refused in one line
+    when the file is missing."""
     from benchprof.core.layout import data_file
+    from benchprof.stages.data import read_jsonl
 
     path = data_file(plan.data_dir / ability, split)
     if not path.is_file():
         raise BenchprofError(f"frontier: {path}: not found; run `benchprof data` for {ability} first")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()][:n]
+    return read_jsonl(path)[:n]
 
 
 def evaluations(path: Path) -> Iterator[dict[str, Any]]:
@@ -253,7 +225,7 @@ def measure(plan: FrontierPlan) -> Path:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from benchprof.lab.frontier_report import write_report
-    from benchprof.lab.planted import item_scores
+    from benchprof.stages.damage import ablated
 
     torch.set_num_threads(plan.threads)
     started = time.time()
@@ -289,13 +261,13 @@ def measure(plan: FrontierPlan) -> Path:
                 "region": "-",
                 "size": 0,
                 "neurons": [],
-                "acc_norm": score(model, tok, tests, item_scores),
+                "acc_norm": score(model, tok, tests),
             },
         )
     todo = [v for v in variants(plan, neurons, attribution) if (v[0], v[1], v[2]) not in done]
     for option, region, size, _draw, ids in tqdm(todo, desc="frontier", unit="region", leave=False):
-        with ZeroedNeurons(neurons, ids):
-            scores = score(model, tok, tests, item_scores)
+        with ablated(model, neuron_ids_region(neurons, ids)):
+            scores = score(model, tok, tests)
         append(log, {"option": option, "region": region, "size": size, "neurons": ids, "acc_norm": scores})
     files = write_report(plan, list(evaluations(log)), neurons.weights(1), neurons.total_params)
     written = ", ".join(map(str, files))
@@ -332,7 +304,7 @@ def frontier(
         test_items: test items per ability scored.
         threads: torch threads.
     """
-    from benchprof.core.config import select
+    from benchprof.core.config import listed, select
     from benchprof.core.layout import Layout
 
     spec = cfg.selected_models(model)[0]
@@ -356,12 +328,6 @@ def frontier(
     measure(plan)
 
 
-def listed(value: object) -> list[str]:
-    """A comma-separated option as a list (fire reads 1,2,3 as a tuple)."""
-    items = value if isinstance(value, (tuple, list)) else str(value).split(",")
-    return [str(x).strip() for x in items if str(x).strip()]
-
-
 def positive(value: object, flag: str) -> int:
     """An option's positive integer, refused in one line otherwise."""
     try:
@@ -374,9 +340,11 @@ def positive(value: object, flag: str) -> int:
 
 
 def score(
-    model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]], item_scores: Any
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[float]]:
     """acc_norm per item of every test split."""
+    from benchprof.lab.planted import item_scores
+
     return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
 
 

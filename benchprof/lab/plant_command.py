@@ -11,19 +11,13 @@ import json
 from pathlib import Path
 
 from benchprof.abilities import INVENTED
-from benchprof.core.config import select
+from benchprof.core.config import listed, select
 from benchprof.core.console import quiet
 from benchprof.lab.plantpatch import PATCH_DIR, load_patch, write_planted_model
 from benchprof.lab.realplant import RealPlantSettings, benchmark_check, build
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: real/ and configs/
 BASE = ROOT / "real" / "SmolLM2-135M-Instruct"
-
-
-def listed(value: str | int | tuple[str | int, ...]) -> list[str]:
-    """A comma-separated option as a list (fire reads 1,2,3 as a tuple)."""
-    items = value if isinstance(value, tuple) else str(value).split(",")
-    return [str(x).strip() for x in items if str(x).strip()]
 
 
 def build_patch(

@@ -70,15 +70,14 @@ def top_against_random(
         return float(2 * stats.t.sf(abs(estimate) / scale, df)), float(stats.t.ppf(0.5 + level / 2, df)) * scale
 
     noise = [float(v) for v in (random_vars if random_vars is not None else []) if not math.isnan(v)]
-    welch = top_var is not None and not math.isnan(top_var) and bool(noise)
+    top_noise = top_var if top_var is not None and not math.isnan(top_var) and noise else None
     answers = []
     if spread > 0:
         answers.append(answer(spread * math.sqrt(1 + 1 / d), d - 1))
-    if welch:
-        assert top_var is not None
+    if top_noise is not None:
         control = max(0.0, spread**2 - sum(noise) / len(noise)) + spread**2 / d  # τ̂² + s²/D, on D − 1 df
-        total = top_var + control
-        terms = top_var**2 / top_df + control**2 / (d - 1)
+        total = top_noise + control
+        terms = top_noise**2 / top_df + control**2 / (d - 1)
         if total > 0:  # Welch–Satterthwaite; only the top's item noise, on infinite df, is the normal
             answers.append(answer(math.sqrt(total), total**2 / terms if terms > 0 else math.inf))
     if not answers:  # draws that all did the same and no item noise: nothing says how far is far; no test
