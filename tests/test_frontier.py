@@ -60,6 +60,22 @@ def objective_through_scales(model, tok, record) -> torch.Tensor:
     return torch.cat(grads)
 
 
+def test_packed_option_logliks_equal_one_plain_forward_per_option(demo):
+    """option_logliks packs an item's options as branches of its context: each option's summed log-likelihood
+    equals a plain forward pass over context + option alone (the sum of log_softmax at its positions)."""
+    model, tok = demo
+    records = generate("Long_Term_Knowledge", 0, 5, seed=3)[1]
+    rows = mc_rows(tok, records)
+    with torch.no_grad():
+        got = option_logliks(model, rows, tok.pad_token_id)
+        want = []
+        for _, _, c, o, _ in rows:
+            logp = torch.log_softmax(model(input_ids=torch.tensor([c + o])).logits[0].float(), -1)
+            want.append(sum(float(logp[len(c) - 1 + i, t]) for i, t in enumerate(o)))
+    assert len({len(o) for *_, o, _ in rows}) > 1  # options of different lengths: the branches differ
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-4)
+
+
 def test_attribution_equals_the_gradient_of_a_neuron_scale(demo):
     model, tok = demo
     records = generate("Commonsense_Causal", 3, 0, seed=5)[0]

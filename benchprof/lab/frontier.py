@@ -86,7 +86,7 @@ def neuron_attribution(
     import numpy as np
     import torch
 
-    from benchprof.lab.planted import mc_rows, option_logliks
+    from benchprof.lab.planted import forward_rows, mc_rows, option_logliks
 
     neurons = model_neurons(model)
     pad = tok.pad_token_id if tok.pad_token_id is not None else 0
@@ -114,7 +114,8 @@ def neuron_attribution(
                 pos += n
             grads = torch.autograd.grad(objective, acts)
             per_row = torch.cat([(a * g).sum(1) for a, g in zip(acts, grads, strict=True)], 1).float()
-            items = torch.tensor([r[0] for r in rows], device=per_row.device)
+            # a forward row is an item's packed options, or one option (planted.forward_rows)
+            items = torch.tensor([rows[group[0]][0] for group in forward_rows(model, rows)], device=per_row.device)
             per_item = per_row.new_zeros(len(chunk), neurons.count).index_add_(0, items, per_row)
             out[start : start + len(chunk)] = per_item.detach().cpu().numpy()
     finally:

@@ -139,33 +139,63 @@ def mc_rows(tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]]) -> 
     return rows
 
 
+def forward_rows(model: torch.nn.Module, rows: Sequence[McRow]) -> list[list[int]]:
+    """The rows `option_logliks` runs as one packed sequence each, in order: an item's rows together where the
+    model's attention takes a 4D mask, one row each otherwise."""
+    from benchprof.stages.prefix_scorer import PACKABLE_ATTENTION
+
+    if getattr(model.config, "_attn_implementation", None) not in PACKABLE_ATTENTION:
+        return [[r] for r in range(len(rows))]
+    groups: dict[int, list[int]] = {}
+    for r, row in enumerate(rows):
+        groups.setdefault(row[0], []).append(r)
+    return list(groups.values())
+
+
 def option_logliks(model: torch.nn.Module, rows: Sequence[McRow], pad: int) -> torch.Tensor:
-    """The summed log-likelihood of each row's option tokens after its context (gradients flow). One right-padded
-    forward pass; the LM head runs only over the positions that predict an option token (`logits_to_keep`)."""
+    """The summed log-likelihood of each row's option tokens after its context (gradients flow).
+
+    One forward pass of the decoder over one packed row per item: the context once, each option a branch of it
+    (stages.prefix_scorer's token trie; a 4D mask lets a token see its ancestors only, position ids are depths),
+    so an item's context is not recomputed per option. The LM head runs only where an option token is predicted.
+    A model whose attention cannot take such a mask is run on the plain right-padded rows instead."""
     import torch
 
+    from benchprof.stages.prefix_scorer import TokenTrie
+
     device = next(model.parameters()).device
-    length = max(len(c) + len(o) for _, _, c, o, _ in rows)
-    ids = torch.full((len(rows), length), pad, dtype=torch.long)
-    for r, (_, _, c, o, _) in enumerate(rows):
-        ids[r, : len(c) + len(o)] = torch.tensor(c + o)
-    first = min(len(c) - 1 for _, _, c, _, _ in rows)
-    last = max(len(c) + len(o) - 1 for _, _, c, o, _ in rows)
-    keep = torch.arange(first, last, device=device)
-    logp = torch.log_softmax(model(input_ids=ids.to(device), logits_to_keep=keep).logits.float(), -1)
-    row_index: list[int] = []
-    position: list[int] = []
+    packed = []
+    for group in forward_rows(model, rows):
+        packed.append(TokenTrie())
+        for r in group:
+            packed[-1].add(r, (rows[r][2] + rows[r][3])[:-1], len(rows[r][3]))
+    width = max(len(t) for t in packed)
+    ids = torch.full((len(packed), width), pad, dtype=torch.long)
+    positions = torch.zeros((len(packed), width), dtype=torch.long)
+    allowed = torch.eye(width, dtype=torch.bool).repeat(len(packed), 1, 1, 1)  # padding sees itself only
+    for b, t in enumerate(packed):
+        ids[b, : len(t)] = torch.tensor(t.tokens)
+        positions[b, : len(t)] = torch.tensor(t.depths)
+        allowed[b, 0, : len(t), : len(t)] = torch.from_numpy(t.ancestors())
+    dtype = next(model.parameters()).dtype
+    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+    row_of: list[int] = []
+    at_row: list[int] = []
+    at_node: list[int] = []
     token: list[int] = []
-    for r, (_, _, c, o, _) in enumerate(rows):
-        row_index += [r] * len(o)
-        position += range(len(c) - 1 - first, len(c) - 1 - first + len(o))
-        token += o
-    picked = logp[
-        torch.tensor(row_index, device=device),
-        torch.tensor(position, device=device),
-        torch.tensor(token, device=device),
-    ]
-    return torch.zeros(len(rows), device=device).index_add(0, torch.tensor(row_index, device=device), picked)
+    for b, t in enumerate(packed):
+        for r, nodes in t.scored:
+            row_of += [r] * len(nodes)
+            at_row += [b] * len(nodes)
+            at_node += nodes
+            token += rows[r][3]
+    hidden = model.base_model(
+        input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device), use_cache=False
+    ).last_hidden_state[torch.tensor(at_row, device=device), torch.tensor(at_node, device=device)]
+    head: Any = model.get_output_embeddings()  # type: ignore[operator]
+    logp = torch.log_softmax(head(hidden).float(), -1)
+    picked = logp[torch.arange(len(token), device=device), torch.tensor(token, device=device)]
+    return torch.zeros(len(rows), device=device).index_add(0, torch.tensor(row_of, device=device), picked)
 
 
 def item_scores(
