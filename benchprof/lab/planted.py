@@ -189,7 +189,8 @@ def option_logliks(model: torch.nn.Module, rows: Sequence[McRow], pad: int) -> t
             at_row += [b] * len(nodes)
             at_node += nodes
             token += rows[r][3]
-    hidden = model.base_model(
+    decoder: Any = model.base_model
+    hidden = decoder(
         input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device), use_cache=False
     ).last_hidden_state[torch.tensor(at_row, device=device), torch.tensor(at_node, device=device)]
     head: Any = model.get_output_embeddings()  # type: ignore[operator]
