@@ -486,3 +486,89 @@ def test_record_check_accepts_a_cluster_and_refuses_a_bad_one():
     assert check_record({**record, "cluster": 7}, "x")
     with pytest.raises(BenchprofError, match="x: optional field 'cluster' has type list"):
         check_record({**record, "cluster": ["a"]}, "x")
+
+
+# --- the easy level (data.difficulty: easy) ---
+
+EASY = sorted(a for a in DESIGN_TYPES if abilities.has_easy_level(a))
+OUT_OF_CONTEXT = {"Analogical_Reasoning", "Inductive_Reasoning", "Quantitative_Reasoning", "Temporal_Reasoning"}
+
+
+@pytest.fixture(scope="module")
+def easy():
+    return {name: generate(name, 600, 100, seed=0, difficulty="easy") for name in DESIGN_TYPES}
+
+
+def test_easy_level_is_other_items_where_an_ability_has_one_and_the_same_items_elsewhere(easy, data):
+    assert set(EASY) == set(DESIGN_TYPES) - {"Commonsense_Causal", "Long_Term_Knowledge", "Semantic_Relationship"}
+    for ability in DESIGN_TYPES:
+        paper = generate(ability, 600, 100, seed=0)
+        assert (easy[ability] == paper) == (ability not in EASY), ability
+    assert generate("Inductive_Reasoning", 600, 100, 0, "easy") == easy["Inductive_Reasoning"]  # deterministic
+    with pytest.raises(BenchprofError, match="unknown difficulty 'hard'"):
+        generate("Inductive_Reasoning", 1, 1, 0, "hard")
+
+
+@pytest.mark.parametrize("ability", EASY)
+def test_easy_items_are_well_formed_and_wrong_options_stay_out_of_the_context(easy, ability):
+    """Four distinct options, the answer once at `label`, no repeated question; where the level promises it, no
+    wrong option is a word of the context or the question (a model cannot win by copying)."""
+    train, test = easy[ability]
+    assert (len(train), len(test)) == (600, 100)
+    assert len({(r["context"], r["question"]) for r in train + test}) == 700
+    for r in train + test:
+        assert list(r) == KEYS and len(set(r["options"])) == 4 and r["options"][r["label"]] == r["answer"]
+        if ability in OUT_OF_CONTEXT:
+            words = set(re.findall(r"[\w']+", (r["context"] + " " + r["question"]).lower()))
+            assert not any(o.lower() in words for i, o in enumerate(r["options"]) if i != r["label"]), r
+
+
+def test_easy_answers_recomputed(easy):
+    """Each easy answer recomputed from the item's text by an independent rule."""
+    from benchprof.abilities.temporal import DAYS, MONTHS
+
+    for r in sum(easy["Quantitative_Reasoning"], []):
+        a, b = map(int, re.findall(r"\d+", r["context"]))
+        assert int(r["answer"]) == (a + b if "more" in r["context"] else a - b)
+    for r in sum(easy["Inductive_Reasoning"], []):
+        terms = r["context"].split(", ")
+        if terms[0].isdigit():
+            assert int(r["answer"]) == 2 * int(terms[-1]) - int(terms[-2])
+        elif len(terms[0]) == 1:
+            assert ord(r["answer"]) == ord(terms[-1]) + 1
+        else:
+            assert r["answer"] == terms[-2]
+    for r in sum(easy["Temporal_Reasoning"], []):
+        named = re.search(r"(after|before) (\w+)\?", r["question"])
+        assert named is not None
+        cycle = DAYS if named[2] in DAYS else MONTHS
+        shift = 1 if named[1] == "after" else -1
+        assert r["answer"] == cycle[(cycle.index(named[2]) + shift) % len(cycle)]
+    for r in sum(easy["Deductive_Reasoning"], []):
+        kind = re.search(r"is an? (\w+)\.$", r["context"])
+        assert kind is not None
+        rule = re.search(rf"All {kind[1]}s (?:are|can) (\w+)\.", r["context"])
+        assert rule is not None and r["answer"] == rule[1]
+
+
+def test_the_data_stage_regenerates_on_a_difficulty_change_and_keeps_paper_manifests(tmp_path, capsys):
+    """A paper-level manifest records no difficulty (folders made before the setting stay current); switching to
+    easy rewrites the abilities that have an easy level, and only those."""
+    from benchprof.core.loader import parse_config
+    from benchprof.stages.data import write_data
+
+    raw = {
+        "models": [{"name": "m"}],
+        "datasets": [{"name": "Quantitative_Reasoning"}, {"name": "Long_Term_Knowledge"}],
+        "data": {"dir": str(tmp_path / "data"), "train_size": 8, "test_size": 4},
+    }
+    names = ["Quantitative_Reasoning", "Long_Term_Knowledge"]
+    write_data(parse_config(raw, tmp_path / "c.yml"), names)
+    quant = tmp_path / "data" / "Quantitative_Reasoning" / "test.jsonl"
+    paper = quant.read_text()
+    assert "difficulty" not in (quant.parent / "manifest.json").read_text()
+    raw["data"]["difficulty"] = "easy"
+    capsys.readouterr()
+    write_data(parse_config(raw, tmp_path / "c.yml"), names)
+    assert "wrote 1 abilities" in capsys.readouterr().out  # Long_Term_Knowledge has no easy level
+    assert quant.read_text() != paper and "easy_sum" in quant.read_text()

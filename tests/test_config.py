@@ -103,6 +103,7 @@ def test_string_numbers_are_cast():
         (lambda c: c["settings"].update(output_dir=""), "settings.output_dir"),
         (lambda c: c.update(data={"dir": " "}), "data.dir"),
         (lambda c: c.update(aggregate={"bootstrap": -1}), "aggregate.bootstrap"),
+        (lambda c: c.update(data={"difficulty": "hard"}), "data.difficulty"),
         (lambda c: c.update(aggregate={"metrics": {"gsm8k": "exact_match"}}), "aggregate.metrics.gsm8k"),
         # few-shot examples of a generated task would come from its scored split (lm-eval's fallback)
         (lambda c: c["evals"].update(num_fewshot=[25, 3]), "evals.num_fewshot[1]"),

@@ -13,6 +13,7 @@ May import: the package root (BenchprofError) only: the abilities are data, belo
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -50,6 +51,15 @@ ABILITIES: tuple[str, ...] = tuple(MODULES)  # the paper's ten
 KNOWN_ABILITIES: tuple[str, ...] = ABILITIES + INVENTED
 ABILITY_QUESTION_TYPES: dict[str, tuple[str, ...]] = {name: m.QUESTION_TYPES for name, m in MODULES.items()}
 N_OPTIONS = 4
+# item difficulty levels: "paper" (the default, the paper's kinds of question) and "easy" (one step, two facts,
+# wrong options far from the answer and out of the context: what a small model can do; an ability with no
+# `draw_easy` keeps its paper items)
+LEVELS = ("paper", "easy")
+
+
+def has_easy_level(ability: str) -> bool:
+    """Whether `ability` draws other items at the easy level (its module has `draw_easy`)."""
+    return hasattr(MODULES.get(ability), "draw_easy")
 
 
 def split_sizes(ability: str, train_size: int, test_size: int, seed: int) -> tuple[int, int]:
@@ -60,15 +70,18 @@ def split_sizes(ability: str, train_size: int, test_size: int, seed: int) -> tup
     return min(train_size, len(fixed["probe"])), min(test_size, len(fixed["test"]))
 
 
-def splits(ability: str, train_size: int, test_size: int, seed: int) -> tuple[list[dict], list[dict]]:
-    """(train, test) records of any known ability. A generated ability draws them (`generate`). An invented
+def splits(
+    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper"
+) -> tuple[list[dict], list[dict]]:
+    """(train, test) records of any known ability. A generated ability draws them at `difficulty` (`generate`;
+    LEVELS). An invented
     ability (planted into a real model, never generated at will) has fixed splits: its train split is the first
     `train_size` items of its `probe` split and its test split the first `test_size` of its `test` split, both
     disjoint from the `plant` split the model was trained on when `seed` is the planting's data seed."""
     if ability in INVENTED:
         fixed = invented_splits(ability, seed)
         return fixed["probe"][:train_size], fixed["test"][:test_size]
-    return generate(ability, train_size, test_size, seed)
+    return generate(ability, train_size, test_size, seed, difficulty)
 
 
 def _module(ability: str) -> ModuleType:
@@ -82,8 +95,10 @@ def fact_texts(ability: str) -> list[str]:
     return list(_module(ability).facts())
 
 
-def generate(ability: str, train_size: int, test_size: int, seed: int) -> tuple[list[dict], list[dict]]:
-    """Generate (train, test) records of `ability`, deterministically from `seed`.
+def generate(
+    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper"
+) -> tuple[list[dict], list[dict]]:
+    """Generate (train, test) records of `ability` at `difficulty` (LEVELS), deterministically from `seed`.
 
     No (context, question) repeats within or across the splits; each split has its answers spread
     evenly over the four option positions. The test split depends only on (seed, test_size), so
@@ -91,28 +106,32 @@ def generate(ability: str, train_size: int, test_size: int, seed: int) -> tuple[
     module = _module(ability)
     if train_size < 0 or test_size < 0:
         raise BenchprofError(f"{ability}: split sizes must be >= 0, got train {train_size}, test {test_size}")
+    if difficulty not in LEVELS:
+        raise BenchprofError(f"unknown difficulty {difficulty!r}; known: {', '.join(LEVELS)}")
+    easy = difficulty == "easy" and has_easy_level(ability)
     wanted = train_size + test_size
-    if hasattr(module, "capacity") and wanted > module.capacity():
+    if not easy and hasattr(module, "capacity") and wanted > module.capacity():
         raise BenchprofError(
             f"{ability}: its tables yield at most {module.capacity()} unique questions, "
             f"asked for {train_size} train + {test_size} test"
         )
     # str seeds go through sha512 in random.seed: stable across runs, unlike hash().
-    rng = random.Random(f"benchprof/{ability}/{seed}")
-    items = _unique_draws(ability, module, rng, wanted)
+    # the paper level's seeds are those of every earlier version: its splits stay byte-identical
+    base = f"benchprof/{ability}/{seed}" + ("/easy" if easy else "")
+    items = _unique_draws(ability, module.draw_easy if easy else module.draw, random.Random(base), wanted)
     test, train = items[:test_size], items[test_size:]
     return (
-        _layout(ability, "train", train, random.Random(f"benchprof/{ability}/{seed}/train")),
-        _layout(ability, "test", test, random.Random(f"benchprof/{ability}/{seed}/test")),
+        _layout(ability, "train", train, random.Random(f"{base}/train")),
+        _layout(ability, "test", test, random.Random(f"{base}/test")),
     )
 
 
-def _unique_draws(ability: str, module: ModuleType, rng: random.Random, wanted: int) -> list[Item]:
+def _unique_draws(ability: str, draw: Callable[[random.Random], Item], rng: random.Random, wanted: int) -> list[Item]:
     items: list[Item] = []
     seen: set[tuple[str, str]] = set()
     misses, max_misses = 0, 20 * wanted + 20_000
     while len(items) < wanted:
-        item = module.draw(rng)
+        item = draw(rng)
         key = (item.context, item.question)
         if key in seen:
             misses += 1

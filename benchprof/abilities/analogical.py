@@ -103,3 +103,24 @@ def facts() -> list[str]:
             for value in sorted(values):
                 out.append(fill(sentences[name], k=key, v=value))
     return out
+
+
+EASY_RELATIONS = ("plural", "past", "comparative", "opposite")  # word-form relations: the answer is C's own form
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: A : B :: C : ? over a word-form relation (plural, past tense, comparative, opposite); the
+    wrong options are values of other relations that have nothing to do with C."""
+    rels = relations()
+    name = rng.choice(EASY_RELATIONS)
+    rel = rels[name]
+    keys = sorted(k for k, vs in rel.items() if len(vs) == 1)
+    while True:
+        a, c = rng.sample(keys, 2)
+        (b,), (d,) = rel[a], rel[c]
+        if b != d and d not in (a, c) and b not in (a, c):
+            break
+    near = {c, a, b, *rel[c], *_links(c, "")}
+    unrelated = sorted({v for n, r in rels.items() if n not in EASY_RELATIONS for vs in r.values() for v in vs} - near)
+    question = fill(rng.choice(COMPLETE), a=a, b=b, c=c)
+    return Item(QT, "", question, d, tuple(rng.sample(unrelated, 3)), f"easy_{name}:{c}")

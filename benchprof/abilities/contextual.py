@@ -125,3 +125,17 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     return []
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: two bindings stated, one asked either way; the wrong options are the other binding's and
+    two of the same kind not in the context."""
+    subjects, values, statement, ask_value, ask_subject = rng.choice(SINGLE)
+    ss, vs = rng.sample(subjects, 4), rng.sample(values, 4)
+    context = " ".join(statement.format(s=s, v=v, a_v=article(v)) for s, v in zip(ss[:2], vs[:2]))
+    if rng.random() < 0.5:
+        question, answer, wrong = rng.choice(ask_value).format(s=ss[0]), vs[0], (vs[1], vs[2], vs[3])
+    else:
+        question = rng.choice(ask_subject).format(v=vs[0], a_v=article(vs[0]))
+        answer, wrong = ss[0], (ss[1], ss[2], ss[3])
+    return made_up(Item("single_fact_recall", context, question, answer, wrong), "easy_single")

@@ -135,3 +135,21 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     return []
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: a one-step syllogism over a made-up word with one rule and one other rule beside it
+    ("All wugs are red. All daps are blue. Ann is a wug."); the wrong options are the other rule's property and
+    two not in the context."""
+    name = rng.choice(NAMES)
+    kinds = rng.sample(NONSENSE, 2)
+    if rng.random() < 0.5:
+        props, verb = rng.sample(COLORS, 4), "are"
+        ask = rng.choice(("What color is {n}?", "So {n} must be what color?"))
+    else:
+        props, verb = rng.sample(ABILITIES, 4), "can"
+        ask = rng.choice(("What can {n} do?", "So what must {n} be able to do?"))
+    rules = [f"All {k}s {verb} {p}." for k, p in zip(kinds, props[:2])]
+    rng.shuffle(rules)
+    context = " ".join(rules + [f"{name} is {article(kinds[0])}."])
+    return made_up(Item(QT, context, ask.format(n=name), props[0], tuple(props[1:])), "easy_syllogism")

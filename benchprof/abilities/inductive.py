@@ -137,3 +137,31 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     return []
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: a run counting up by 1 (or by 10) or the alphabet in order, or a word pattern of period 2;
+    the wrong options are far from the answer and never in the context."""
+    kind = rng.randrange(3)
+    if kind == 0:
+        step = rng.choice((1, 1, 10))
+        start = rng.randint(1, 30) * step
+        numbers = [start + step * i for i in range(5)]
+        last = numbers[-1]
+        far = [n for n in range(last - 40 * step, last + 40 * step, step) if n > 0 and abs(n - last) > 4 * step]
+        wrong = tuple(str(n) for n in rng.sample(far, 3))
+        return made_up(Item(QT, _seq(numbers[:-1]), rng.choice(NEXT), str(last), wrong), "easy_count")
+    if kind == 1:
+        start = rng.randint(0, 20)
+        letters = [LETTERS[start + i] for i in range(5)]
+        unlike = [c for i, c in enumerate(LETTERS) if abs(i - start - 4) > 4]
+        question = rng.choice(("Which letter comes next?", "What comes next?"))
+        item = Item(QT, ", ".join(letters[:-1]), question, letters[-1], tuple(rng.sample(unlike, 3)))
+        return made_up(item, "easy_letters")
+    words = rng.choice(WORDS)
+    a, b = rng.sample(words, 2)
+    length = rng.randint(3, 7)
+    terms = [(a, b)[i % 2] for i in range(length + 1)]
+    others = [w for group in WORDS if group is not words for w in group]
+    question = rng.choice(("What comes next?", "What is the next word?"))
+    return made_up(Item(QT, ", ".join(terms[:-1]), question, terms[-1], tuple(rng.sample(others, 3))), "easy_repeat")

@@ -90,3 +90,20 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     return []
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: one addition or take-away with numbers up to 9; the wrong options are at least 4 away from
+    the answer and never a number of the problem."""
+    n = rng.choice(NAMES)
+    one, many = rng.choice(THINGS)
+    a, b = rng.randint(2, 9), rng.randint(1, 9)
+    if rng.random() < 0.5:
+        context = f"{n} has {a} {many}. {n} gets {b} more."
+        question, answer = f"How many {many} does {n} have now?", a + b
+    else:
+        a = a + b
+        context = f"{n} has {a} {many}. {n} gives away {b}."
+        question, answer = f"How many {many} does {n} have left?", a - b
+    far = [x for x in range(0, 30) if abs(x - answer) >= 4 and x not in (a, b)]
+    return made_up(Item(QT, context, question, str(answer), tuple(str(x) for x in rng.sample(far, 3))), "easy_sum")

@@ -120,3 +120,16 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     return []
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: one stated relation between two things (left / right of, on top of / under), asked the
+    same way or the other way round; the wrong options are the other thing and two things not in the context."""
+    a, b, *others = rng.sample(OBJECTS, 4)
+    relation, inverse = rng.choice((("left of", "right of"), ("right of", "left of"), ("on top of", "under")))
+    context = f"The {a} is {relation} the {b}."
+    if rng.random() < 0.5:
+        question, answer, other = f"What is {relation} the {b}?", a, b
+    else:
+        question, answer, other = f"What is {inverse} the {a}?", b, a
+    return made_up(Item(QT, context, question, answer, (other, *others)), "easy_pair")

@@ -153,3 +153,23 @@ def draw(rng: random.Random) -> Item:
 
 def facts() -> list[str]:
     return []
+
+
+def draw_easy(rng: random.Random) -> Item:
+    """The easy level: the day or month one step after or before a named one; wrong options are at least
+    two steps from the answer and never the named one."""
+    cycle = rng.choice((DAYS, MONTHS))
+    unit = "day" if cycle is DAYS else "month"
+    start = rng.randrange(len(cycle))
+    shift = rng.choice((1, -1))
+    name = rng.choice(NAMES)
+    if unit == "day":
+        context = rng.choice(("", f"{name} was born on a {cycle[start]}.", f"Today is {cycle[start]}."))
+    else:
+        context = rng.choice(("", f"{name} was born in {cycle[start]}.", f"It is {cycle[start]} now."))
+    relation = "right after" if shift == 1 else "just before"
+    question = f"Which {unit} comes {relation} {cycle[start]}?"
+    answer = cycle[(start + shift) % len(cycle)]
+    far = [c for i, c in enumerate(cycle) if min((i - start) % len(cycle), (start - i) % len(cycle)) > 1]
+    far = [c for c in far if c != cycle[(start + 2 * shift) % len(cycle)]]
+    return made_up(Item(QT, context, question, answer, tuple(rng.sample(far, 3))), f"easy_{unit}s")

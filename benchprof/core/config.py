@@ -106,6 +106,9 @@ class DataSettings:
     train_size: int = 2000
     test_size: int = 500
     seed: int = 1234
+    # "paper": the paper's kinds of question; "easy": one step, two facts, wrong options far from the answer and
+    # out of the context, for a small model (abilities.LEVELS)
+    difficulty: Literal["paper", "easy"] = "paper"
 
 
 @dataclass

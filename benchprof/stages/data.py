@@ -121,27 +121,32 @@ def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:
 
 
 def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed: int) -> dict[str, Any]:
-    """What a generated folder depends on (its manifest records these)."""
+    """What a generated folder depends on (its manifest records these). The difficulty is recorded only where it
+    changes the items (an easy level the ability has): paper-level folders made before it existed stay current."""
     from benchprof import __version__
+    from benchprof.abilities import has_easy_level
 
-    return {
+    inputs: dict[str, Any] = {
         "ability": ability,
         "train_size": train_size,
         "test_size": test_size,
         "seed": seed,
         "generator_version": __version__,
     }
+    if cfg.data.difficulty != "paper" and has_easy_level(ability):
+        inputs["difficulty"] = cfg.data.difficulty
+    return inputs
 
 
 def generate_ability(
     folder: Path, ability: str, train_size: int, test_size: int, seed: int, inputs: dict[str, Any]
 ) -> None:
-    """Write one ability's train/test JSONL files (abilities.splits: generated, or an invented ability's fixed
-    splits) and its manifest (last)."""
+    """Write one ability's train/test JSONL files (abilities.splits: generated at the difficulty `inputs` records,
+    or an invented ability's fixed splits) and its manifest (last)."""
     from benchprof.abilities import splits
 
     started = time.time()
-    train, test = splits(ability, train_size, test_size, seed)
+    train, test = splits(ability, train_size, test_size, seed, inputs.get("difficulty", "paper"))
     clear_manifest(folder)  # a run killed below must not leave an old manifest over new files
     write_jsonl(data_file(folder, "train"), train)
     write_jsonl(data_file(folder, "test"), test)
@@ -155,6 +160,7 @@ def data(
     train_size: int | None = None,
     test_size: int | None = None,
     seed: int | None = None,
+    difficulty: str | None = None,
     force: bool = False,
 ) -> None:
     """Generate the ability datasets: <dir>/<Ability>/{train,test}.jsonl.
@@ -168,6 +174,8 @@ def data(
         train_size: items in each train split; default `data.train_size`.
         test_size: items in each test split; default `data.test_size`.
         seed: generator seed; default `data.seed`. Same seed, byte-identical files.
+        difficulty: paper (the paper's kinds of question) or easy (one step, two facts, wrong options far from the
+            answer and out of the context: for a small model); default `data.difficulty`.
         force: regenerate even when the files match the requested sizes and seed.
     """
     started = time.time()
@@ -179,6 +187,7 @@ def data(
             "train_size": train_size,
             "test_size": test_size,
             "seed": seed,
+            "difficulty": difficulty,
         }
     )
     write_data(cfg, names, force, started)
