@@ -270,7 +270,7 @@ def test_document_scores_match_the_in_process_scorer_per_document_and_unknown_be
     from benchprof.abilities import generate
     from benchprof.core.loader import parse_config
     from benchprof.core.modeling import load_model
-    from benchprof.lab.planted import item_scores
+    from benchprof.stages.choices import item_scores
     from benchprof.stages.data import write_jsonl
     from benchprof.stages.evaluate import document_scores
     from benchprof.stages.prefix_scorer import SharedPrefixLM

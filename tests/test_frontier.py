@@ -16,7 +16,10 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from benchprof import BenchprofError
 from benchprof.abilities import generate
 from benchprof.core.storage import read_csv
-from benchprof.lab.frontier import (
+from benchprof.lab.frontier_report import one_sided
+from benchprof.stages.choices import mc_rows, option_logliks
+from benchprof.stages.damage import ablated
+from benchprof.stages.neurons import (
     model_neurons,
     neuron_attribution,
     neuron_ids_region,
@@ -24,9 +27,6 @@ from benchprof.lab.frontier import (
     random_neurons,
     top_neurons,
 )
-from benchprof.lab.frontier_report import one_sided
-from benchprof.lab.planted import mc_rows, option_logliks
-from benchprof.stages.damage import ablated
 from benchprof.stats.control import ControlComparison
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,7 +128,7 @@ def test_scores_follow_their_formulas():
     assert top_neurons(scores, 3) == [1, 2, 4]  # brute force: 3.0, then the tie 2.0 / 2.0
     draw = random_neurons(1000, 50, seed=4)
     assert len(set(draw)) == 50 and draw == random_neurons(1000, 50, seed=4) and draw != random_neurons(1000, 50, 5)
-    with pytest.raises(BenchprofError, match="unknown option"):
+    with pytest.raises(BenchprofError, match="unknown neuron score"):
         neuron_scores(attribution, "A", "magic")
 
 

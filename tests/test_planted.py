@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchprof.lab.planted import PlantSettings, neuron_region, neuron_sets
+from benchprof.lab.planted import PlantSettings, neuron_sets
 from benchprof.lab.validation import neuron_set
+from benchprof.stages.neurons import neuron_region
 
 
 def test_neuron_region_is_rows_and_columns() -> None:

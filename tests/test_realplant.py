@@ -9,9 +9,9 @@ import torch
 
 from benchprof import BenchprofError
 from benchprof.abilities.invented import INVENTED, invented_splits
-from benchprof.lab.planted import mlp_name
 from benchprof.lab.plantpatch import PATCH_DIR, apply_patch, load_patch, patch_neurons, save_patch, tensor_sha256
 from benchprof.lab.realplant import RealPlantSettings, plant
+from benchprof.stages.neurons import mlp_name
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PATCH = ROOT / "benchprof" / "assets" / "demo-plant"

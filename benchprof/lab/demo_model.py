@@ -34,9 +34,9 @@ from benchprof.abilities import fact_texts, generate
 from benchprof.core.loader import load_config
 from benchprof.core.modeling import save_model
 from benchprof.core.prompts import chat_messages, eval_prompt
-from benchprof.lab.planted import item_scores
 from benchprof.lab.tinymodel import build_model, train_tokenizer
 from benchprof.lab.training import Example, batch_tensors, cosine_schedule, weighted_loss
+from benchprof.stages.choices import item_scores
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase

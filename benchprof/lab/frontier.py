@@ -27,16 +27,24 @@ frontier.png summarise them (frontier_report.py).
 from __future__ import annotations
 
 import json
-import math
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
+from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import write_text
-from benchprof.lab.frontier_report import EXECUTION, NEURON_SCORES, FrontierPlan
+from benchprof.lab.frontier_report import EXECUTION, FrontierPlan
+from benchprof.stages.neurons import (
+    Neurons,
+    model_neurons,
+    neuron_attribution,
+    neuron_ids_region,
+    neuron_scores,
+    random_neurons,
+    top_neurons,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -45,133 +53,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
 
     from benchprof.core.config import Config
-    from benchprof.core.regions import Region
 
 RANDOM = "random"
-
-
-@dataclass
-class Neurons:
-    """The MLP layers of a Llama-style model, the unit of a region (hidden size, neurons per layer)."""
-
-    mlps: list[Any]  # the decoder layers' MLP modules (gate_proj, up_proj, down_proj)
-    hidden: int
-    intermediate: int
-    total_params: int = field(default=0)
-
-    @property
-    def count(self) -> int:
-        return len(self.mlps) * self.intermediate
-
-    def weights(self, n: int) -> int:
-        """Weights in a region of n neurons: a gate row, an up row and a down column each."""
-        return 3 * self.hidden * n
-
-
-def model_neurons(model: torch.nn.Module) -> Neurons:
-    """The decoder's MLP blocks (each with gate_proj, up_proj and down_proj), refused in one line if absent."""
-    layers = getattr(getattr(model, "model", None), "layers", None)
-    mlps: list[Any] = [getattr(layer, "mlp", None) for layer in layers] if layers is not None else []
-    if not mlps or any(m is None or not hasattr(m, "down_proj") for m in mlps):
-        raise BenchprofError("frontier: the model has no Llama-style MLP blocks (model.layers[i].mlp.down_proj)")
-    down = mlps[0].down_proj.weight
-    return Neurons(mlps, int(down.shape[0]), int(down.shape[1]), sum(p.numel() for p in model.parameters()))
-
-
-def neuron_attribution(
-    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_items: int = 8
-) -> NDArray[np.float32]:
-    """A(item, neuron) = Σ_positions h · ∂ log P(correct option)/∂h over the item's option rows; shape
-    (items, layers × intermediate), neuron id = layer × intermediate + j."""
-    import numpy as np
-    import torch
-
-    from benchprof.lab.planted import forward_rows, mc_rows, option_logliks
-
-    neurons = model_neurons(model)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
-    acts: list[torch.Tensor] = []
-    hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
-    # the weights need no gradient; the activations do, through the embeddings
-    embedding: Any = model.get_input_embeddings()  # type: ignore[operator]
-    embed = embedding.register_forward_hook(lambda _m, _i, out: out.requires_grad_())
-    grads_were = [p.requires_grad for p in model.parameters()]
-    for p in model.parameters():
-        p.requires_grad_(False)
-    out = np.zeros((len(records), neurons.count), dtype=np.float32)
-    try:
-        for start in range(0, len(records), batch_items):
-            chunk = list(records[start : start + batch_items])
-            rows = mc_rows(tok, chunk)
-            acts.clear()
-            loglik = option_logliks(model, rows, pad)
-            objective = loglik.new_zeros(())
-            pos = 0
-            for record in chunk:
-                n = len(record["options"])
-                chars = torch.tensor([r[4] for r in rows[pos : pos + n]], dtype=loglik.dtype, device=loglik.device)
-                objective = objective + torch.log_softmax(loglik[pos : pos + n] / chars, 0)[record["label"]]
-                pos += n
-            grads = torch.autograd.grad(objective, acts)
-            per_row = torch.cat([(a * g).sum(1) for a, g in zip(acts, grads, strict=True)], 1).float()
-            # a forward row is an item's packed options, or one option (planted.forward_rows)
-            items = torch.tensor([rows[group[0]][0] for group in forward_rows(model, rows)], device=per_row.device)
-            per_item = per_row.new_zeros(len(chunk), neurons.count).index_add_(0, items, per_row)
-            out[start : start + len(chunk)] = per_item.detach().cpu().numpy()
-    finally:
-        for hook in hooks:
-            hook.remove()
-        embed.remove()
-        for p, was in zip(model.parameters(), grads_were, strict=True):
-            p.requires_grad_(was)
-        acts.clear()
-    return out
-
-
-def neuron_scores(attribution: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
-    """The score that ranks ability's neurons under `option` (NEURON_SCORES), from every ability's attribution."""
-    import numpy as np
-
-    def t_stat(values: NDArray[np.float32]) -> NDArray[np.float64]:
-        v = values.astype(np.float64)
-        sd = v.std(0, ddof=1) if len(v) > 1 else np.zeros(v.shape[1])
-        return v.mean(0) / np.where(sd > 0, sd / math.sqrt(len(v)), np.inf)
-
-    if option == "act_grad":
-        return attribution[ability].astype(np.float64).mean(0)
-    if option == "act_grad_t":
-        return t_stat(attribution[ability])
-    if option == "act_grad_contrast":
-        others = [t_stat(values) for name, values in attribution.items() if name != ability]
-        if not others:
-            raise BenchprofError("frontier: act_grad_contrast needs at least two abilities")
-        return t_stat(attribution[ability]) - np.max(others, axis=0)
-    raise BenchprofError(f"frontier: unknown option {option!r} (known: {', '.join(NEURON_SCORES)})")
-
-
-def top_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
-    """The n highest-scoring neuron ids, ties to the lower id (a stable sort of −score)."""
-    import numpy as np
-
-    return sorted(int(i) for i in np.argsort(-scores, kind="stable")[:n])
-
-
-def random_neurons(count: int, n: int, seed: int) -> list[int]:
-    """n distinct neuron ids drawn uniformly from `count`, reproducible from seed."""
-    import numpy as np
-
-    return sorted(int(i) for i in np.random.default_rng(seed).choice(count, size=n, replace=False))
-
-
-def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
-    """The weights of these neuron ids (layer × intermediate + j) in the region format: gate and up rows, the down
-    column (planted.neuron_region), so that damage.ablated zeroes and restores them like any region."""
-    from benchprof.lab.planted import neuron_region
-
-    by_layer: dict[int, list[int]] = {}
-    for i in ids:
-        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
-    return neuron_region(by_layer, neurons.hidden, neurons.intermediate)
 
 
 def read_split(plan: FrontierPlan, ability: str, split: str, n: int) -> list[dict[str, Any]]:
@@ -344,7 +227,7 @@ def score(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[float]]:
     """acc_norm per item of every test split."""
-    from benchprof.lab.planted import item_scores
+    from benchprof.stages.choices import item_scores
 
     return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
 

@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import write_csv, write_text
 
-NEURON_SCORES = ("act_grad", "act_grad_t", "act_grad_contrast")  # frontier.neuron_scores' options
 EXECUTION = ("threads", "batch_items")  # how a plan runs, not what it measures
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.lab.planted import neuron_region
+from benchprof.stages.neurons import neuron_region
 
 if TYPE_CHECKING:
     import torch

@@ -46,8 +46,9 @@ from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.abilities.invented import INVENTED, invented_splits
-from benchprof.lab.planted import mlp_name, random_neuron_region, region_size
+from benchprof.lab.planted import random_neuron_region, region_size
 from benchprof.lab.plantpatch import PATCH_DIR, apply_patch, load_base, neuron_regions, save_patch, tensor_sha256
+from benchprof.stages.neurons import mlp_name
 from benchprof.stats.multitest import holm
 
 if TYPE_CHECKING:
@@ -441,7 +442,7 @@ def accuracy(
     model: PreTrainedModel, tok: PreTrainedTokenizerBase, data_seed: int, abilities: Sequence[str]
 ) -> dict[str, float]:
     """acc (summed log-likelihood, as lm-eval's `acc`) on each invented ability's test split."""
-    from benchprof.lab.planted import item_scores
+    from benchprof.stages.choices import item_scores
 
     return {a: float(item_scores(model, tok, invented_splits(a, data_seed)["test"])[0].mean()) for a in abilities}
 

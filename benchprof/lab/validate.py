@@ -35,7 +35,7 @@ import yaml
 
 from benchprof.core.layout import Layout, data_file
 from benchprof.core.regions import Region, read_region
-from benchprof.lab.planted import item_scores, load_planted
+from benchprof.lab.planted import load_planted
 from benchprof.lab.validate_report import SCORES, SELECTIONS, combine, markdown, option
 from benchprof.lab.validation import (
     auroc,
@@ -52,6 +52,7 @@ from benchprof.lab.validation import (
     top_n,
     top_neurons,
 )
+from benchprof.stages.choices import item_scores
 
 TAG = "planted"
 

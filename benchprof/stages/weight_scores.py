@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import SCORES
+from benchprof.core.config import WEIGHT_SCORES
 from benchprof.core.layout import Layout
 from benchprof.core.modeling import is_eligible
 from benchprof.core.storage import file_hash, open_tensors, read_manifest
@@ -183,7 +183,7 @@ def specific_score(
         entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(0)
         result = q[0] * (1 - entropy / math.log(len(totals))).clamp_min(0)
     else:
-        raise BenchprofError(f"extract.score: {score!r} is not one of {', '.join(SCORES)}")
+        raise BenchprofError(f"extract.score: {score!r} is not one of {', '.join(WEIGHT_SCORES)}")
     return result.float()
 
 

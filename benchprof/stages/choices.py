@@ -1,0 +1,122 @@
+"""In-process multiple-choice scoring, as lm-eval scores a multiple-choice task: each option's log-likelihood
+after the prompt (core.prompts.eval_prompt), acc (largest sum) and acc_norm (largest per character). Used where
+lm-eval's task machinery would cost more than the scoring (the neuron attribution, the frontier, the plants);
+tests/test_evaluate.py holds it to lm-eval's per-document results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from benchprof.core.prompts import eval_prompt
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from numpy.typing import NDArray
+    from transformers import PreTrainedTokenizerBase
+
+# one multiple-choice row: (item, option, context ids, option ids, characters of " option")
+McRow = tuple[int, int, list[int], list[int], int]
+
+
+def mc_rows(tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]]) -> list[McRow]:
+    """Every (item, option) of the records as lm-eval builds a multiple-choice request: the prompt, then ' option'."""
+    rows: list[McRow] = []
+    for i, record in enumerate(records):
+        ctx = tok(eval_prompt(record), add_special_tokens=False)["input_ids"]
+        for j, option in enumerate(record["options"]):
+            cont = tok(" " + option, add_special_tokens=False)["input_ids"]
+            rows.append((i, j, ctx, cont, len(" " + option)))
+    return rows
+
+
+def forward_rows(model: torch.nn.Module, rows: Sequence[McRow]) -> list[list[int]]:
+    """The rows `option_logliks` runs as one packed sequence each, in order: an item's rows together where the
+    model's attention takes a 4D mask, one row each otherwise."""
+    from benchprof.stages.prefix_scorer import PACKABLE_ATTENTION
+
+    if getattr(model.config, "_attn_implementation", None) not in PACKABLE_ATTENTION:
+        return [[r] for r in range(len(rows))]
+    groups: dict[int, list[int]] = {}
+    for r, row in enumerate(rows):
+        groups.setdefault(row[0], []).append(r)
+    return list(groups.values())
+
+
+def option_logliks(model: torch.nn.Module, rows: Sequence[McRow], pad: int) -> torch.Tensor:
+    """The summed log-likelihood of each row's option tokens after its context (gradients flow).
+
+    One forward pass of the decoder over one packed row per item: the context once, each option a branch of it
+    (stages.prefix_scorer's token trie; a 4D mask lets a token see its ancestors only, position ids are depths),
+    so an item's context is not recomputed per option. The LM head runs only where an option token is predicted.
+    A model whose attention cannot take such a mask is run on the plain right-padded rows instead."""
+    import torch
+
+    from benchprof.stages.prefix_scorer import TokenTrie
+
+    device = next(model.parameters()).device
+    packed = []
+    for group in forward_rows(model, rows):
+        packed.append(TokenTrie())
+        for r in group:
+            packed[-1].add(r, (rows[r][2] + rows[r][3])[:-1], len(rows[r][3]))
+    width = max(len(t) for t in packed)
+    ids = torch.full((len(packed), width), pad, dtype=torch.long)
+    positions = torch.zeros((len(packed), width), dtype=torch.long)
+    allowed = torch.eye(width, dtype=torch.bool).repeat(len(packed), 1, 1, 1)  # padding sees itself only
+    for b, t in enumerate(packed):
+        ids[b, : len(t)] = torch.tensor(t.tokens)
+        positions[b, : len(t)] = torch.tensor(t.depths)
+        allowed[b, 0, : len(t), : len(t)] = torch.from_numpy(t.ancestors())
+    dtype = next(model.parameters()).dtype
+    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+    row_of: list[int] = []
+    at_row: list[int] = []
+    at_node: list[int] = []
+    token: list[int] = []
+    for b, t in enumerate(packed):
+        for r, nodes in t.scored:
+            row_of += [r] * len(nodes)
+            at_row += [b] * len(nodes)
+            at_node += nodes
+            token += rows[r][3]
+    decoder: Any = model.base_model
+    hidden = decoder(
+        input_ids=ids.to(device), attention_mask=mask.to(device), position_ids=positions.to(device), use_cache=False
+    ).last_hidden_state[torch.tensor(at_row, device=device), torch.tensor(at_node, device=device)]
+    head: Any = model.get_output_embeddings()  # type: ignore[operator]
+    logp = torch.log_softmax(head(hidden).float(), -1)
+    picked = logp[torch.arange(len(token), device=device), torch.tensor(token, device=device)]
+    return torch.zeros(len(rows), device=device).index_add(0, torch.tensor(row_of, device=device), picked)
+
+
+def item_scores(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: list[dict[str, Any]], batch_rows: int = 128
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-item 0/1 correctness as lm-eval scores a multiple-choice task: (acc, acc_norm).
+
+    acc: the option with the largest summed log-likelihood of ' option' after the prompt; acc_norm: the
+    largest log-likelihood per character of the option text (lm-eval's normalisation); ties go to the first.
+    """
+    import numpy as np
+    import torch
+
+    rows = mc_rows(tok, records)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+    loglik = np.zeros(len(rows))
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_rows):
+            chunk = rows[start : start + batch_rows]
+            loglik[start : start + len(chunk)] = option_logliks(model, chunk, pad).double().cpu().numpy()
+    acc, acc_norm = np.zeros(len(records)), np.zeros(len(records))
+    pos = 0
+    for i, record in enumerate(records):
+        n = len(record["options"])
+        values = loglik[pos : pos + n]
+        chars = np.array([rows[pos + j][4] for j in range(n)], dtype=float)
+        acc[i] = float(int(np.argmax(values)) == record["label"])
+        acc_norm[i] = float(int(np.argmax(values / chars)) == record["label"])
+        pos += n
+    return acc, acc_norm
