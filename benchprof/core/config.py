@@ -517,7 +517,9 @@ def validate(cfg: Config) -> None:
             raise ConfigError(f"extract.regions: unknown region {shown(r)} (known: {', '.join(REGIONS)})")
     if not {"top", "random"} & set(cfg.extract.regions):  # each benchmark's profile figure draws those two
         raise ConfigError("extract.regions: top or random is required; the profile figures draw those")
-    if cfg.extract.score != "importance" and len(cfg.datasets) < 2:
+    if cfg.extract.score in NEURON_SCORES and cfg.extract.selection != "exact":
+        raise ConfigError(f"extract.selection: a neuron score ({cfg.extract.score}) ranks whole neurons; use exact")
+    if cfg.extract.score not in ("importance", "act_grad", "act_grad_t") and len(cfg.datasets) < 2:
         raise ConfigError(
             f"extract.score: {shown(cfg.extract.score)} compares abilities; it needs at least two in datasets"
         )

@@ -3,6 +3,7 @@
 outputs/<model-tag>/
   original/eval/<benchmark>.json                         evaluate: unablated scores
   <ability>/importance/importance.safetensors + manifest.json      finetune
+  <ability>/attribution/attribution.safetensors + manifest.json  extract, with a neuron score (stages/neurons.py)
   <ability>/masks/k<k>/{top,bottom,random}.safetensors + stats.csv + manifest.json   extract
   <ability>/damaged/k<k>/<region>/                       damage --save: a full HF checkpoint
   <ability>/eval/k<k>/<region>/<benchmark>.json (+ .samples.jsonl)   evaluate
@@ -169,6 +170,13 @@ class Layout:
     def importance_file(self, ability: str) -> Path:
         return self.importance_dir(ability) / "importance.safetensors"
 
+    # extract, with a neuron score: the neuron attribution over the ability's train items
+    def attribution_dir(self, ability: str) -> Path:
+        return self.model_dir / ability / "attribution"
+
+    def attribution_file(self, ability: str) -> Path:
+        return self.attribution_dir(ability) / "attribution.safetensors"
+
     # extract
     def masks_dir(self, ability: str, k: float) -> Path:
         return self.model_dir / ability / "masks" / f"k{format_k(k)}"
@@ -284,6 +292,11 @@ class Layout:
     def importance_output(self, ability: str) -> Output:
         return Output(
             "importance", ability, manifest_path(self.importance_dir(ability)), (self.importance_file(ability),)
+        )
+
+    def attribution_output(self, ability: str) -> Output:
+        return Output(
+            "attribution", ability, manifest_path(self.attribution_dir(ability)), (self.attribution_file(ability),)
         )
 
     def masks_output(self, ability: str, k: float, regions: Sequence[str]) -> Output:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from benchprof import BenchprofError
-from benchprof.core.config import Config, ExtractSettings, Selection, random_draw, select
+from benchprof.core.config import NEURON_SCORES, Config, ExtractSettings, ModelSpec, Selection, random_draw, select
 from benchprof.core.layout import Layout, format_k
 from benchprof.core.modeling import layer_index
 from benchprof.core.regions import Region, write_region
@@ -320,7 +320,9 @@ def extract(
         ability: only this ability (or a comma-separated list).
         model: only this model (name or tag).
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
-        score: importance (default extract.score; the authors'), contrast_mean, ratio, rank or entropy.
+        score: importance (default extract.score; the authors'), contrast_mean, ratio, rank or entropy; or a
+            neuron score (act_grad, act_grad_t, act_grad_contrast: whole MLP neurons, ranked by an attribution this
+            stage computes over each ability's train items; stages/neurons.py).
         force: recompute even when the manifest matches.
     """
     from benchprof.core.modeling import pick_device
@@ -338,6 +340,10 @@ def extract(
     written, skipped = 0, 0
     for spec in cfg.selected_models(model):
         layout = Layout(cfg.output_root, spec.tag)
+        if score in NEURON_SCORES:
+            done, current = extract_neurons(cfg, spec, abilities, ks, force)
+            written, skipped = written + done, skipped + current
+            continue
         totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
         for ability_name in abilities:
             path = layout.importance_file(ability_name)
@@ -468,3 +474,102 @@ def write_regions(
     write_csv(layout.mask_stats(ability, k), STATS_COLUMNS, stats_rows(scores, regions), digits=6)
     counts = {region: sum(int(v.numel()) for v in indices.values()) for region, indices in regions.items()}
     write_manifest(layout.masks_dir(ability, k), inputs, started=started, extra={"selected": counts})
+
+
+def neuron_count(k: float, total_params: int, hidden: int) -> int:
+    """Whole neurons in a region of size k: floor(k · total_params / (3 · hidden)), each neuron 3 · hidden weights."""
+    return math.floor(k * total_params / (3 * hidden))
+
+
+def neuron_region_inputs(
+    cfg: Config, ability: str, k: float, identities: dict[str, dict[str, Any]], score: str | None = None
+) -> dict[str, Any]:
+    """What one (ability, k) neuron-region folder is computed from: the attribution files its score reads (the
+    ability's own, or every ability's for the contrast), the score, the regions and the random seed."""
+    return {
+        "stage": "extract",
+        "unit": "neuron",
+        "ability": ability,
+        "k": k,
+        "attribution": identities,
+        "score": score or cfg.extract.score,
+        "regions": cfg.extract.region_names(),
+        "random_seed": cfg.extract.random_seed,
+        "front_removal": cfg.settings.front_removal,
+        "back_removal": cfg.settings.back_removal,
+    }
+
+
+def attribution_used(cfg: Config, ability: str, score: str) -> list[str]:
+    """The abilities whose attribution a neuron score of `ability` reads."""
+    return list(cfg.abilities()) if score == "act_grad_contrast" else [ability]
+
+
+def extract_neurons(
+    cfg: Config, spec: ModelSpec, abilities: list[str], ks: list[float], force: bool
+) -> tuple[int, int]:
+    """extract with a neuron score: regions of whole MLP neurons (stages/neurons.py) per ability and k, written
+    in the region format beside the weight regions' (top: the highest scores; bottom: the lowest; random: as many
+    uniform neurons). Returns (region sets written, up to date)."""
+    import torch
+
+    from benchprof.stages.neurons import (
+        Neurons,
+        attributions,
+        neuron_ids_region,
+        neuron_scores,
+        random_neurons,
+        top_neurons,
+    )
+    from benchprof.stages.weight_scores import importance_identity
+
+    score, regions = cfg.extract.score, cfg.extract.region_names()
+    layout = Layout(cfg.output_root, spec.tag)
+    used = list(dict.fromkeys(b for a in abilities for b in attribution_used(cfg, a, score)))
+    values, meta = attributions(cfg, spec, used, force)
+    identities = {b: importance_identity(layout.attribution_file(b)) for b in used}
+    hidden, inter, n_layers = int(meta["hidden"]), int(meta["intermediate"]), int(meta["n_layers"])
+    shape = Neurons([], hidden, inter)
+    front, back = cfg.settings.front_removal, cfg.settings.back_removal
+    eligible = torch.arange(front * inter, (n_layers - back) * inter)
+    layers = range(front, n_layers - back)
+    names = sorted(f"model.layers.{i}.mlp.{m}.weight" for i in layers for m in ("gate_proj", "up_proj", "down_proj"))
+    # the region files' header and stats.csv read these, as they read an importance file's
+    sizes = [hidden * inter] * len(names)
+    frame = Scores(layout.attribution_file(abilities[0]), {**meta, "scope": "mlp"}, names, sizes)
+    written, skipped = 0, 0
+    for ability in abilities:
+        started, written_before = time.time(), written
+        used_here = attribution_used(cfg, ability, score)
+        ranked = neuron_scores({b: values[b] for b in used_here}, ability, score)
+        outside = torch.ones(len(ranked), dtype=torch.bool)
+        outside[eligible] = False
+        ranked[outside.numpy()] = -math.inf  # layers outside front/back_removal are never chosen
+        for k in ks:
+            count = neuron_count(k, int(meta["total_params"]), hidden)
+            if count > len(eligible) // 2:
+                raise BenchprofError(f"k={k}: {count} neurons exceed half of the {len(eligible)} eligible; lower k")
+            inputs = neuron_region_inputs(cfg, ability, k, {b: identities[b] for b in used_here})
+            if not force and is_current(layout.masks_output(ability, k, regions), inputs):
+                skipped += 1
+                continue
+            ids: dict[str, list[int]] = {"top": top_neurons(ranked, count)}
+            lowest = -ranked
+            lowest[outside.numpy()] = -math.inf
+            ids["bottom"] = top_neurons(lowest, count)
+            seeds = {}
+            for region in regions:
+                if draw := random_draw(region):
+                    seeds[region] = derived_seed(cfg.extract.random_seed, ability, k, draw)
+                    picks = random_neurons(len(eligible), count, seeds[region] % 2**32)
+                    ids[region] = sorted(int(eligible[i]) for i in picks)
+            chosen = {r: neuron_ids_region(shape, ids[r]) for r in regions}
+            n = 3 * hidden * count
+            write_regions(
+                layout, ability, k, n, frame, chosen, "exact", seeds, cfg.extract, front, back, spec.tag, inputs,
+                started, score,
+            )  # fmt: skip
+            written += 1
+        if written_before != written:
+            print(f"extract: {ability} ({spec.tag}): {written - written_before} k value(s), score {score}, neurons")
+    return written, skipped

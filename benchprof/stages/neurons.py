@@ -18,6 +18,7 @@ zeroed. The scores (`extract.score`, core.config.NEURON_SCORES):
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from transformers import PreTrainedTokenizerBase
 
+    from benchprof.core.config import Config, ModelSpec
     from benchprof.core.regions import Region
 
 MLP_ROWS = ("gate_proj", "up_proj")  # neuron j = row j of these and column j of down_proj
@@ -181,3 +183,76 @@ def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
     for i in ids:
         by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
     return neuron_region(by_layer, neurons.hidden, neurons.intermediate)
+
+
+ATTRIBUTION_OBJECTIVE = "sum h * d log softmax_acc_norm(correct) / dh, v1"  # what an attribution file measures
+
+
+def attribution_inputs(cfg: Config, spec: ModelSpec, ability: str, update_cache: bool = True) -> dict[str, Any]:
+    """What one ability's attribution file is computed from (its manifest's inputs): the checkpoint's content
+    (modeling.model_identity, read without loading it), the train split and how many of its items, the objective."""
+    from benchprof.stages.data import load_split
+    from benchprof.stages.evaluate import model_signature
+    from benchprof.stages.finetune import data_identity
+
+    records = train_items(cfg, ability, load_split(cfg, ability, "train"))
+    return {
+        "stage": "attribution",
+        "ability": ability,
+        "model": model_signature(cfg, spec, update_cache),
+        "data": data_identity(cfg, ability, records),
+        "n_samples": len(records),
+        "objective": ATTRIBUTION_OBJECTIVE,
+    }
+
+
+def train_items(cfg: Config, ability: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The train items the attribution reads: the first finetune.max_samples (all when unset), as finetune."""
+    return records[: cfg.finetune.max_samples] if cfg.finetune.max_samples else records
+
+
+def attributions(
+    cfg: Config, spec: ModelSpec, abilities: Sequence[str], force: bool = False
+) -> tuple[dict[str, NDArray[np.float32]], dict[str, str]]:
+    """Each ability's attribution (items x neurons), computed where its file is missing or stale and read back
+    otherwise, and the model's metadata (fingerprint, total_params, n_layers, hidden, intermediate)."""
+    import numpy as np
+    import torch
+    from tqdm import tqdm
+
+    from benchprof.core.layout import Layout
+    from benchprof.core.modeling import fingerprint, load_model
+    from benchprof.core.storage import clear_manifest, is_current, read_tensors, save_tensors, write_manifest
+    from benchprof.stages.data import load_split
+
+    layout = Layout(cfg.output_root, spec.tag)
+    inputs = {a: attribution_inputs(cfg, spec, a) for a in abilities}
+    todo = [a for a in abilities if force or not is_current(layout.attribution_output(a), inputs[a])]
+    if todo:
+        source, tokenizer = cfg.model_source(spec)
+        model, tok = load_model(source, tokenizer, dtype="float32", device="cpu")
+        model.eval()
+        neurons = model_neurons(model)
+        metadata = {
+            "fingerprint": fingerprint(model),
+            "total_params": str(neurons.total_params),
+            "n_layers": str(len(neurons.mlps)),
+            "hidden": str(neurons.hidden),
+            "intermediate": str(neurons.intermediate),
+            "model": spec.tag,
+        }
+        for ability in tqdm(todo, desc="attribution", unit="ability", leave=False):
+            started = time.time()
+            records = train_items(cfg, ability, load_split(cfg, ability, "train"))
+            values = neuron_attribution(model, tok, records)
+            folder = layout.attribution_dir(ability)
+            clear_manifest(folder)
+            save_tensors(layout.attribution_file(ability), {"attribution": torch.from_numpy(values)}, metadata)
+            write_manifest(folder, inputs[ability], started=started)
+        del model
+    out: dict[str, NDArray[np.float32]] = {}
+    meta: dict[str, str] = {}
+    for ability in abilities:
+        tensors, meta = read_tensors(layout.attribution_file(ability))
+        out[ability] = tensors["attribution"].numpy().astype(np.float32)
+    return out, meta

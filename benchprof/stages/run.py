@@ -6,7 +6,7 @@ import contextlib
 import os
 import time
 
-from benchprof.core.config import Config
+from benchprof.core.config import NEURON_SCORES, Config
 
 
 def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool = False) -> None:
@@ -51,14 +51,15 @@ def run(cfg: Config, eval_only: bool = False, force: bool = False, dry_run: bool
     with stage("data"):
         write_data(cfg, needed_abilities(cfg))
     if not eval_only:
-        gpus = len(cfg.settings.devices()) if cuda_available() else 0
-        processes = cfg.finetune.process_count(gpus)
-        with stage("finetune"):
-            if processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # every configured device works
-                devices = cfg.settings.devices() if gpus else []
-                sharding.launch(effective_config(cfg), processes, devices, ["--force"] if force else [])
-            else:
-                finetune(cfg, force=force)
+        if cfg.extract.score not in NEURON_SCORES:  # with a neuron score, extract computes its attribution itself
+            gpus = len(cfg.settings.devices()) if cuda_available() else 0
+            processes = cfg.finetune.process_count(gpus)
+            with stage("finetune"):
+                if processes > 1 and int(os.environ.get("WORLD_SIZE", "1")) == 1:  # every configured device works
+                    devices = cfg.settings.devices() if gpus else []
+                    sharding.launch(effective_config(cfg), processes, devices, ["--force"] if force else [])
+                else:
+                    finetune(cfg, force=force)
         with stage("extract"):
             extract(cfg, force=force)
     with stage("evaluate"):

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 
 from benchprof import BenchprofError
-from benchprof.core.config import Config, ModelSpec
+from benchprof.core.config import NEURON_SCORES, Config, ModelSpec
 from benchprof.core.storage import judge
 from benchprof.stages.preflight import needed_abilities
 
@@ -97,12 +97,55 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], finger
     return items
 
 
+def attribution_items(cfg: Config, spec: ModelSpec, data: dict[str, Item]) -> dict[str, Item]:
+    """With a neuron score: each ability's neuron attribution (stages/neurons.py), in place of its importance."""
+    from benchprof.core.layout import Layout
+    from benchprof.stages.neurons import attribution_inputs
+
+    layout = Layout(cfg.output_root, spec.tag)
+    items = {}
+    for ability in cfg.abilities():
+        expected, upstream = None, upstream_of(data.get(ability), "data")
+        if not upstream:
+            try:
+                expected = attribution_inputs(cfg, spec, ability, update_cache=False)
+            except BenchprofError as err:
+                upstream = f"data unreadable: {err}"
+        state, why = judge(layout.attribution_output(ability), expected, upstream)
+        items[ability] = Item("attribution", spec.tag, ability, state, why)
+    return items
+
+
+def neuron_mask_items(cfg: Config, spec: ModelSpec, attribution: dict[str, Item]) -> dict[tuple[str, float], Item]:
+    """With a neuron score: each (ability, k) neuron-region folder, judged from the attribution files it reads."""
+    from benchprof.core.layout import Layout
+    from benchprof.stages.extract import attribution_used, neuron_region_inputs
+    from benchprof.stages.weight_scores import importance_identity
+
+    layout = Layout(cfg.output_root, spec.tag)
+    items = {}
+    for ability in cfg.abilities():
+        used = attribution_used(cfg, ability, cfg.extract.score)
+        upstream = next((u for b in used if (u := upstream_of(attribution.get(b), "attribution"))), "")
+        for k in cfg.settings.k_values:
+            output = layout.masks_output(ability, k, cfg.extract.region_names())
+            expected = None
+            if not upstream:
+                identities = {b: importance_identity(layout.attribution_file(b)) for b in used}
+                expected = neuron_region_inputs(cfg, ability, k, identities)
+            state, why = judge(output, expected, upstream)
+            items[(ability, k)] = Item("masks", spec.tag, output.label, state, why)
+    return items
+
+
 def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dict[tuple[str, float], Item]:
     from benchprof.core.layout import Layout
     from benchprof.core.regions import region_metadata
     from benchprof.stages.extract import region_inputs
     from benchprof.stages.weight_scores import importance_identity
 
+    if cfg.extract.score in NEURON_SCORES:
+        return neuron_mask_items(cfg, spec, importance)
     layout = Layout(cfg.output_root, spec.tag)
     items = {}
     for ability in cfg.abilities():
@@ -220,7 +263,10 @@ def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
             )
             fp = model_fingerprint(net)
             del net
-        importance = importance_items(cfg, spec, data, fp)
+        if cfg.extract.score in NEURON_SCORES:
+            importance = attribution_items(cfg, spec, data)
+        else:
+            importance = importance_items(cfg, spec, data, fp)
         masks = mask_items(cfg, spec, importance)
         evals = eval_items(cfg, spec, masks, data)
         checkpoints = checkpoint_items(cfg, spec, masks)
