@@ -153,6 +153,28 @@ def is_flag(arg: str) -> bool:
     return arg.startswith("--") or re.match(r"-[A-Za-z]", arg) is not None
 
 
+def bool_flags_alone(argv: list[str]) -> list[str]:
+    """argv with each boolean option given without a value (`--dry_run`) written `--dry_run=true` when a
+    non-boolean argument follows it: fire would read `run --dry_run cfg.yml` as dry_run='cfg.yml'."""
+    if not argv or argv[0] not in COMMANDS:
+        return argv
+    parameters = inspect.signature(COMMANDS[argv[0]]).parameters
+    out = argv[:1]
+    for i, arg in enumerate(argv[1:], 1):
+        option = arg[2:].replace("-", "_") if arg.startswith("--") and "=" not in arg else ""
+        following = argv[i + 1] if i + 1 < len(argv) else ""
+        if (
+            option in parameters
+            and parameters[option].annotation in (bool, "bool")
+            and following
+            and not is_flag(following)
+            and following.strip().lower() not in TRUE + FALSE
+        ):
+            arg += "=true"
+        out.append(arg)
+    return out
+
+
 def check_arguments(argv: list[str]) -> None:
     """Refuse, before anything runs, an unknown command or option, a non-boolean option without a value
     and extra positional arguments.
@@ -217,6 +239,7 @@ def main(argv: list[str] | None = None) -> None:
 
         die_with_launcher()  # first: a rank whose torchrun is killed ends too
     try:
+        argv = bool_flags_alone(argv)
         check_arguments(argv)
         # fire prints a stage's return value; stages return None and print their own summary
         fire.Fire(COMMANDS, command=argv, name="benchprof")

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from benchprof import BenchprofError
-from benchprof.cli import COMMANDS, STAGES, check_arguments, parse_bool
+from benchprof.cli import COMMANDS, STAGES, bool_flags_alone, check_arguments, parse_bool
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -178,3 +178,18 @@ def test_run_sh_passes_eval_only_in_any_order(tmp_path):
         assert proc.stdout.strip() == "run my.yml --eval_only", proc.stderr
     proc = subprocess.run(["bash", str(tmp_path / "run.sh")], capture_output=True, text=True)
     assert proc.stdout.strip() == "run config.yml"
+
+
+@pytest.mark.parametrize(
+    "argv, want",
+    [
+        (["run", "--dry_run", "cfg.yml"], ["run", "--dry_run=true", "cfg.yml"]),  # fire: dry_run='cfg.yml'
+        (["run", "--dry-run", "cfg.yml"], ["run", "--dry-run=true", "cfg.yml"]),
+        (["run", "--dry_run", "--force", "cfg.yml"], ["run", "--dry_run", "--force=true", "cfg.yml"]),
+        (["run", "cfg.yml", "--dry_run"], ["run", "cfg.yml", "--dry_run"]),
+        (["extract", "--k", "0.01", "cfg.yml"], ["extract", "--k", "0.01", "cfg.yml"]),  # --k takes a value
+    ],
+)
+def test_a_boolean_option_before_the_config_is_a_flag(argv, want):
+    assert bool_flags_alone(argv) == want
+    check_arguments(want)  # and the result passes the argument check
