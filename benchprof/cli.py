@@ -31,6 +31,7 @@ from benchprof.core.console import quiet
 from benchprof.core.layout import Layout
 from benchprof.core.loader import load_config
 from benchprof.core.locks import folder_lock
+from benchprof.core.modeling import use_threads
 from benchprof.lab.frontier import frontier
 from benchprof.stages.aggregate import aggregate
 from benchprof.stages.damage import damage
@@ -110,6 +111,7 @@ def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
                 options[option] = parse_bool(option, value)
         verbose = bool(options.get("verbose")) if own_verbose else bool(options.pop("verbose", False))
         cfg = load_config(config)
+        use_threads(cfg.settings.thread_count())
         with contextlib.ExitStack() as locks:
             model = options.get("model")
             specs = cfg.selected_models(str(model) if model is not None else None)

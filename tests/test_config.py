@@ -251,3 +251,40 @@ def test_a_wrong_value_is_quoted_as_a_short_prefix():
     with pytest.raises(ConfigError) as err:
         parse_config(raw)
     assert str(err.value).startswith("settings.front_removal") and len(str(err.value)) < 200
+
+
+def test_threads_divide_the_usable_cores_among_the_processes_unless_set(monkeypatch):
+    import os
+
+    cores = len(os.sched_getaffinity(0))
+    settings = parse_config(base()).settings
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert settings.thread_count() == cores
+    assert settings.thread_count(processes=2) == max(1, cores // 2)
+    assert settings.thread_count(processes=4 * cores) == 1
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")  # a torchrun rank of two on this machine
+    assert settings.thread_count() == max(1, cores // 2)
+    raw = base()
+    raw["settings"]["threads"] = 3
+    assert parse_config(raw).settings.thread_count(processes=2) == 3
+    raw["settings"]["threads"] = -1
+    with pytest.raises(ConfigError, match=r"^settings\.threads"):
+        parse_config(raw)
+
+
+def test_use_threads_reaches_torch_before_and_after_its_import():
+    import subprocess
+    import sys
+
+    code = (
+        "from benchprof.core.modeling import use_threads; use_threads(1); import torch; a = torch.get_num_threads(); "
+        "use_threads(2); print(a, torch.get_num_threads())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "OMP_NUM_THREADS": "2"},
+    )
+    assert done.stdout.split() == ["1", "2"], done.stderr

@@ -9,6 +9,7 @@ the YAML key in its message.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import types
 import typing
@@ -64,9 +65,22 @@ class Settings:
     eval_batch_size: int = 8  # lm-eval batch size given to HFLM
     output_dir: str = "outputs"
     seed: int = 1234
+    threads: int = 0  # CPU threads of torch per process; 0: the usable cores / the processes run side by side
 
     def devices(self) -> list[str]:
         return [d.strip() for d in str(self.cuda_visible_devices).split(",") if d.strip()]
+
+    def thread_count(self, processes: int | None = None) -> int:
+        """torch's CPU threads for one of `processes` processes run side by side (default: this process's own
+        world, LOCAL_WORLD_SIZE under torchrun, else 1): `threads` when set, else the usable cores divided among
+        the processes, at least 1, so that processes x threads never exceeds the cores (oversubscribed, two
+        processes of two threads each on two cores ran 5x slower)."""
+        if self.threads:
+            return self.threads
+        if processes is None:
+            processes = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return max(1, cores // max(1, processes))
 
 
 @dataclass
@@ -528,6 +542,8 @@ def validate(cfg: Config) -> None:
     for key in ("train_size", "test_size"):
         if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
             raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
+    if not 0 <= cfg.settings.threads <= 4096:
+        raise ConfigError(f"settings.threads: {shown(cfg.settings.threads)} must lie in [0, 4096] (0: automatic)")
     for key, seed in (
         ("settings.seed", cfg.settings.seed),
         ("data.seed", cfg.data.seed),

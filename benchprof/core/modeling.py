@@ -51,6 +51,17 @@ def eligible_names(
     return [n for n in names if is_eligible(n, scope, n_layers, front_removal, back_removal)]
 
 
+def use_threads(threads: int) -> None:
+    """Give torch (and the OpenMP / MKL pools under it) `threads` CPU threads in this process and the processes
+    it starts: through the environment before torch is imported, through torch.set_num_threads after."""
+    import sys
+
+    for key in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ[key] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
 def torch_dtype(name: str) -> torch.dtype | str:
     """'bfloat16' -> torch.bfloat16; 'auto' stays 'auto' (the checkpoint's own dtype)."""
     import torch

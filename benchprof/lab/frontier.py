@@ -168,7 +168,7 @@ def frontier(
     draws: int = 3,
     train_items: int = 120,
     test_items: int = 100,
-    threads: int = 1,
+    threads: int | None = None,
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
     region zeroed and every ability's test split scored, against random regions of the same size
@@ -186,7 +186,7 @@ def frontier(
         draws: random regions per size (at least 3 for a comparison with random).
         train_items: train items per ability the attribution reads.
         test_items: test items per ability scored.
-        threads: torch threads.
+        threads: torch threads; default settings.threads (automatic: the usable cores).
     """
     from benchprof.core.config import listed, select
     from benchprof.core.layout import Layout
@@ -206,7 +206,7 @@ def frontier(
         draws=positive(draws, "--draws"),
         train_items=positive(train_items, "--train_items"),
         test_items=positive(test_items, "--test_items"),
-        threads=positive(threads, "--threads"),
+        threads=positive(threads, "--threads") if threads is not None else cfg.settings.thread_count(),
         seed=cfg.settings.seed,
     )
     measure(plan)

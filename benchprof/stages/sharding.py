@@ -191,11 +191,15 @@ def launch(config: Path, processes: int, devices: list[str], args: list[str]) ->
     import sys
 
     from benchprof.core.console import terminal_fd
+    from benchprof.core.loader import load_config
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(devices))
+    # each rank's share of the cores (settings.threads), not torchrun's default of one thread
+    threads = str(load_config(config).settings.thread_count(processes))
+    env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
     for key in ("RANK", "LOCAL_RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(key, None)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
