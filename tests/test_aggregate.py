@@ -245,6 +245,9 @@ def test_aggregate_end_to_end(results, capsys):
     # of two (Quantitative's and Temporal's) cannot say how much random regions differ: no interval, no test
     assert adjusted["ci_low"] == adjusted["ci_high"] == adjusted["p_value"] == "" and adjusted["significant"] == ""
     assert adjusted["control_draws"] == "2"
+    # ... said once for the whole table (every top-random row at this k), not once per row or metric
+    notes = (folder / "ais.md").read_text().split("## Notes", 1)[1]
+    assert notes.count("top-random rows at k=") == 1 and "no interval and no test in any of them" in notes
 
     # tests (issue 18): exact McNemar for top (one document flipped right -> wrong: p = 1), a bootstrap
     # p for top-random; q: Benjamini-Hochberg within each family (issue 28); the star is q < 0.05; random regions

@@ -332,9 +332,10 @@ def cell_rows(
         # the interval and test: the top region against the distribution of random regions (stats.control);
         # refined below with each run's item noise where per-document values give it
         if not set_control(adjusted, rows["top"].ais, control_ais) and not math.isnan(adjusted.ais):
+            # one note for the whole table: every top-random row at this k lacks the same thing
             profile.notes.append(
-                f"{benchmark} {ability}/k{format_k(k)}/top-random: {len(control)} random draw(s) at this k cannot say "
-                f"how much random regions differ (needs {MIN_DRAWS}); no interval, no test (raise extract.random_draws)"
+                f"top-random rows at k={format_k(k)}: {len(control)} random draw(s) cannot say how much random "
+                f"regions differ (needs {MIN_DRAWS}); no interval and no test in any of them (raise extract.random_draws)"
             )
 
     # paired tests and bootstrap over the documents every available per-sample file shares (0 resamples: no

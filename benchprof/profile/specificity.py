@@ -125,8 +125,8 @@ def specificity_against_pool(
     )
     if comparison is None:
         profile.notes.append(
-            f"specificity of {ability} at k={format_k(k)} (top-random): {len(pool)} random draw(s) cannot say how "
-            f"much random regions' specificity varies (needs {MIN_DRAWS}); no interval, no test"
+            f"top-random specificity rows at k={format_k(k)}: {len(pool)} random draw(s) cannot say how much "
+            f"random regions' specificity varies (needs {MIN_DRAWS}); no interval and no test in any of them"
         )
         return
     row.ais, row.ci_low, row.ci_high, row.p_value = (

@@ -340,7 +340,7 @@ def load_scores(
                                 layout, variant, benchmark, metric_key, p_original
                             )
                         except Unusable as err:  # the accuracy row stands; only its p_correct twin is lacking
-                            profile.notes.append(f"{benchmark} {variant.label()}: no p_correct row ({err})")
+                            profile.notes.append(f"{benchmark}: no p_correct rows ({err})")
                 if benchmark in splits:
                     ablated_docs.update(
                         {
@@ -443,6 +443,7 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
         overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
         profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
         profile.notes += overlap_notes
+        profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
         written = write_profile(profile, layout, plots=plots) + overlap_files
         write_manifest(
             folder,
