@@ -335,7 +335,8 @@ def cell_rows(
             # one note for the whole table: every top-random row at this k lacks the same thing
             profile.notes.append(
                 f"top-random rows at k={format_k(k)}: {len(control)} random draw(s) cannot say how much random "
-                f"regions differ (needs {MIN_DRAWS}); no interval and no test in any of them (raise extract.random_draws)"
+                f"regions differ (needs {MIN_DRAWS}); no interval and no test in any of them "
+                "(raise extract.random_draws)"
             )
 
     # paired tests and bootstrap over the documents every available per-sample file shares (0 resamples: no
