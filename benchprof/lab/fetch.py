@@ -16,7 +16,9 @@ network; every output is built in a temporary folder and renamed, and a finished
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -170,11 +172,18 @@ def convert_gguf(gguf: Path, folder: Path) -> None:
     """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
     from benchprof.core.modeling import save_model
 
-    quantized = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    # the load's and the de-quantization's progress bars (the latter a plain tqdm): fetch prints one line
+    transformers_logging.disable_progress_bar()
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            quantized = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+            tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    finally:
+        transformers_logging.enable_progress_bar()
     config = quantized.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -259,9 +268,12 @@ def fetch_real(dest: str = "real", benchmarks: str | list[str] | tuple[str, ...]
         listed = list(benchmarks)  # fire reads a,b as a tuple
     names = [str(b).strip() for b in listed if str(b).strip()]
     root.mkdir(parents=True, exist_ok=True)
-    written = []
-    if model:
-        written.append(str(fetch_model(root)))
+    if model:  # one line per asset
+        print(f"fetch: model {fetch_model(root)} ready ({time.time() - started:.0f}s)")
     if names:
-        written.append(f"{fetch_benchmarks(root, names)}/{{{','.join(names)}}}")
-    print(f"fetch: {'; '.join(written) or 'nothing asked'} ready in {time.time() - started:.0f}s")
+        step = time.time()
+        print(
+            f"fetch: benchmarks {fetch_benchmarks(root, names)}/{{{','.join(names)}}} ready ({time.time() - step:.0f}s)"
+        )
+    if not model and not names:
+        print("fetch: nothing asked")
