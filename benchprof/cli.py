@@ -44,9 +44,10 @@ from benchprof.stages.run import run
 from benchprof.stages.status import status
 
 
-def adopt_results(cfg: Config, spec: ModelSpec) -> None:
+def adopt_results(cfg: Config, spec: ModelSpec, dry_run: bool = False) -> None:
     """A model whose outputs folder does not exist yet (a new or changed `tag:`) gets the results of the folder
-    that holds the same checkpoint (modeling.same_model_folder), linked, so a tag change redoes nothing."""
+    that holds the same checkpoint (modeling.same_model_folder), linked, so a tag change redoes nothing. A dry
+    run only says so and writes nothing."""
     from benchprof.core.modeling import link_results, same_model_folder
 
     target = Layout(cfg.output_root, spec.tag).model_dir
@@ -54,6 +55,9 @@ def adopt_results(cfg: Config, spec: ModelSpec) -> None:
         return
     found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
     if found is None or found == spec.tag:
+        return
+    if dry_run:
+        print(f"{spec.tag}: same checkpoint as {cfg.output_root / found}; a run would link its results first")
         return
     linked = link_results(cfg.output_root / found, target)
     print(
@@ -117,7 +121,7 @@ def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
             specs = cfg.selected_models(str(model) if model is not None else None)
             if writes_model_folders(name, options):
                 for spec in specs:
-                    adopt_results(cfg, spec)
+                    adopt_results(cfg, spec, dry_run=bool(options.get("dry_run")))
             if name != "status" and not options.get("dry_run"):  # status prints only its own lines
                 # before the locks, which create the model folders: a log only where work was done
                 logs = [Layout(cfg.output_root, spec.tag).log_file(name) for spec in specs]
