@@ -288,3 +288,20 @@ def test_use_threads_reaches_torch_before_and_after_its_import():
         env={**__import__("os").environ, "OMP_NUM_THREADS": "2"},
     )
     assert done.stdout.split() == ["1", "2"], done.stderr
+
+
+def test_run_reports_an_unusable_data_dir_before_any_model_or_task_check(tmp_path):
+    """The folders are checked first and alone: a data.dir below a file is the one error, although the model does
+    not exist either (that check would load a tokenizer and lm-eval's task index first), and nothing is written."""
+    (tmp_path / "afile").write_text("x")
+    raw = base()
+    raw["models"] = [{"name": str(tmp_path / "no-such-model")}]
+    raw["data"] = {"dir": str(tmp_path / "afile" / "data")}
+    raw["settings"]["output_dir"] = str(tmp_path / "out")
+    path = tmp_path / "c.yml"
+    path.write_text(yaml.safe_dump(raw))
+    code = "import sys; from benchprof.cli import main; main(sys.argv[1:])"
+    proc = subprocess.run([sys.executable, "-c", code, "run", str(path)], capture_output=True, text=True)
+    assert proc.returncode != 0
+    assert proc.stderr.strip().splitlines() == [f"benchprof: error: data.dir: {tmp_path / 'afile'} is not a folder"]
+    assert not (tmp_path / "out").exists()
