@@ -356,6 +356,14 @@ def test_preflight_reads_the_users_task_yamls(tiny_model_dir, tmp_path):
     assert problems_of(write_config(tmp_path, tiny_model_dir, evals=evals)) == [
         f"evals.benchmarks[1]: mytask ({tasks / 'mytask.yaml'}): data {tmp_path / 'gone.jsonl'} not found"
     ]
+    # few-shot examples on a task with only the split it scores: lm-eval would draw them from that split
+    (tmp_path / "here.jsonl").write_text("")
+    tasks = own_task(tmp_path / "tasks_shots", tmp_path / "here.jsonl")
+    shots = {**evals, "include_path": [str(tasks)], "num_fewshot": [0, 3]}
+    assert problems_of(write_config(tmp_path, tiny_model_dir, evals=shots)) == [
+        f"evals.num_fewshot[1]: mytask ({tasks / 'mytask.yaml'}) has no fewshot, training or validation split "
+        "apart from the one it scores; its 3 examples would come from that split; use 0"
+    ]
     tasks = own_task(tmp_path / "broken", tmp_path / "gone.jsonl")  # a new folder: lm-eval's index is cached
     (tasks / "mytask.yaml").write_text("task: mytask\ndataset_path: json\n  test_split: [test\n")
     evals["include_path"] = [str(tasks)]

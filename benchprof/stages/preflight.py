@@ -301,6 +301,14 @@ def check_user_tasks(cfg: Config, problems: list[str]) -> None:
             spec = load_yaml(own[benchmark], resolve_func=False, recursive=True)
         except Exception:  # reported above
             continue
+        shots = cfg.evals.fewshot(benchmark)
+        sources = [spec.get(key) for key in ("fewshot_split", "training_split", "validation_split")]
+        if shots and not any(source and source != spec.get("test_split") for source in sources):
+            # lm-eval then draws the examples from the split it scores
+            problems.append(
+                f"evals.num_fewshot[{i}]: {benchmark} ({own[benchmark]}) has no fewshot, training or validation "
+                f"split apart from the one it scores; its {shots} examples would come from that split; use 0"
+            )
         data_files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
         values = list(data_files.values()) if isinstance(data_files, dict) else [data_files]
         names = [str(n) for value in values for n in (value if isinstance(value, list) else [value])]
