@@ -496,6 +496,24 @@ def test_evaluate_original_only_scores_the_unablated_model_alone(reference, tiny
         main(["evaluate", str(config), "--original_only", "--nooriginal"])
 
 
+def test_a_user_task_evaluates_without_the_abilities_data(tiny_model_dir, tmp_path):
+    """`evaluate --benchmark mytask --original_only` on a project whose ability data was never generated: the user's
+    task needs none of it, so it runs (it used to stop at "run `benchprof data` first")."""
+    import json
+
+    from benchprof.cli import main
+
+    data = tmp_path / "mine.jsonl"
+    rows = [{"question": f"{a} plus one?", "options": [str(a + 1), str(a + 5)], "label": 0} for a in range(4)]
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    tasks = own_task(tmp_path / "tasks_in", data)
+    evals = {"benchmarks": [ABILITY, "mytask"], "include_path": [str(tasks)], "device": "cpu"}
+    config = write_config(tmp_path, tiny_model_dir, evals=evals)
+    main(["evaluate", str(config), "--benchmark", "mytask", "--original_only"])
+    assert (tmp_path / "outputs" / "tiny" / "original" / "eval" / "mytask.json").is_file()
+    assert not (tmp_path / "data").exists()
+
+
 def disk_full(*args, **kwargs):
     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 

@@ -472,7 +472,8 @@ def evaluate(
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
     index, count = parse_shard(shard) if shard is not None else (0, 1)
     jobs = shard_jobs(all_jobs, index, count)
-    include_path, mapping = tasks.write_tasks(cfg)
+    # the tasks of the benchmarks these jobs score (every shard the same): one evaluated alone needs no other's data
+    include_path, mapping = tasks.write_tasks(cfg, sorted({job.benchmark for job in all_jobs}))
 
     devices = cfg.settings.devices()
     per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1

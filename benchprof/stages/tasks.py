@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -253,21 +254,22 @@ def composite_records(cfg: Config, name: str) -> list[dict[str, Any]]:
 _PLACEHOLDER = Path("/benchprof-tasks-placeholder")
 
 
-def plan_tasks(cfg: Config) -> tuple[Path, dict[str, str], dict[Path, str]]:
-    """(include path, benchmark -> task name, file -> text) of every local benchmark, nothing written.
+def plan_tasks(cfg: Config, benchmarks: Sequence[str] | None = None) -> tuple[Path, dict[str, str], dict[Path, str]]:
+    """(include path, benchmark -> task name, file -> text) of every local benchmark (of `benchmarks` only, when
+    given: a built-in task evaluated alone needs no ability data), nothing written.
 
     The include path is `outputs/tasks/<hash of the files' content>`: two configs (or two models' runs)
     sharing an output_dir never write each other's task files, and the same plan always finds its own.
     """
     from benchprof.core.storage import value_hash
 
-    mapping, files = _plan(cfg, _PLACEHOLDER)
+    mapping, files = _plan(cfg, _PLACEHOLDER, cfg.evals.benchmarks if benchmarks is None else benchmarks)
     folder = tasks_dir(cfg) / value_hash({str(p.relative_to(_PLACEHOLDER)): text for p, text in files.items()})
     old, new = (json.dumps(str(path))[1:-1] for path in (_PLACEHOLDER, folder))  # as the JSON texts spell them
     return folder, mapping, {folder / p.relative_to(_PLACEHOLDER): text.replace(old, new) for p, text in files.items()}
 
 
-def _plan(cfg: Config, folder: Path) -> tuple[dict[str, str], dict[Path, str]]:
+def _plan(cfg: Config, folder: Path, benchmarks: Sequence[str]) -> tuple[dict[str, str], dict[Path, str]]:
     from benchprof.stages.data import ability_folder, is_hub_id, load_split
 
     def jsonl(records: list[dict[str, Any]]) -> str:
@@ -275,7 +277,7 @@ def _plan(cfg: Config, folder: Path) -> tuple[dict[str, str], dict[Path, str]]:
 
     mapping: dict[str, str] = {}
     files: dict[Path, str] = {}
-    for benchmark in cfg.evals.benchmarks:
+    for benchmark in benchmarks:
         if benchmark in cfg.evals.dataset_paths:
             files.update(local_copy_files(cfg, benchmark, folder))
             mapping[benchmark] = "benchprof_local_" + benchmark.lower()
@@ -298,12 +300,13 @@ def _plan(cfg: Config, folder: Path) -> tuple[dict[str, str], dict[Path, str]]:
     return mapping, files
 
 
-def write_tasks(cfg: Config) -> tuple[Path, dict[str, str]]:
-    """Write the YAMLs (and composite data) of every local benchmark; return (include path, benchmark -> task name).
+def write_tasks(cfg: Config, benchmarks: Sequence[str] | None = None) -> tuple[Path, dict[str, str]]:
+    """Write the YAMLs (and composite data) of every local benchmark (of `benchmarks`, when given); return
+    (include path, benchmark -> task name).
 
     A file whose content is unchanged is left alone (several evaluate workers may run this at once).
     """
-    folder, mapping, files = plan_tasks(cfg)
+    folder, mapping, files = plan_tasks(cfg, benchmarks)
     for path, text in files.items():
         if not (path.is_file() and path.read_text() == text):
             write_text(path, text)
