@@ -53,16 +53,21 @@ def _links(word: str, skip: str) -> list[str]:
     return sorted(v for name, rel in relations().items() if name != skip for v in rel.get(word, ()))
 
 
-def draw(rng: random.Random) -> Item:
-    rels = relations()
-    name = rng.choice(sorted(rels))
-    rel = rels[name]
+def _pairs(rng: random.Random, rel: dict[str, frozenset[str]]) -> tuple[str, str, str, str]:
+    """A : B and C : D, two pairs of the relation with one value each, all four words distinct where it matters."""
     keys = sorted(k for k, vs in rel.items() if len(vs) == 1)
     while True:
         a, c = rng.sample(keys, 2)
         (b,), (d,) = rel[a], rel[c]
         if b != d and d not in (a, c) and b not in (a, c):
-            break
+            return a, b, c, d
+
+
+def draw(rng: random.Random) -> Item:
+    rels = relations()
+    name = rng.choice(sorted(rels))
+    rel = rels[name]
+    a, b, c, d = _pairs(rng, rel)
     wrong_values = sorted({v for k, vs in rel.items() for v in vs} - rel[c] - {c})
     if rng.random() < 0.75:
         question = fill(rng.choice(COMPLETE), a=a, b=b, c=c)
@@ -114,12 +119,7 @@ def draw_easy(rng: random.Random) -> Item:
     rels = relations()
     name = rng.choice(EASY_RELATIONS)
     rel = rels[name]
-    keys = sorted(k for k, vs in rel.items() if len(vs) == 1)
-    while True:
-        a, c = rng.sample(keys, 2)
-        (b,), (d,) = rel[a], rel[c]
-        if b != d and d not in (a, c) and b not in (a, c):
-            break
+    a, b, c, d = _pairs(rng, rel)
     near = {c, a, b, *rel[c], *_links(c, "")}
     unrelated = sorted({v for n, r in rels.items() if n not in EASY_RELATIONS for vs in r.values() for v in vs} - near)
     question = fill(rng.choice(COMPLETE), a=a, b=b, c=c)

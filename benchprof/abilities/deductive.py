@@ -44,15 +44,17 @@ SCALES = (
 )
 
 
+def _properties(rng: random.Random) -> tuple[list[str], str, str]:
+    """Four properties a syllogism's kinds have (colors or abilities), the verb that states them and the question."""
+    if rng.random() < 0.5:
+        return rng.sample(COLORS, 4), "are", rng.choice(("What color is {n}?", "So {n} must be what color?"))
+    return rng.sample(ABILITIES, 4), "can", rng.choice(("What can {n} do?", "So what must {n} be able to do?"))
+
+
 def _syllogism(rng: random.Random) -> Item:
     name = rng.choice(NAMES)
     kinds = rng.sample(NONSENSE, 4)
-    if rng.random() < 0.5:
-        props, verb = rng.sample(COLORS, 4), "are"
-        ask = rng.choice(("What color is {n}?", "So {n} must be what color?"))
-    else:
-        props, verb = rng.sample(ABILITIES, 4), "can"
-        ask = rng.choice(("What can {n} do?", "So what must {n} be able to do?"))
+    props, verb, ask = _properties(rng)
     rules = [f"All {k}s {verb} {p}." for k, p in zip(kinds[:3], props[:3])]
     target = rng.randrange(3)
     if rng.random() < 0.5:  # one step: n is a K, all Ks are P
@@ -143,12 +145,7 @@ def draw_easy(rng: random.Random) -> Item:
     two not in the context."""
     name = rng.choice(NAMES)
     kinds = rng.sample(NONSENSE, 2)
-    if rng.random() < 0.5:
-        props, verb = rng.sample(COLORS, 4), "are"
-        ask = rng.choice(("What color is {n}?", "So {n} must be what color?"))
-    else:
-        props, verb = rng.sample(ABILITIES, 4), "can"
-        ask = rng.choice(("What can {n} do?", "So what must {n} be able to do?"))
+    props, verb, ask = _properties(rng)
     rules = [f"All {k}s {verb} {p}." for k, p in zip(kinds, props[:2])]
     rng.shuffle(rules)
     context = " ".join(rules + [f"{name} is {article(kinds[0])}."])
