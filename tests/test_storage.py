@@ -391,3 +391,28 @@ def test_a_touched_file_is_hashed_once_then_trusted_by_its_new_stat(tmp_path, mo
         f.seek(0)
         f.write(bytes([first[0] ^ 0xFF]))
     assert not is_current(output, {"x": 1})
+
+
+def test_an_older_sampled_record_becomes_a_full_one_at_the_first_stage_check(tmp_path):
+    """A legacy record (64 sampled blocks) is checked by sampling once; the stage that finds it matching records
+    the full hash, so a later same-size edit *between* the sampled blocks, which sampling cannot see, is seen."""
+    from benchprof.core.layout import Output
+    from benchprof.core.storage import is_current, judge, read_json, sampled_hash, write_json, write_manifest
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    path = folder / "importance.safetensors"
+    path.write_bytes(bytes(range(256)) * (65 * 2**20 // 256))
+    manifest = write_manifest(folder, {"x": 1})
+    manifest["files"][path.name] = {"size": path.stat().st_size, "sampled_hash": sampled_hash(path)}
+    write_json(folder / "manifest.json", manifest)
+    output = Output("importance", "x", folder / "manifest.json", (path,))
+    assert judge(output, {"x": 1})[0] == "done"  # status writes nothing: still the sampled record
+    assert "hash" not in read_json(folder / "manifest.json")["files"][path.name]
+    assert is_current(output, {"x": 1})  # a stage: matches, and the full hash is recorded
+    assert "hash" in read_json(folder / "manifest.json")["files"][path.name]
+    between = path.stat().st_size // 126  # half-way between the first two sampled blocks
+    old = sampled_hash(path)
+    same_size_edit(path, between)
+    assert sampled_hash(path) == old  # sampling cannot see this edit ...
+    assert not is_current(output, {"x": 1})  # ... the full record does

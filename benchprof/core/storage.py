@@ -375,7 +375,7 @@ def is_current(output: Output, inputs: dict[str, Any]) -> bool:
 
 def refresh_stat_keys(output: Output) -> None:
     """Record the current stat_key of each file of a done output whose key moved (touched, copied, moved,
-    chmod) while its bytes did not: `judge` has just hashed them and found them the recorded ones, and without
+    chmod) while its bytes did not, and the full hash of a file an older manifest recorded by sampled blocks: `judge` has just hashed them and found them the recorded ones, and without
     this a touched 16 GB checkpoint was hashed again on every run. Settled files only (see modeling's
     racy-clean rule); the stages call it through is_current, `benchprof status` never (it writes nothing)."""
     record = _read_record(output.manifest)
@@ -385,6 +385,11 @@ def refresh_stat_keys(output: Output) -> None:
     folder, changed = output.manifest.parent, False
     for name, entry in files.items():
         path = folder / name
+        if isinstance(entry, dict) and "sampled_hash" in entry and "hash" not in entry and path.is_file():
+            # an older manifest's sampled record, just found matching: from now on the whole file is recorded,
+            # so an edit between the sampled blocks made after this check is seen (one before it cannot be)
+            files[name], changed = content_record(path), True
+            continue
         if not isinstance(entry, dict) or "hash" not in entry or not path.is_file():
             continue
         key = stat_key(path)
