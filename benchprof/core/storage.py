@@ -375,9 +375,10 @@ def is_current(output: Output, inputs: dict[str, Any]) -> bool:
 
 def refresh_stat_keys(output: Output) -> None:
     """Record the current stat_key of each file of a done output whose key moved (touched, copied, moved,
-    chmod) while its bytes did not, and the full hash of a file an older manifest recorded by sampled blocks: `judge` has just hashed them and found them the recorded ones, and without
-    this a touched 16 GB checkpoint was hashed again on every run. Settled files only (see modeling's
-    racy-clean rule); the stages call it through is_current, `benchprof status` never (it writes nothing)."""
+    chmod) while its bytes did not, and the full hash of a file an older manifest recorded by sampled blocks:
+    `judge` has just found them the recorded ones, and without this a touched 16 GB checkpoint was hashed again
+    on every run. Settled files only (see modeling's racy-clean rule); the stages call it through is_current,
+    `benchprof status` never (it writes nothing)."""
     record = _read_record(output.manifest)
     files = record.get("files") if record else None
     if not isinstance(record, dict) or not isinstance(files, dict):
