@@ -13,6 +13,7 @@ from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
+from benchprof.core.config import NEURON_SCORES
 from benchprof.core.layout import Layout, format_k
 from benchprof.core.storage import write_csv, write_json, write_text
 from benchprof.profile.formatting import (
@@ -233,8 +234,12 @@ def render_markdown(profile: Profile) -> str:
         f"`{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "
         f"`{profile.score}`"
-        + (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
-        + " (docs/specificity.md).",
+        + (
+            " (whole MLP neurons, docs/frontier.md)."
+            if profile.score in NEURON_SCORES
+            else (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
+            + " (docs/specificity.md)."
+        ),
         "",
         "## Primary metrics",
         "",
