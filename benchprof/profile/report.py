@@ -228,8 +228,9 @@ def render_markdown(profile: Profile) -> str:
         "",
         "AIS = (s_original - s_ablated) / s_original on each benchmark's primary metric, when the "
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
-        f"hurt the benchmark. `*` on a top row: zeroing it hurts (q < {profile.alpha:g}, the damage family); "
-        f"on a top-random row: it hurts more than random regions of its size (Holm over the claim family); see "
+        f"hurt the benchmark. `*` on a top row: zeroing it changes the score (q < {profile.alpha:g}, the damage "
+        "family; the tests are two-sided: a positive starred AIS hurts, a negative one helps); on a top-random row: "
+        "it does more (positive) or less (negative) than random regions of its size (Holm over the claim family); see "
         f"Statistics); intervals: 95% paired bootstrap ({profile.bootstrap} resamples over documents). "
         f"`{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "

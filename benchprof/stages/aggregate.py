@@ -471,7 +471,10 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
         comparison = compare_models(compared, [draws[p.model] for p in compared])
         compare_files = write_comparison(comparison, cfg.output_root, plots=plots)
     for profile, _, _ in done:
-        star = f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the damage family: zeroing it hurts"
+        star = (
+            f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the damage family: zeroing it changes the score, "
+            "positive: it hurts, negative: it helps"
+        )
         print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
         print(ais_table(profile))
         for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
