@@ -8,6 +8,7 @@ import pytest
 import torch
 import yaml
 
+from benchprof import BenchprofError
 from benchprof.abilities import generate
 from benchprof.core.config import ConfigError
 from benchprof.core.layout import Layout
@@ -99,6 +100,15 @@ def test_neuron_regions_equal_a_brute_force_ranking_of_an_independent_attributio
     assert states[("attribution", "demo: Commonsense_Causal")] == "stale"
     assert states[("attribution", "demo: Long_Term_Knowledge")] == "done"
     assert all(states[("masks", f"demo: {a} k{K}")] != "done" for a in ABILITIES)
+
+
+def test_a_k_below_one_neuron_is_refused_naming_k(tmp_path):
+    path = project(tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    raw["settings"]["k_values"] = [1e-7]
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match=r"^k=1e-07: selects no whole neuron"):
+        extract(load_config(path))
 
 
 def test_a_neuron_score_refuses_chunked_selection():

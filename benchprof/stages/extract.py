@@ -547,6 +547,8 @@ def extract_neurons(
         ranked[outside.numpy()] = -math.inf  # layers outside front/back_removal are never chosen
         for k in ks:
             count = neuron_count(k, int(meta["total_params"]), hidden)
+            if count < 1:
+                raise BenchprofError(f"k={k}: selects no whole neuron (each is 3 x {hidden} weights); raise k")
             if count > len(eligible) // 2:
                 raise BenchprofError(f"k={k}: {count} neurons exceed half of the {len(eligible)} eligible; lower k")
             inputs = neuron_region_inputs(cfg, ability, k, {b: identities[b] for b in used_here})
