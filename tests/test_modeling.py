@@ -230,7 +230,9 @@ def test_a_changed_tag_links_the_results_of_the_same_model_and_redoes_nothing(fi
     config.write_text(yaml.safe_dump(raw))
     capsys.readouterr()
     main(["run", "--dry_run", str(config)])  # says what it would link, writes nothing
-    assert "a run would link its results first" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "a run would link its results first" in out
+    assert f"status: renamed: same checkpoint as {target / 'outputs' / 'tiny'}; a run links its results first" in out
     assert not (target / "outputs" / "renamed").exists()
     main(["run", str(config)])
     out = capsys.readouterr().out

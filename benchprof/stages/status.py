@@ -322,7 +322,26 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
         f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
         f"(of {len(items)} outputs) for {cfg.path}"
     )
+    for spec, found in linkable(cfg):  # a new tag of a profiled checkpoint: its "pending" is mostly a link away
+        print(f"status: {spec.tag}: same checkpoint as {cfg.output_root / found}; a run links its results first")
     sys.stdout.flush()
+
+
+def linkable(cfg: Config) -> list[tuple[ModelSpec, str]]:
+    """(model, folder) for each model whose outputs folder does not exist yet while another folder under
+    output_dir holds the same checkpoint (what `run` links before any work; cli.adopt_results)."""
+    from benchprof.core.layout import Layout
+    from benchprof.core.modeling import same_model_folder
+
+    out = []
+    for spec in cfg.models:
+        folder = Layout(cfg.output_root, spec.tag).model_dir
+        if folder.is_dir() and any(p.name != ".lock" for p in folder.iterdir()):  # the lock of this very command
+            continue
+        found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
+        if found is not None and found != spec.tag:
+            out.append((spec, found))
+    return out
 
 
 def format_item(item: Item) -> str:
