@@ -391,13 +391,20 @@ def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_
         main(["run", str(config)])
     assert exit_info.value.code == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("benchprof: error:")]
-    assert len(err) == 2
-    assert err[0].startswith("benchprof: error: settings.k_values[0]: k=0.9")
-    assert err[1] == (
+    # the names are checked first and alone (fast: no torch, no tokenizer); the k problem comes once they pass
+    assert err == [
         "benchprof: error: evals.benchmarks[1]: unknown benchmark 'arc_eazy' (not an lm-eval task, "
         "an ability, an evals.composites entry or a task under evals.include_path; did you mean 'arc_easy'?)"
-    )
+    ]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]  # nothing written
+    config = write_config(
+        tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY], "limit": 4}, settings__k_values=[0.9]
+    )
+    with pytest.raises(SystemExit):
+        main(["run", str(config)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("benchprof: error:")]
+    assert len(err) == 1 and err[0].startswith("benchprof: error: settings.k_values[0]: k=0.9")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]
 
 
 def test_tokenizer_without_chat_template_warns(tiny_model_dir, tmp_path):

@@ -46,3 +46,23 @@ def test_a_generated_task_fixes_its_num_fewshot_so_lm_eval_warns_nothing(tmp_pat
         logger.removeHandler(handler)
     assert output["results"]["benchprof_mine"]["acc,none"] in (0.0, 1.0)
     assert not [r.getMessage() for r in warned if "num_fewshot" in r.getMessage()]
+
+
+def test_lm_evals_task_index_is_cached_per_version_and_read_back(tmp_path, monkeypatch):
+    """builtin_tasks indexes lm-eval's ~15,000 task names once and keeps them in the user's cache folder; a second
+    process reads the file (here: a name only the file holds is found), an unreadable file is rebuilt."""
+    from benchprof.stages.preflight import builtin_tasks
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    builtin_tasks.cache_clear()
+    first = builtin_tasks()
+    [cache] = (tmp_path / "benchprof").glob("lm_eval_tasks-*.json")
+    assert "arc_easy" in first and first["arc_easy"] is not None and first["arc_easy"].is_file()
+    names = json.loads(cache.read_text())
+    cache.write_text(json.dumps({**names, "only_in_the_cache": None}))
+    builtin_tasks.cache_clear()
+    assert "only_in_the_cache" in builtin_tasks()
+    cache.write_text("{not json")
+    builtin_tasks.cache_clear()
+    assert set(builtin_tasks()) == set(first)
+    builtin_tasks.cache_clear()
