@@ -52,17 +52,19 @@ def test_lm_evals_task_index_is_cached_per_version_and_read_back(tmp_path, monke
     """builtin_tasks indexes lm-eval's ~15,000 task names once and keeps them in the user's cache folder; a second
     process reads the file (here: a name only the file holds is found), an unreadable file is rebuilt."""
     from benchprof.stages.preflight import builtin_tasks
+    from benchprof.stages.tasks import builtin_index
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    builtin_tasks.cache_clear()
+    builtin_index.cache_clear()
     first = builtin_tasks()
     [cache] = (tmp_path / "benchprof").glob("lm_eval_tasks-*.json")
     assert "arc_easy" in first and first["arc_easy"] is not None and first["arc_easy"].is_file()
     names = json.loads(cache.read_text())
-    cache.write_text(json.dumps({**names, "only_in_the_cache": None}))
-    builtin_tasks.cache_clear()
+    assert names["arc_easy"][1] == "TASK" and names["mmlu"][1] == "GROUP"  # the kind: a plain task needs no index
+    cache.write_text(json.dumps({**names, "only_in_the_cache": [None, "TAG"]}))
+    builtin_index.cache_clear()
     assert "only_in_the_cache" in builtin_tasks()
     cache.write_text("{not json")
-    builtin_tasks.cache_clear()
+    builtin_index.cache_clear()
     assert set(builtin_tasks()) == set(first)
-    builtin_tasks.cache_clear()
+    builtin_index.cache_clear()

@@ -8,7 +8,6 @@ Checks that need only the YAML live in config.py.
 
 from __future__ import annotations
 
-import functools
 import math
 import os
 from pathlib import Path
@@ -150,40 +149,11 @@ def check_benchmarks(cfg: Config, problems: list[str]) -> None:
             )
 
 
-@functools.lru_cache(maxsize=1)
 def builtin_tasks() -> dict[str, Path | None]:
-    """lm-eval's own tasks, groups and tags: name -> YAML (None for a tag).
+    """lm-eval's own tasks, groups and tags: name -> YAML (None for a tag); tasks.builtin_index, cached."""
+    from benchprof.stages.tasks import builtin_index
 
-    Indexing them walks about 15,000 names (5 s on 2 cores), so the index is kept in the user's cache folder
-    (XDG_CACHE_HOME or ~/.cache, benchprof/), keyed by lm-eval's version and its tasks folder (path and mtime):
-    another lm-eval, or an edited install, is indexed again. An unreadable cache is rebuilt; one that cannot be
-    written is skipped."""
-    import importlib.metadata
-    import json
-
-    import lm_eval.tasks
-
-    from benchprof.core.storage import value_hash, write_json
-
-    folder = Path(lm_eval.tasks.__file__).parent
-    key = value_hash([importlib.metadata.version("lm_eval"), str(folder), folder.stat().st_mtime_ns])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchprof" / f"lm_eval_tasks-{key}.json"
-    try:
-        names = json.loads(cache.read_text())
-        if isinstance(names, dict):
-            return {name: Path(path) if path else None for name, path in names.items()}
-    except (OSError, ValueError):
-        pass
-    from lm_eval.tasks import TaskManager
-
-    index = TaskManager(include_defaults=True).task_index
-    found = {name: str(entry.yaml_path) if entry.yaml_path else None for name, entry in index.items()}
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        write_json(cache, found)
-    except (OSError, BenchprofError):
-        pass  # no cache folder: indexed again next time
-    return {name: Path(path) if path else None for name, path in found.items()}
+    return {name: path for name, (path, _) in builtin_index().items()}
 
 
 def check_metrics(cfg: Config, problems: list[str]) -> None:

@@ -55,6 +55,45 @@ def _index(paths: tuple[Path, ...], defaults: bool) -> dict[str, Entry]:
     return dict(TaskManager(include_path=[str(p) for p in paths] or None, include_defaults=defaults).task_index)
 
 
+INDEX_FORMAT = 2  # of the cached index: name -> [YAML or null, lm-eval's kind name]
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_index() -> dict[str, tuple[Path | None, str]]:
+    """lm-eval's own tasks, groups and tags: name -> (YAML or None for a tag, kind: TASK, GROUP, TAG, ...).
+
+    Indexing them walks about 15,000 names (5 s on 2 cores), so the index is kept in the user's cache folder
+    (XDG_CACHE_HOME or ~/.cache, benchprof/), keyed by lm-eval's version and its tasks folder (path and mtime):
+    another lm-eval, or an edited install, is indexed again. An unreadable cache is rebuilt; one that cannot be
+    written is skipped."""
+    import importlib.metadata
+    import os
+
+    import lm_eval.tasks
+
+    from benchprof.core.storage import value_hash, write_json
+
+    folder = Path(lm_eval.tasks.__file__).parent
+    key = value_hash([INDEX_FORMAT, importlib.metadata.version("lm_eval"), str(folder), folder.stat().st_mtime_ns])
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchprof" / f"lm_eval_tasks-{key}.json"
+    try:
+        names = json.loads(cache.read_text())
+        if isinstance(names, dict):
+            return {name: (Path(path) if path else None, str(kind)) for name, (path, kind) in names.items()}
+    except (OSError, ValueError, TypeError):
+        pass
+    found = {
+        name: (str(entry.yaml_path) if entry.yaml_path else None, entry.kind.name)
+        for name, entry in _index((), True).items()
+    }
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        write_json(cache, found)
+    except (OSError, BenchprofError):
+        pass  # no cache folder: indexed again next time
+    return {name: (Path(path) if path else None, kind) for name, (path, kind) in found.items()}
+
+
 def _indexed(paths: tuple[Path, ...], defaults: bool) -> dict[str, Path]:
     return {name: Path(entry.yaml_path) for name, entry in _index(paths, defaults).items() if entry.yaml_path}
 
@@ -175,13 +214,17 @@ def local_copy_files(cfg: Config, benchmark: str, folder: Path) -> dict[Path, st
     from lm_eval.tasks._index import Kind
 
     key = f"evals.dataset_paths.{benchmark}"
+    source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
+    shots = cfg.evals.fewshot(benchmark)
+    name = "benchprof_local_" + benchmark.lower()
+    cached = builtin_index().get(benchmark) if benchmark not in user_tasks(cfg) else None
+    if cached is not None and cached[0] is not None and cached[1] == Kind.TASK.name:  # a plain task: no full index
+        spec = local_task_spec(name, cached[0], source, shots, key)
+        return {layout.task_yaml_file(folder, name): json.dumps(spec, indent=2) + "\n"}
     index = {**_index((), True), **_index(tuple(include_paths(cfg)), False)}
     entry = index.get(benchmark)
     if entry is None:
         raise BenchprofError(f"{key}: lm-eval has no task YAML of that name")
-    source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
-    shots = cfg.evals.fewshot(benchmark)
-    name = "benchprof_local_" + benchmark.lower()
     if entry.yaml_path is not None and entry.kind == Kind.TASK:
         spec = local_task_spec(name, Path(entry.yaml_path), source, shots, key)
         return {layout.task_yaml_file(folder, name): json.dumps(spec, indent=2) + "\n"}
