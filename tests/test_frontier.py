@@ -50,7 +50,7 @@ def objective_through_scales(model, tok, record) -> torch.Tensor:
     ]
     try:
         rows = mc_rows(tok, [record])
-        loglik = option_logliks(model, rows, tok.pad_token_id)
+        loglik = option_logliks(model, rows)
         chars = torch.tensor([r[4] for r in rows], dtype=loglik.dtype)
         objective = torch.log_softmax(loglik / chars, 0)[record["label"]]
         grads = torch.autograd.grad(objective, scales)
@@ -67,7 +67,7 @@ def test_packed_option_logliks_equal_one_plain_forward_per_option(demo):
     records = generate("Long_Term_Knowledge", 0, 5, seed=3)[1]
     rows = mc_rows(tok, records)
     with torch.no_grad():
-        got = option_logliks(model, rows, tok.pad_token_id)
+        got = option_logliks(model, rows)
         want = []
         for _, _, c, o, _ in rows:
             logp = torch.log_softmax(model(input_ids=torch.tensor([c + o])).logits[0].float(), -1)

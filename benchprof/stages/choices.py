@@ -45,16 +45,16 @@ def forward_rows(model: torch.nn.Module, rows: Sequence[McRow]) -> list[list[int
     return list(groups.values())
 
 
-def option_logliks(model: torch.nn.Module, rows: Sequence[McRow], pad: int) -> torch.Tensor:
+def option_logliks(model: torch.nn.Module, rows: Sequence[McRow]) -> torch.Tensor:
     """The summed log-likelihood of each row's option tokens after its context (gradients flow).
 
     One forward pass of the decoder over one packed row per item: the context once, each option a branch of it
-    (stages.prefix_scorer's token trie; a 4D mask lets a token see its ancestors only, position ids are depths),
-    so an item's context is not recomputed per option. The LM head runs only where an option token is predicted.
-    A model whose attention cannot take such a mask is run on the plain right-padded rows instead."""
+    (stages.prefix_scorer's token trie and packed_batch, as SharedPrefixLM packs lm-eval's requests), so an item's
+    context is not recomputed per option. The LM head runs only where an option token is predicted. A model whose
+    attention cannot take such a mask gets one row per option (forward_rows)."""
     import torch
 
-    from benchprof.stages.prefix_scorer import TokenTrie
+    from benchprof.stages.prefix_scorer import TokenTrie, packed_batch
 
     device = next(model.parameters()).device
     packed = []
@@ -62,16 +62,7 @@ def option_logliks(model: torch.nn.Module, rows: Sequence[McRow], pad: int) -> t
         packed.append(TokenTrie())
         for r in group:
             packed[-1].add(r, (rows[r][2] + rows[r][3])[:-1], len(rows[r][3]))
-    width = max(len(t) for t in packed)
-    ids = torch.full((len(packed), width), pad, dtype=torch.long)
-    positions = torch.zeros((len(packed), width), dtype=torch.long)
-    allowed = torch.eye(width, dtype=torch.bool).repeat(len(packed), 1, 1, 1)  # padding sees itself only
-    for b, t in enumerate(packed):
-        ids[b, : len(t)] = torch.tensor(t.tokens)
-        positions[b, : len(t)] = torch.tensor(t.depths)
-        allowed[b, 0, : len(t), : len(t)] = torch.from_numpy(t.ancestors())
-    dtype = next(model.parameters()).dtype
-    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+    ids, positions, mask, pads = packed_batch(packed, next(model.parameters()).dtype)
     row_of: list[int] = []
     at_row: list[int] = []
     at_node: list[int] = []
@@ -80,7 +71,7 @@ def option_logliks(model: torch.nn.Module, rows: Sequence[McRow], pad: int) -> t
         for r, nodes in t.scored:
             row_of += [r] * len(nodes)
             at_row += [b] * len(nodes)
-            at_node += nodes
+            at_node += [pads[b] + n for n in nodes]
             token += rows[r][3]
     decoder: Any = model.base_model
     hidden = decoder(
@@ -104,12 +95,11 @@ def item_scores(
     import torch
 
     rows = mc_rows(tok, records)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     loglik = np.zeros(len(rows))
     with torch.no_grad():
         for start in range(0, len(rows), batch_rows):
             chunk = rows[start : start + batch_rows]
-            loglik[start : start + len(chunk)] = option_logliks(model, chunk, pad).double().cpu().numpy()
+            loglik[start : start + len(chunk)] = option_logliks(model, chunk).double().cpu().numpy()
     acc, acc_norm = np.zeros(len(records)), np.zeros(len(records))
     pos = 0
     for i, record in enumerate(records):

@@ -102,7 +102,6 @@ def neuron_attribution(
     from benchprof.stages.choices import forward_rows, mc_rows, option_logliks
 
     neurons = model_neurons(model)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else 0
     acts: list[torch.Tensor] = []
     hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
     # the weights need no gradient; the activations do, through the embeddings
@@ -117,7 +116,7 @@ def neuron_attribution(
             chunk = list(records[start : start + batch_items])
             rows = mc_rows(tok, chunk)
             acts.clear()
-            loglik = option_logliks(model, rows, pad)
+            loglik = option_logliks(model, rows)
             objective = loglik.new_zeros(())
             pos = 0
             for record in chunk:

@@ -128,6 +128,28 @@ def forward_batches(rows: list[TokenTrie], token_budget: int) -> list[list[Token
     return batches
 
 
+def packed_batch(
+    rows: list[TokenTrie], dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, list[int]]:
+    """One forward pass's inputs over packed rows, left-padded to the longest: token ids, position ids (each node's
+    depth), the additive 4D attention mask (a node sees itself and its ancestors; a padding position sees itself
+    only, so no softmax is over an empty row) and each row's padding (node n of row b is at column pads[b] + n)."""
+    width = max(len(row) for row in rows)
+    input_ids = torch.zeros((len(rows), width), dtype=torch.long)
+    position_ids = torch.zeros((len(rows), width), dtype=torch.long)
+    allowed = torch.zeros((len(rows), 1, width, width), dtype=torch.bool)
+    pads = []
+    for b, row in enumerate(rows):
+        pad = width - len(row)
+        input_ids[b, pad:] = torch.tensor(row.tokens)
+        position_ids[b, pad:] = torch.tensor(row.depths)
+        allowed[b, 0, pad:, pad:] = torch.from_numpy(row.ancestors())
+        allowed[b, 0, torch.arange(pad), torch.arange(pad)] = True
+        pads.append(pad)
+    mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
+    return input_ids, position_ids, mask, pads
+
+
 class SharedPrefixLM(HFLM):
     """lm-eval's HFLM whose loglikelihood requests share the computation of common prefixes (module docstring).
 
@@ -212,22 +234,12 @@ class SharedPrefixLM(HFLM):
 
     def score_rows(self, rows: list[TokenTrie], requests: list[Request]) -> list[tuple[int, tuple[float, bool]]]:
         """One forward pass over `rows` (left-padded): (request, (log-probability, greedy)) of each request."""
-        width = max(len(row) for row in rows)
-        input_ids = torch.zeros((len(rows), width), dtype=torch.long)
-        position_ids = torch.zeros((len(rows), width), dtype=torch.long)
-        allowed = torch.zeros((len(rows), 1, width, width), dtype=torch.bool)
+        input_ids, position_ids, mask, pads = packed_batch(rows, self.model.dtype)
+        width = input_ids.shape[1]
         keep = torch.zeros((len(rows), width), dtype=torch.bool)
-        for b, row in enumerate(rows):
-            pad = width - len(row)
-            input_ids[b, pad:] = torch.tensor(row.tokens)
-            position_ids[b, pad:] = torch.tensor(row.depths)
-            allowed[b, 0, pad:, pad:] = torch.from_numpy(row.ancestors())
-            # a padding position sees itself only: no softmax over an empty row
-            allowed[b, 0, torch.arange(pad), torch.arange(pad)] = True
+        for b, (row, pad) in enumerate(zip(rows, pads, strict=True)):
             for _, nodes in row.scored:
                 keep[b, [pad + n for n in nodes]] = True
-        dtype = self.model.dtype
-        mask = torch.zeros(allowed.shape, dtype=dtype).masked_fill_(~allowed, torch.finfo(dtype).min)
         kwargs = {"logits_to_keep": keep.to(self.device)} if self.keeps_logits else {}
         with (
             torch.no_grad(),
