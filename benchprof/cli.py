@@ -48,13 +48,11 @@ def adopt_results(cfg: Config, spec: ModelSpec, dry_run: bool = False) -> None:
     """A model whose outputs folder does not exist yet (a new or changed `tag:`) gets the results of the folder
     that holds the same checkpoint (modeling.same_model_folder), linked, so a tag change redoes nothing. A dry
     run only says so and writes nothing."""
-    from benchprof.core.modeling import link_results, same_model_folder
+    from benchprof.core.modeling import link_results
+    from benchprof.stages.status import same_checkpoint_folder
 
     target = Layout(cfg.output_root, spec.tag).model_dir
-    if target.exists():
-        return
-    found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
-    if found is None or found == spec.tag:
+    if target.exists() or (found := same_checkpoint_folder(cfg, spec)) is None:
         return
     if dry_run:
         print(f"{spec.tag}: same checkpoint as {cfg.output_root / found}; a run would link its results first")

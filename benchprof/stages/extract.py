@@ -516,6 +516,7 @@ def extract_neurons(
     from benchprof.stages.neurons import (
         Neurons,
         attributions,
+        mlp_name,
         neuron_ids_region,
         neuron_scores,
         random_neurons,
@@ -533,7 +534,7 @@ def extract_neurons(
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
     eligible = torch.arange(front * inter, (n_layers - back) * inter)
     layers = range(front, n_layers - back)
-    names = sorted(f"model.layers.{i}.mlp.{m}.weight" for i in layers for m in ("gate_proj", "up_proj", "down_proj"))
+    names = sorted(mlp_name(i, m) for i in layers for m in ("gate_proj", "up_proj", "down_proj"))
     # the region files' header and stats.csv read these, as they read an importance file's
     sizes = [hidden * inter] * len(names)
     frame = Scores(layout.attribution_file(abilities[0]), {**meta, "scope": "mlp"}, names, sizes)
@@ -544,7 +545,8 @@ def extract_neurons(
         ranked = neuron_scores({b: values[b] for b in used_here}, ability, score)
         outside = torch.ones(len(ranked), dtype=torch.bool)
         outside[eligible] = False
-        ranked[outside.numpy()] = -math.inf  # layers outside front/back_removal are never chosen
+        lowest = -ranked
+        ranked[outside.numpy()] = lowest[outside.numpy()] = -math.inf  # front/back_removal layers: never chosen
         for k in ks:
             count = neuron_count(k, int(meta["total_params"]), hidden)
             if count < 1:
@@ -555,10 +557,7 @@ def extract_neurons(
             if not force and is_current(layout.masks_output(ability, k, regions), inputs):
                 skipped += 1
                 continue
-            ids: dict[str, list[int]] = {"top": top_neurons(ranked, count)}
-            lowest = -ranked
-            lowest[outside.numpy()] = -math.inf
-            ids["bottom"] = top_neurons(lowest, count)
+            ids: dict[str, list[int]] = {"top": top_neurons(ranked, count), "bottom": top_neurons(lowest, count)}
             seeds = {}
             for region in regions:
                 if draw := random_draw(region):

@@ -187,14 +187,16 @@ def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
 ATTRIBUTION_OBJECTIVE = "sum h * d log softmax_acc_norm(correct) / dh, v1"  # what an attribution file measures
 
 
-def attribution_inputs(cfg: Config, spec: ModelSpec, ability: str, update_cache: bool = True) -> dict[str, Any]:
+def attribution_inputs(
+    cfg: Config, spec: ModelSpec, ability: str, update_cache: bool = True, records: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
     """What one ability's attribution file is computed from (its manifest's inputs): the checkpoint's content
-    (modeling.model_identity, read without loading it), the train split and how many of its items, the objective."""
-    from benchprof.stages.data import load_split
+    (modeling.model_identity, read without loading it), the train split and how many of its items, the objective.
+    `records`: the ability's train_items when the caller has read them already."""
     from benchprof.stages.evaluate import model_signature
     from benchprof.stages.finetune import data_identity
 
-    records = train_items(cfg, ability, load_split(cfg, ability, "train"))
+    records = train_items(cfg, ability) if records is None else records
     return {
         "stage": "attribution",
         "ability": ability,
@@ -205,8 +207,11 @@ def attribution_inputs(cfg: Config, spec: ModelSpec, ability: str, update_cache:
     }
 
 
-def train_items(cfg: Config, ability: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def train_items(cfg: Config, ability: str) -> list[dict[str, Any]]:
     """The train items the attribution reads: the first finetune.max_samples (all when unset), as finetune."""
+    from benchprof.stages.data import load_split
+
+    records = load_split(cfg, ability, "train")
     return records[: cfg.finetune.max_samples] if cfg.finetune.max_samples else records
 
 
@@ -222,10 +227,10 @@ def attributions(
     from benchprof.core.layout import Layout
     from benchprof.core.modeling import fingerprint, load_model
     from benchprof.core.storage import clear_manifest, is_current, read_tensors, save_tensors, write_manifest
-    from benchprof.stages.data import load_split
 
     layout = Layout(cfg.output_root, spec.tag)
-    inputs = {a: attribution_inputs(cfg, spec, a) for a in abilities}
+    records = {a: train_items(cfg, a) for a in abilities}
+    inputs = {a: attribution_inputs(cfg, spec, a, records=records[a]) for a in abilities}
     todo = [a for a in abilities if force or not is_current(layout.attribution_output(a), inputs[a])]
     if todo:
         source, tokenizer = cfg.model_source(spec)
@@ -242,8 +247,7 @@ def attributions(
         }
         for ability in tqdm(todo, desc="attribution", unit="ability", leave=False):
             started = time.time()
-            records = train_items(cfg, ability, load_split(cfg, ability, "train"))
-            values = neuron_attribution(model, tok, records)
+            values = neuron_attribution(model, tok, records[ability])
             folder = layout.attribution_dir(ability)
             clear_manifest(folder)
             save_tensors(layout.attribution_file(ability), {"attribution": torch.from_numpy(values)}, metadata)

@@ -327,19 +327,26 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
     sys.stdout.flush()
 
 
-def linkable(cfg: Config) -> list[tuple[ModelSpec, str]]:
-    """(model, folder) for each model whose outputs folder does not exist yet while another folder under
-    output_dir holds the same checkpoint (what `run` links before any work; cli.adopt_results)."""
-    from benchprof.core.layout import Layout
+def same_checkpoint_folder(cfg: Config, spec: ModelSpec) -> str | None:
+    """Another folder under output_dir that holds this model's checkpoint (modeling.same_model_folder), or None:
+    the results `run` links into a new tag's folder before any work (cli.adopt_results)."""
     from benchprof.core.modeling import same_model_folder
+
+    found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
+    return found if found is not None and found != spec.tag else None
+
+
+def linkable(cfg: Config) -> list[tuple[ModelSpec, str]]:
+    """(model, folder) for each model whose outputs folder holds nothing yet while another folder holds the
+    same checkpoint."""
+    from benchprof.core.layout import Layout
 
     out = []
     for spec in cfg.models:
         folder = Layout(cfg.output_root, spec.tag).model_dir
         if folder.is_dir() and any(p.name != ".lock" for p in folder.iterdir()):  # the lock of this very command
             continue
-        found = same_model_folder(cfg.model_source(spec)[0], cfg.output_root)
-        if found is not None and found != spec.tag:
+        if (found := same_checkpoint_folder(cfg, spec)) is not None:
             out.append((spec, found))
     return out
 
