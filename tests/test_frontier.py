@@ -15,6 +15,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from benchprof import BenchprofError
 from benchprof.abilities import generate
+from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import read_csv
 from benchprof.lab.frontier_report import one_sided
 from benchprof.stages.choices import mc_rows, option_logliks
@@ -111,6 +112,39 @@ def test_a_neuron_region_zeroes_exactly_those_rows_and_columns_and_restores_them
         assert torch.equal(p, before[name]), name
 
 
+def test_activity_is_the_mean_squared_neuron_output_over_prompt_and_answer():
+    """neuron_activity (batched, padded, hooked at down_proj) against each item run alone, its neurons recomputed
+    from the MLP's input as act(gate x) * up x."""
+    from benchprof.core.prompts import eval_prompt
+    from benchprof.stages.neurons import neuron_activity
+
+    model = AutoModelForCausalLM.from_pretrained(DEMO, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(DEMO)
+    records = generate("Temporal_Reasoning", 7, 1, seed=5)[0]  # prompts of unequal length: padding is exercised
+    got = neuron_activity(model, tok, records, batch_items=3)
+    neurons = model_neurons(model)
+    inputs: list[torch.Tensor] = []
+    hooks = [m.register_forward_pre_hook(lambda _m, args: inputs.append(args[0])) for m in neurons.mlps]
+    try:
+        for i, record in enumerate(records):
+            ids = tok(eval_prompt(record), add_special_tokens=False)["input_ids"]
+            ids += tok(" " + record["options"][record["label"]], add_special_tokens=False)["input_ids"]
+            inputs.clear()
+            with torch.no_grad():
+                model(input_ids=torch.tensor([ids]))
+                want = torch.cat(
+                    [
+                        (m.act_fn(m.gate_proj(x[0])) * m.up_proj(x[0])).pow(2).mean(0)
+                        for m, x in zip(neurons.mlps, inputs, strict=True)
+                    ]
+                )
+            np.testing.assert_allclose(got[i], want.numpy(), rtol=1e-4, atol=1e-7)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len({len(tok(eval_prompt(r))["input_ids"]) for r in records}) > 1
+
+
 def test_scores_follow_their_formulas():
     rng = np.random.default_rng(0)
     attribution = {a: rng.normal(size=(6, 10)).astype(np.float32) for a in ("A", "B", "C")}
@@ -124,6 +158,12 @@ def test_scores_follow_their_formulas():
         t(attribution["A"].astype(float)), t(attribution["C"].astype(float))
     )
     np.testing.assert_allclose(neuron_scores(attribution, "B", "act_grad_contrast"), want)
+    activity = {a: rng.exponential(size=(6, 10)).astype(np.float32) for a in ("A", "B", "C")}
+    others = np.maximum(activity["A"].astype(float).mean(0), activity["C"].astype(float).mean(0))
+    want = np.log(activity["B"].astype(float).mean(0) + 1e-12) - np.log(others + 1e-12)
+    np.testing.assert_allclose(neuron_scores(activity, "B", "act_contrast"), want, rtol=1e-9)
+    with pytest.raises(BenchprofError, match="act_contrast needs at least two abilities"):
+        neuron_scores({"A": activity["A"]}, "A", "act_contrast")
     scores = np.array([0.5, 2.0, 2.0, -1.0, 3.0])
     assert top_neurons(scores, 3) == [1, 2, 4]  # brute force: 3.0, then the tie 2.0 / 2.0
     draw = random_neurons(1000, 50, seed=4)
@@ -159,7 +199,7 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     main(args)
     folder = tmp_path / "out" / "demo" / "frontier"
     records = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
-    assert len(records) == 1 + 3 * 2 * 2 + 2 * 3  # original, options x abilities x sizes, sizes x draws
+    assert len(records) == 1 + len(NEURON_SCORES) * 2 * 2 + 2 * 3  # original, options x abilities x sizes, draws
     rows = read_csv(folder / "frontier.csv")
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
     row = next(r for r in rows if r["option"] == "act_grad" and r["size"] == "16" and r["ability"] == abilities[0])
@@ -181,6 +221,26 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     main(args)  # the rerun scores nothing and writes the same table
     assert (folder / "evaluations.jsonl").read_bytes() == before
     assert read_csv(folder / "frontier.csv") == rows
+    # another size grows the plan: its regions are added, the measured ones kept byte for byte
+    main(
+        [
+            "frontier",
+            str(config),
+            "--options",
+            "act_contrast",
+            "--sizes",
+            "4",
+            "--train_items",
+            "12",
+            "--test_items",
+            "20",
+        ]
+    )
+    grown = (folder / "evaluations.jsonl").read_bytes()
+    assert grown.startswith(before) and len(grown.splitlines()) == len(records) + len(NEURON_SCORES) * 2 + 3
+    assert json.loads((folder / "plan.json").read_text())["sizes"] == [2, 4, 16]
+    with pytest.raises(SystemExit):  # what each region's numbers mean may not change
+        main([*args[:-1], "10"])
     with pytest.raises(SystemExit):
         main([*args[:2], "--ability", "Commonsense_Causal"])  # one ability has no "other" split
 
@@ -202,7 +262,11 @@ def test_planted_recovery_on_the_small_planted_model(tmp_path):
         ("act_grad", "Invented_Facts"),
         ("act_grad", "Invented_Language"),
     ]
-    assert len(rows) == 6 and all(r["chance"] == pytest.approx(72 / 2752) for r in rows)
+    assert len(rows) == 2 * len(NEURON_SCORES) and all(r["chance"] == pytest.approx(72 / 2752) for r in rows)
+    # the activation contrast finds the planted neurons (docs/frontier.md), the attribution scores do not
+    found = {r["ability"]: r for r in rows if r["option"] == "act_contrast"}
+    print({a: (round(r["auroc"], 3), round(r["top_neuron_precision"], 3)) for a, r in found.items()})
+    assert all(r["auroc"] > 0.9 for r in found.values())
     info = json.loads((folder / "planted.json").read_text())
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     tok = AutoTokenizer.from_pretrained(folder)

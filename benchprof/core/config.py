@@ -29,10 +29,18 @@ MAX_BOOTSTRAP = 100_000  # resamples of aggregate's intervals
 # extract.score: which per-weight score ranks the weights (formulas: benchprof/stages/weight_scores.py), or which
 # neuron score ranks whole MLP neurons (benchprof/stages/neurons.py)
 ScoreName = Literal[
-    "importance", "contrast_mean", "ratio", "rank", "entropy", "act_grad", "act_grad_t", "act_grad_contrast"
+    "importance",
+    "contrast_mean",
+    "ratio",
+    "rank",
+    "entropy",
+    "act_grad",
+    "act_grad_t",
+    "act_grad_contrast",
+    "act_contrast",
 ]
 SCORES: tuple[str, ...] = typing.get_args(ScoreName)
-NEURON_SCORES: tuple[str, ...] = ("act_grad", "act_grad_t", "act_grad_contrast")
+NEURON_SCORES: tuple[str, ...] = ("act_grad", "act_grad_t", "act_grad_contrast", "act_contrast")
 WEIGHT_SCORES: tuple[str, ...] = tuple(s for s in SCORES if s not in NEURON_SCORES)
 RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
 

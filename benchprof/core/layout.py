@@ -4,6 +4,7 @@ outputs/<model-tag>/
   original/eval/<benchmark>.json                         evaluate: unablated scores
   <ability>/importance/importance.safetensors + manifest.json      finetune
   <ability>/attribution/attribution.safetensors + manifest.json  extract, with a neuron score (stages/neurons.py)
+  <ability>/activity/activity.safetensors + manifest.json        extract, with act_contrast
   <ability>/masks/k<k>/{top,bottom,random}.safetensors + stats.csv + manifest.json   extract
   <ability>/damaged/k<k>/<region>/                       damage --save: a full HF checkpoint
   <ability>/eval/k<k>/<region>/<benchmark>.json (+ .samples.jsonl)   evaluate
@@ -170,12 +171,12 @@ class Layout:
     def importance_file(self, ability: str) -> Path:
         return self.importance_dir(ability) / "importance.safetensors"
 
-    # extract, with a neuron score: the neuron attribution over the ability's train items
-    def attribution_dir(self, ability: str) -> Path:
-        return self.model_dir / ability / "attribution"
+    # extract, with a neuron score: the statistic it reads over the ability's train items (attribution or activity)
+    def attribution_dir(self, ability: str, statistic: str = "attribution") -> Path:
+        return self.model_dir / ability / statistic
 
-    def attribution_file(self, ability: str) -> Path:
-        return self.attribution_dir(ability) / "attribution.safetensors"
+    def attribution_file(self, ability: str, statistic: str = "attribution") -> Path:
+        return self.attribution_dir(ability, statistic) / f"{statistic}.safetensors"
 
     # extract
     def masks_dir(self, ability: str, k: float) -> Path:
@@ -294,10 +295,9 @@ class Layout:
             "importance", ability, manifest_path(self.importance_dir(ability)), (self.importance_file(ability),)
         )
 
-    def attribution_output(self, ability: str) -> Output:
-        return Output(
-            "attribution", ability, manifest_path(self.attribution_dir(ability)), (self.attribution_file(ability),)
-        )
+    def attribution_output(self, ability: str, statistic: str = "attribution") -> Output:
+        folder = self.attribution_dir(ability, statistic)
+        return Output(statistic, ability, manifest_path(folder), (self.attribution_file(ability, statistic),))
 
     def masks_output(self, ability: str, k: float, regions: Sequence[str]) -> Output:
         directory = self.masks_dir(ability, k)

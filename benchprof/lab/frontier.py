@@ -29,20 +29,23 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import write_text
-from benchprof.lab.frontier_report import EXECUTION, FrontierPlan
+from benchprof.lab.frontier_report import EXECUTION, GROWS, FrontierPlan
 from benchprof.stages.neurons import (
     Neurons,
     model_neurons,
+    neuron_activity,
     neuron_attribution,
     neuron_ids_region,
     neuron_scores,
     random_neurons,
+    statistic_of,
     top_neurons,
 )
 
@@ -81,12 +84,13 @@ def evaluations(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def variants(
-    plan: FrontierPlan, neurons: Neurons, attribution: dict[str, NDArray[np.float32]]
+    plan: FrontierPlan, neurons: Neurons, statistics: dict[str, dict[str, NDArray[np.float32]]]
 ) -> Iterator[tuple[str, str, int, int, list[int]]]:
-    """(option, ability or draw name, size, draw, neuron ids) of every region the plan measures."""
+    """(option, ability or draw name, size, draw, neuron ids) of every region the plan measures; `statistics`:
+    per statistic (neurons.statistic_of), every ability's values."""
     for option in plan.options:
         for ability in plan.abilities:
-            scores = neuron_scores(attribution, ability, option)
+            scores = neuron_scores(statistics[statistic_of(option)], ability, option)
             for size in plan.sizes:
                 yield option, ability, size, 0, top_neurons(scores, size)
     for size in plan.sizes:
@@ -116,24 +120,36 @@ def measure(plan: FrontierPlan) -> Path:
     plan.out.mkdir(parents=True, exist_ok=True)
     plan_file = plan.out / "plan.json"
     recorded = json.loads(plan_file.read_text()) if plan_file.is_file() else None
-    if recorded is not None and {k: v for k, v in recorded.items() if k not in EXECUTION} != plan.record():
-        raise BenchprofError(f"frontier: {plan.out} holds another plan's results (plan.json); give another --out")
+    if recorded is not None:
+        if {k: v for k, v in recorded.items() if k not in EXECUTION + GROWS} != {
+            k: v for k, v in plan.record().items() if k not in GROWS
+        }:
+            raise BenchprofError(f"frontier: {plan.out} holds another plan's results (plan.json); give another --out")
+        # options and sizes add regions beside those measured: the plan grows to cover both
+        plan = replace(
+            plan,
+            options=tuple(dict.fromkeys([*recorded["options"], *plan.options])),
+            sizes=tuple(sorted({*recorded["sizes"], *plan.sizes})),
+        )
     write_text(plan_file, json.dumps(plan.record(), indent=1) + "\n")
     tok = AutoTokenizer.from_pretrained(plan.model)
     model = AutoModelForCausalLM.from_pretrained(plan.model, dtype=torch.float32).eval()
     neurons = model_neurons(model)
     tests = {a: read_split(plan, a, "test", plan.test_items) for a in plan.abilities}
 
-    attribution = {}
-    for ability in dict.fromkeys(plan.abilities + plan.contrast):
-        path = plan.out / "attribution" / f"{ability}.npy"
-        if not path.is_file():
-            records = read_split(plan, ability, "train", plan.train_items)
-            path.parent.mkdir(exist_ok=True)
-            values = neuron_attribution(model, tok, records, plan.batch_items)
-            np.save(path.with_suffix(".tmp.npy"), values)
-            path.with_suffix(".tmp.npy").replace(path)
-        attribution[ability] = np.load(path)
+    statistics: dict[str, dict[str, NDArray[np.float32]]] = {}
+    for statistic in dict.fromkeys(statistic_of(o) for o in plan.options):
+        compute = neuron_activity if statistic == "activity" else neuron_attribution
+        statistics[statistic] = {}
+        for ability in dict.fromkeys(plan.abilities + plan.contrast):
+            path = plan.out / statistic / f"{ability}.npy"
+            if not path.is_file():
+                records = read_split(plan, ability, "train", plan.train_items)
+                path.parent.mkdir(exist_ok=True)
+                values = compute(model, tok, records, plan.batch_items)
+                np.save(path.with_suffix(".tmp.npy"), values)
+                path.with_suffix(".tmp.npy").replace(path)
+            statistics[statistic][ability] = np.load(path)
 
     log = plan.out / "evaluations.jsonl"
     done = {(r["option"], r["region"], r["size"]) for r in evaluations(log)}
@@ -148,7 +164,7 @@ def measure(plan: FrontierPlan) -> Path:
                 "acc_norm": score(model, tok, tests),
             },
         )
-    todo = [v for v in variants(plan, neurons, attribution) if (v[0], v[1], v[2]) not in done]
+    todo = [v for v in variants(plan, neurons, statistics) if (v[0], v[1], v[2]) not in done]
     for option, region, size, _draw, ids in tqdm(todo, desc="frontier", unit="region", leave=False):
         with ablated(model, neuron_ids_region(neurons, ids)):
             scores = score(model, tok, tests)
@@ -262,17 +278,19 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     tok = AutoTokenizer.from_pretrained(folder)
     model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
     neurons = model_neurons(model)
-    attribution = {
-        a: neuron_attribution(model, tok, invented_splits(a, seed)["probe"][:items]) for a in info["neurons"]
+    records = {a: invented_splits(a, seed)["probe"][:items] for a in info["neurons"]}
+    records.update({a: splits(a, items, 0, 1234)[0] for a in ABILITIES})
+    statistics = {
+        "attribution": {a: neuron_attribution(model, tok, r) for a, r in records.items()},
+        "activity": {a: neuron_activity(model, tok, r) for a, r in records.items()},
     }
-    attribution.update({a: neuron_attribution(model, tok, splits(a, items, 0, 1234)[0]) for a in ABILITIES})
     rows = []
     for option in NEURON_SCORES:
         for ability, layers in info["neurons"].items():
             truth = np.zeros(neurons.count, dtype=bool)
             for layer, js in layers.items():
                 truth[[int(layer) * neurons.intermediate + j for j in js]] = True
-            scores = neuron_scores(attribution, ability, option)
+            scores = neuron_scores(statistics[statistic_of(option)], ability, option)
             top = top_neurons(scores, int(truth.sum()))
             rows.append({
                 "option": option, "ability": ability, "auroc": auroc(scores, truth),

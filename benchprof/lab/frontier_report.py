@@ -24,6 +24,7 @@ from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import write_csv, write_text
 
 EXECUTION = ("threads", "batch_items")  # how a plan runs, not what it measures
+GROWS = ("options", "sizes")  # a rerun may add options and sizes: more regions, none of the measured ones changed
 
 
 @dataclass(frozen=True)

@@ -501,8 +501,10 @@ def neuron_region_inputs(
 
 
 def attribution_used(cfg: Config, ability: str, score: str) -> list[str]:
-    """The abilities whose attribution a neuron score of `ability` reads."""
-    return list(cfg.abilities()) if score == "act_grad_contrast" else [ability]
+    """The abilities whose statistic (neurons.statistic_of) a neuron score of `ability` reads."""
+    from benchprof.stages.neurons import contrasted
+
+    return list(cfg.abilities()) if contrasted(score) else [ability]
 
 
 def extract_neurons(
@@ -520,15 +522,17 @@ def extract_neurons(
         neuron_ids_region,
         neuron_scores,
         random_neurons,
+        statistic_of,
         top_neurons,
     )
     from benchprof.stages.weight_scores import importance_identity
 
     score, regions = cfg.extract.score, cfg.extract.region_names()
+    statistic = statistic_of(score)
     layout = Layout(cfg.output_root, spec.tag)
     used = list(dict.fromkeys(b for a in abilities for b in attribution_used(cfg, a, score)))
-    values, meta = attributions(cfg, spec, used, force)
-    identities = {b: importance_identity(layout.attribution_file(b)) for b in used}
+    values, meta = attributions(cfg, spec, used, force, statistic)
+    identities = {b: importance_identity(layout.attribution_file(b, statistic)) for b in used}
     hidden, inter, n_layers = int(meta["hidden"]), int(meta["intermediate"]), int(meta["n_layers"])
     shape = Neurons([], hidden, inter)
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
@@ -537,7 +541,7 @@ def extract_neurons(
     names = sorted(mlp_name(i, m) for i in layers for m in ("gate_proj", "up_proj", "down_proj"))
     # the region files' header and stats.csv read these, as they read an importance file's
     sizes = [hidden * inter] * len(names)
-    frame = Scores(layout.attribution_file(abilities[0]), {**meta, "scope": "mlp"}, names, sizes)
+    frame = Scores(layout.attribution_file(abilities[0], statistic), {**meta, "scope": "mlp"}, names, sizes)
     written, skipped = 0, 0
     for ability in abilities:
         started, written_before = time.time(), written

@@ -13,6 +13,13 @@ zeroed. The scores (`extract.score`, core.config.NEURON_SCORES):
 - `act_grad`: the mean of A over the items (what the answers lean on most);
 - `act_grad_t`: its t statistic over items (neurons every item leans on);
 - `act_grad_contrast`: t_a − max_{b≠a} t_b over the other abilities (what a leans on and no other does).
+
+One score reads how much a neuron fires, not its effect on the answer (neuron_activity): E(item, l, j) = the mean
+of h_lj² over the item's prompt and correct option, as language-specific-neuron work selects neurons by their
+activation on one language against the others:
+
+- `act_contrast`: log Ē_a − log max_{b≠a} Ē_b, Ē the mean over an ability's items (what fires on a's text and
+  on no other ability's as much). It is the one score that finds planted neurons (docs/frontier.md).
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ if TYPE_CHECKING:
     from benchprof.core.regions import Region
 
 MLP_ROWS = ("gate_proj", "up_proj")  # neuron j = row j of these and column j of down_proj
+ACTIVITY_FLOOR = 1e-12  # added to mean h² before act_contrast's logarithm (a silent neuron is not infinitely rare)
 
 
 def mlp_name(layer: int, module: str) -> str:
@@ -140,24 +148,81 @@ def neuron_attribution(
     return out
 
 
-def neuron_scores(attribution: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
-    """The score that ranks ability's neurons under `option` (NEURON_SCORES), from every ability's attribution."""
+def neuron_activity(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_items: int = 16
+) -> NDArray[np.float32]:
+    """E(item, neuron) = the mean of h² over the item's tokens: its prompt (what lm-eval shows before the options)
+    and ' ' + its correct option. How much a neuron fires on the ability's text, whatever its effect on the
+    answer: the activation statistic of language-specific-neuron work. Shape (items, layers × intermediate),
+    neuron ids as neuron_attribution's."""
+    import numpy as np
+    import torch
+
+    from benchprof.core.prompts import eval_prompt
+
+    neurons = model_neurons(model)
+    acts: list[torch.Tensor] = []
+    hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
+    device = next(model.parameters()).device
+    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+
+    def encode(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False)["input_ids"])
+
+    # the prompt and the option tokenised apart, as lm-eval's requests (choices.mc_rows)
+    sequences = [encode(eval_prompt(r)) + encode(" " + r["options"][r["label"]]) for r in records]
+    out = np.zeros((len(records), neurons.count), dtype=np.float32)
+    try:
+        with torch.no_grad():
+            for start in range(0, len(sequences), batch_items):
+                ids = sequences[start : start + batch_items]
+                width = max(len(x) for x in ids)
+                tokens = torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device)
+                mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device)
+                acts.clear()
+                model(input_ids=tokens, attention_mask=mask)  # right padding: the real tokens see no pad
+                weight = (mask / mask.sum(1, keepdim=True)).to(acts[0].dtype)
+                per_item = torch.cat([torch.einsum("bt,btn->bn", weight, a.pow(2)) for a in acts], 1).float()
+                out[start : start + len(ids)] = per_item.cpu().numpy()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        acts.clear()
+    return out
+
+
+def statistic_of(option: str) -> str:
+    """The per-item statistic a neuron score reads: "activity" (neuron_activity) or "attribution"."""
+    return "activity" if option == "act_contrast" else "attribution"
+
+
+def contrasted(option: str) -> bool:
+    """Whether a neuron score holds an ability against the other abilities (and so reads theirs too)."""
+    return option in ("act_grad_contrast", "act_contrast")
+
+
+def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
+    """The score that ranks ability's neurons under `option` (NEURON_SCORES), from every ability's statistic
+    (statistic_of(option): attribution or activity, items x neurons)."""
     import numpy as np
 
-    def t_stat(values: NDArray[np.float32]) -> NDArray[np.float64]:
-        v = values.astype(np.float64)
+    def t_stat(per_item: NDArray[np.float32]) -> NDArray[np.float64]:
+        v = per_item.astype(np.float64)
         sd = v.std(0, ddof=1) if len(v) > 1 else np.zeros(v.shape[1])
         return v.mean(0) / np.where(sd > 0, sd / math.sqrt(len(v)), np.inf)
 
     if option == "act_grad":
-        return attribution[ability].astype(np.float64).mean(0)
+        return values[ability].astype(np.float64).mean(0)
     if option == "act_grad_t":
-        return t_stat(attribution[ability])
+        return t_stat(values[ability])
+    if contrasted(option) and len(values) < 2:
+        raise BenchprofError(f"{option} needs at least two abilities")
     if option == "act_grad_contrast":
-        others = [t_stat(values) for name, values in attribution.items() if name != ability]
-        if not others:
-            raise BenchprofError("act_grad_contrast needs at least two abilities")
-        return t_stat(attribution[ability]) - np.max(others, axis=0)
+        return t_stat(values[ability]) - np.max([t_stat(v) for b, v in values.items() if b != ability], axis=0)
+    if option == "act_contrast":
+        own = values[ability].astype(np.float64).mean(0)
+        others = np.max([v.astype(np.float64).mean(0) for b, v in values.items() if b != ability], axis=0)
+        return np.log(own + ACTIVITY_FLOOR) - np.log(others + ACTIVITY_FLOOR)
     raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(NEURON_SCORES)})")
 
 
@@ -185,25 +250,32 @@ def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
 
 
 ATTRIBUTION_OBJECTIVE = "sum h * d log softmax_acc_norm(correct) / dh, v1"  # what an attribution file measures
+# what each statistic's file measures (its manifest's objective)
+OBJECTIVES = {"attribution": ATTRIBUTION_OBJECTIVE, "activity": "mean h^2 over prompt + correct option tokens, v1"}
 
 
 def attribution_inputs(
-    cfg: Config, spec: ModelSpec, ability: str, update_cache: bool = True, records: list[dict[str, Any]] | None = None
+    cfg: Config,
+    spec: ModelSpec,
+    ability: str,
+    update_cache: bool = True,
+    records: list[dict[str, Any]] | None = None,
+    statistic: str = "attribution",
 ) -> dict[str, Any]:
-    """What one ability's attribution file is computed from (its manifest's inputs): the checkpoint's content
-    (modeling.model_identity, read without loading it), the train split and how many of its items, the objective.
-    `records`: the ability's train_items when the caller has read them already."""
+    """What one ability's statistic file (attribution or activity) is computed from (its manifest's inputs): the
+    checkpoint's content (modeling.model_identity, read without loading it), the train split and how many of its
+    items, the objective. `records`: the ability's train_items when the caller has read them already."""
     from benchprof.stages.evaluate import model_signature
     from benchprof.stages.finetune import data_identity
 
     records = train_items(cfg, ability) if records is None else records
     return {
-        "stage": "attribution",
+        "stage": statistic,
         "ability": ability,
         "model": model_signature(cfg, spec, update_cache),
         "data": data_identity(cfg, ability, records),
         "n_samples": len(records),
-        "objective": ATTRIBUTION_OBJECTIVE,
+        "objective": OBJECTIVES[statistic],
     }
 
 
@@ -216,10 +288,11 @@ def train_items(cfg: Config, ability: str) -> list[dict[str, Any]]:
 
 
 def attributions(
-    cfg: Config, spec: ModelSpec, abilities: Sequence[str], force: bool = False
+    cfg: Config, spec: ModelSpec, abilities: Sequence[str], force: bool = False, statistic: str = "attribution"
 ) -> tuple[dict[str, NDArray[np.float32]], dict[str, str]]:
-    """Each ability's attribution (items x neurons), computed where its file is missing or stale and read back
-    otherwise, and the model's metadata (fingerprint, total_params, n_layers, hidden, intermediate)."""
+    """Each ability's statistic (attribution or activity, items x neurons), computed where its file is missing or
+    stale and read back otherwise, and the model's metadata (fingerprint, total_params, n_layers, hidden,
+    intermediate)."""
     import numpy as np
     import torch
     from tqdm import tqdm
@@ -230,8 +303,9 @@ def attributions(
 
     layout = Layout(cfg.output_root, spec.tag)
     records = {a: train_items(cfg, a) for a in abilities}
-    inputs = {a: attribution_inputs(cfg, spec, a, records=records[a]) for a in abilities}
-    todo = [a for a in abilities if force or not is_current(layout.attribution_output(a), inputs[a])]
+    inputs = {a: attribution_inputs(cfg, spec, a, records=records[a], statistic=statistic) for a in abilities}
+    todo = [a for a in abilities if force or not is_current(layout.attribution_output(a, statistic), inputs[a])]
+    compute = neuron_activity if statistic == "activity" else neuron_attribution
     if todo:
         source, tokenizer = cfg.model_source(spec)
         model, tok = load_model(source, tokenizer, dtype="float32", device="cpu")
@@ -245,17 +319,17 @@ def attributions(
             "intermediate": str(neurons.intermediate),
             "model": spec.tag,
         }
-        for ability in tqdm(todo, desc="attribution", unit="ability", leave=False):
+        for ability in tqdm(todo, desc=statistic, unit="ability", leave=False):
             started = time.time()
-            values = neuron_attribution(model, tok, records[ability])
-            folder = layout.attribution_dir(ability)
+            values = compute(model, tok, records[ability])
+            folder = layout.attribution_dir(ability, statistic)
             clear_manifest(folder)
-            save_tensors(layout.attribution_file(ability), {"attribution": torch.from_numpy(values)}, metadata)
+            save_tensors(layout.attribution_file(ability, statistic), {statistic: torch.from_numpy(values)}, metadata)
             write_manifest(folder, inputs[ability], started=started)
         del model
     out: dict[str, NDArray[np.float32]] = {}
     meta: dict[str, str] = {}
     for ability in abilities:
-        tensors, meta = read_tensors(layout.attribution_file(ability))
-        out[ability] = tensors["attribution"].numpy().astype(np.float32)
+        tensors, meta = read_tensors(layout.attribution_file(ability, statistic))
+        out[ability] = tensors[statistic].numpy().astype(np.float32)
     return out, meta

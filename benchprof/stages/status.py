@@ -98,21 +98,23 @@ def importance_items(cfg: Config, spec: ModelSpec, data: dict[str, Item], finger
 
 
 def attribution_items(cfg: Config, spec: ModelSpec, data: dict[str, Item]) -> dict[str, Item]:
-    """With a neuron score: each ability's neuron attribution (stages/neurons.py), in place of its importance."""
+    """With a neuron score: each ability's statistic (attribution or activity, stages/neurons.py), in place of its
+    importance."""
     from benchprof.core.layout import Layout
-    from benchprof.stages.neurons import attribution_inputs
+    from benchprof.stages.neurons import attribution_inputs, statistic_of
 
     layout = Layout(cfg.output_root, spec.tag)
+    statistic = statistic_of(cfg.extract.score)
     items = {}
     for ability in cfg.abilities():
         expected, upstream = None, upstream_of(data.get(ability), "data")
         if not upstream:
             try:
-                expected = attribution_inputs(cfg, spec, ability, update_cache=False)
+                expected = attribution_inputs(cfg, spec, ability, update_cache=False, statistic=statistic)
             except BenchprofError as err:
                 upstream = f"data unreadable: {err}"
-        state, why = judge(layout.attribution_output(ability), expected, upstream)
-        items[ability] = Item("attribution", spec.tag, ability, state, why)
+        state, why = judge(layout.attribution_output(ability, statistic), expected, upstream)
+        items[ability] = Item(statistic, spec.tag, ability, state, why)
     return items
 
 
@@ -120,18 +122,20 @@ def neuron_mask_items(cfg: Config, spec: ModelSpec, attribution: dict[str, Item]
     """With a neuron score: each (ability, k) neuron-region folder, judged from the attribution files it reads."""
     from benchprof.core.layout import Layout
     from benchprof.stages.extract import attribution_used, neuron_region_inputs
+    from benchprof.stages.neurons import statistic_of
     from benchprof.stages.weight_scores import importance_identity
 
     layout = Layout(cfg.output_root, spec.tag)
+    statistic = statistic_of(cfg.extract.score)
     items = {}
     for ability in cfg.abilities():
         used = attribution_used(cfg, ability, cfg.extract.score)
-        upstream = next((u for b in used if (u := upstream_of(attribution.get(b), "attribution"))), "")
+        upstream = next((u for b in used if (u := upstream_of(attribution.get(b), statistic))), "")
         for k in cfg.settings.k_values:
             output = layout.masks_output(ability, k, cfg.extract.region_names())
             expected = None
             if not upstream:
-                identities = {b: importance_identity(layout.attribution_file(b)) for b in used}
+                identities = {b: importance_identity(layout.attribution_file(b, statistic)) for b in used}
                 expected = neuron_region_inputs(cfg, ability, k, identities)
             state, why = judge(output, expected, upstream)
             items[(ability, k)] = Item("masks", spec.tag, output.label, state, why)
