@@ -16,7 +16,7 @@ from benchprof.core.loader import load_config, parse_config
 from benchprof.core.regions import read_region
 from benchprof.stages.data import write_jsonl
 from benchprof.stages.extract import extract, neuron_count
-from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_scores
+from benchprof.stages.neurons import model_neurons, neuron_activity, neuron_attribution, neuron_scores
 from benchprof.stages.status import plan_status
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +100,28 @@ def test_neuron_regions_equal_a_brute_force_ranking_of_an_independent_attributio
     assert states[("attribution", "demo: Commonsense_Causal")] == "stale"
     assert states[("attribution", "demo: Long_Term_Knowledge")] == "done"
     assert all(states[("masks", f"demo: {a} k{K}")] != "done" for a in ABILITIES)
+
+
+def test_act_contrast_regions_rank_an_independent_activity_and_have_their_own_status(tmp_path):
+    config = project(tmp_path, score="act_contrast")
+    cfg = load_config(config)
+    extract(cfg)
+    layout = Layout(tmp_path / "out", "demo")
+    model = __import__("transformers").AutoModelForCausalLM.from_pretrained(DEMO, dtype=torch.float32).eval()
+    tok = __import__("transformers").AutoTokenizer.from_pretrained(DEMO)
+    shape = model_neurons(model)
+    activity = {a: neuron_activity(model, tok, generate(a, 12, 4, seed=2)[0][:10], batch_items=1) for a in ABILITIES}
+    count = neuron_count(K, shape.total_params, shape.hidden)
+    eligible = np.arange(shape.count) >= shape.intermediate
+    for ability in ABILITIES:
+        scores = neuron_scores(activity, ability, "act_contrast")
+        order = [int(i) for i in np.argsort(-scores, kind="stable") if eligible[i]]
+        top = neurons_of(read_region(layout.mask_file(ability, K, "top"))[0], shape.hidden, shape.intermediate)
+        assert len(top & set(order[:count])) >= count - 1  # one item per batch here: float noise at the cut
+    assert not layout.attribution_file(ABILITIES[0]).exists()  # the activity is all it reads
+    states = {(i.stage, i.model + ": " + i.what): i.state for i in plan_status(cfg)}
+    assert all(states[("activity", f"demo: {a}")] == "done" for a in ABILITIES)
+    assert all(states[("masks", f"demo: {a} k{K}")] == "done" for a in ABILITIES)
 
 
 def test_a_k_below_one_neuron_is_refused_naming_k(tmp_path):
