@@ -91,6 +91,33 @@ def test_fingerprint_sees_one_changed_weight_and_ignores_the_dtype(tiny_model_di
     assert fingerprint(model) != before
 
 
+def test_the_checkpoint_fingerprint_is_kept_by_content_and_recomputed_when_a_weight_changes(tmp_path, tiny_model_dir):
+    from safetensors.torch import load_file, save_file
+
+    from benchprof.core.modeling import checkpoint_fingerprint
+
+    model_dir, cache = tmp_path / "model", tmp_path / "cache"
+    shutil.copytree(tiny_model_dir, model_dir)
+    cache.mkdir()
+    loads = []
+
+    def load():
+        loads.append(1)
+        return load_model(str(model_dir), dtype="float32")[0]
+
+    want = fingerprint(load_model(str(model_dir), dtype="float32")[0])
+    assert checkpoint_fingerprint(str(model_dir), cache, load) == want and len(loads) == 1
+    assert checkpoint_fingerprint(str(model_dir), cache, load) == want and len(loads) == 1  # known: not loaded
+    assert checkpoint_fingerprint(str(model_dir), cache, load, update_cache=False) == want and len(loads) == 1
+    tensors = load_file(model_dir / "model.safetensors")
+    name = next(n for n in tensors if n.endswith("mlp.down_proj.weight"))
+    tensors[name] = tensors[name].clone()
+    tensors[name].view(-1)[7] += 1.0
+    save_file(tensors, model_dir / "model.safetensors", metadata={"format": "pt"})
+    changed = checkpoint_fingerprint(str(model_dir), cache, load)
+    assert len(loads) == 2 and changed != want and changed == fingerprint(load_model(str(model_dir))[0])
+
+
 def test_model_identity_is_content_cached_by_time(tmp_path, tiny_model_dir):
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(tiny_model_dir, a)

@@ -6,7 +6,7 @@ import hashlib
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -199,6 +199,49 @@ def model_identity(source: str, cache_dir: Path | None = None, update_cache: boo
         except BenchprofError:
             pass  # a read-only outputs folder: hash again next time
     return {"files": files}
+
+
+FINGERPRINTS = "fingerprints.json"  # in a model's outputs folder: fingerprint() by checkpoint identity
+
+
+def checkpoint_fingerprint(
+    source: str,
+    cache_dir: Path | None,
+    model: torch.nn.Module | Callable[[], torch.nn.Module],
+    update_cache: bool = True,
+) -> str:
+    """fingerprint() of the checkpoint at `source` as loaded (`model`, or a function that loads it, called only
+    when the fingerprint is not known), kept in `cache_dir/fingerprints.json` by the checkpoint's identity
+    (model_identity: the files' content records, or a hub commit). Computing it reads every weight (about 1 s
+    for 135 M parameters, a minute for billions). A hub id whose commit is unknown is never cached."""
+    import json
+
+    import torch
+
+    from benchprof.core.storage import read_json, write_json
+
+    def load() -> torch.nn.Module:
+        return model if isinstance(model, torch.nn.Module) else model()
+
+    identity = model_identity(source, cache_dir, update_cache)
+    if cache_dir is None or ("hub" in identity and not identity.get("commit")):
+        return fingerprint(load())
+    key = hashlib.blake2b(json.dumps(identity, sort_keys=True).encode(), digest_size=16).hexdigest()
+    path = cache_dir / FINGERPRINTS
+    try:
+        known = read_json(path) if path.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    known = known if isinstance(known, dict) else {}
+    if isinstance(known.get(key), str):
+        return str(known[key])
+    value = fingerprint(load())
+    if update_cache:
+        try:
+            write_json(path, {**known, key: value})
+        except BenchprofError:
+            pass  # a read-only outputs folder: computed again next time
+    return value
 
 
 def checkpoint_files(folder: Path) -> list[Path]:

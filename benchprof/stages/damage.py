@@ -231,7 +231,7 @@ def ensure_checkpoints(
     """
     from benchprof.core.console import progress
     from benchprof.core.locks import holds_folder_lock
-    from benchprof.core.modeling import fingerprint, load_model
+    from benchprof.core.modeling import checkpoint_fingerprint, load_model
     from benchprof.core.storage import is_current, remove_temps
 
     layout = Layout(cfg.output_root, spec.tag)
@@ -252,7 +252,7 @@ def ensure_checkpoints(
         return 0, len(todo)
     if model is None or tokenizer is None:
         model, tokenizer = load_model(*cfg.model_source(spec), dtype=dtype, device="cpu")
-    fp = fingerprint(model)
+    fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, model)
     for v in progress(pending, desc=f"damage --save {spec.tag}", unit="variant"):
         path = layout.mask_file(*v.parts())
         save_checkpoint(
@@ -293,7 +293,7 @@ def damage(
         save: write checkpoints under <ability>/damaged/k<k>/<region>/.
         force: rewrite checkpoints that exist.
     """
-    from benchprof.core.modeling import fingerprint, load_model, pick_device
+    from benchprof.core.modeling import checkpoint_fingerprint, load_model, pick_device
 
     started = time.time()
     todo = variants(cfg, ability, k, region)
@@ -308,7 +308,7 @@ def damage(
             )
             continue
         net, _ = load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device))
-        fp = fingerprint(net)
+        fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, net)
         print(f"{'variant':<48} {'zeroed':>12} {'of params':>10} {'norm drop':>10} {'were 0':>8}")
         for v in todo:
             stats = region_stats(net, load_region(net, layout.mask_file(*v.parts()), fp))

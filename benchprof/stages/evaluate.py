@@ -257,14 +257,15 @@ def run_hf(
     variant: apply, run its benchmarks, restore. Returns (model loads: 1, jobs left to another process)."""
     from lm_eval.models.huggingface import HFLM
 
-    from benchprof.core.modeling import fingerprint, load_model, pick_device
+    from benchprof.core.modeling import checkpoint_fingerprint, load_model, pick_device
     from benchprof.stages.damage import ablated, load_region
     from benchprof.stages.prefix_scorer import SharedPrefixLM
 
     model, tokenizer = load_model(
         *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
     )
-    fp = fingerprint(model)  # of the unablated model: every mask is checked against it
+    # of the unablated model: every mask is checked against it
+    fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, model)
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)

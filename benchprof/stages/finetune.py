@@ -180,10 +180,9 @@ def finetune(
     import torch
 
     from benchprof.core.modeling import (
+        checkpoint_fingerprint,
         eligible_names,
-        fingerprint,
         load_model,
-        model_identity,
         num_layers,
         pick_device,
         total_params,
@@ -238,9 +237,9 @@ def finetune(
                     print(f"finetune: {spec.tag} is an fp16 checkpoint; importance runs in {wider} ({FP16_WHY})")
             if settings.gradient_checkpointing:
                 enable_checkpointing(net)
-            model_fingerprint = fingerprint(net)  # before sharding: needs every full tensor
-            if rank == 0:  # the folder records its checkpoint's files: found again under another path
-                model_identity(name, layout.model_dir)
+            # before sharding: needs every full tensor; rank 0 alone writes the folder's records of its checkpoint
+            # (found again under another path) and the fingerprint's
+            model_fingerprint = checkpoint_fingerprint(name, layout.model_dir, net, update_cache=rank == 0)
             n_layers, n_params = num_layers(net), total_params(net)
             net_dtype = str(next(net.parameters()).dtype)
             eligible = eligible_names([n for n, _ in net.named_parameters()], settings.scope, n_layers)

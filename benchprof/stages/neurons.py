@@ -298,7 +298,7 @@ def attributions(
     from tqdm import tqdm
 
     from benchprof.core.layout import Layout
-    from benchprof.core.modeling import fingerprint, load_model
+    from benchprof.core.modeling import checkpoint_fingerprint, load_model
     from benchprof.core.storage import clear_manifest, is_current, read_tensors, save_tensors, write_manifest
 
     layout = Layout(cfg.output_root, spec.tag)
@@ -312,7 +312,7 @@ def attributions(
         model.eval()
         neurons = model_neurons(model)
         metadata = {
-            "fingerprint": fingerprint(model),
+            "fingerprint": checkpoint_fingerprint(source, layout.model_dir, model),
             "total_params": str(neurons.total_params),
             "n_layers": str(len(neurons.mlps)),
             "hidden": str(neurons.hidden),

@@ -13,11 +13,16 @@ from __future__ import annotations
 import math
 import sys
 from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING
 
 from benchprof import BenchprofError
 from benchprof.core.config import NEURON_SCORES, Config, ModelSpec
 from benchprof.core.storage import judge
 from benchprof.stages.preflight import needed_abilities
+
+if TYPE_CHECKING:
+    import torch
 
 STATES = ("done", "stale", "pending")
 
@@ -254,19 +259,22 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
 
 def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
     """Every output of the config's run, in stage order, with its state."""
-    from benchprof.core.modeling import fingerprint as model_fingerprint
-    from benchprof.core.modeling import load_model
+    from benchprof.core.layout import Layout
+    from benchprof.core.modeling import checkpoint_fingerprint, load_model
+
+    def loaded(spec: ModelSpec) -> torch.nn.Module:
+        dtype = cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
+        return load_model(*cfg.model_source(spec), dtype=dtype)[0]
 
     data = data_items(cfg)
     items: list[Item] = list(data.values())
     for spec in cfg.models:
         fp = None
         if fingerprint and cfg.abilities():
-            net, _ = load_model(
-                *cfg.model_source(spec), dtype=cfg.finetune.dtype if cfg.finetune.dtype != "auto" else spec.dtype
+            # known from an earlier stage (modeling.checkpoint_fingerprint), or the model is loaded
+            fp = checkpoint_fingerprint(
+                cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, partial(loaded, spec), False
             )
-            fp = model_fingerprint(net)
-            del net
         if cfg.extract.score in NEURON_SCORES:
             importance = attribution_items(cfg, spec, data)
         else:
