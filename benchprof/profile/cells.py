@@ -391,6 +391,12 @@ def cell_rows(
                     continue  # AIS undefined (original score 0): nothing to test
                 test = paired_test(base, values_ablated, clusters, lower_is_better=sign < 0)
                 row.p_value, row.flips_lost, row.flips_gained = test.p_value, test.flips_lost, test.flips_gained
+                if test.needs_units:  # one note per benchmark and metric (the notes are de-duplicated)
+                    profile.notes.append(
+                        f"{benchmark} ({metric}): rows whose per-document differences are too skewed for a mean "
+                        "test at their number of documents get no test and no star (they need n > 28 + 25·G1², "
+                        "Sugden et al. 2000; docs/statistics.md#the-mean-test)"
+                    )
                 if test.flips_lost is None:
                     row_spread[id(row)] = test.spread
                 elif region in samples:

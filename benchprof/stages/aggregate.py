@@ -94,7 +94,8 @@ def default_report_k(cfg: Config, report_k: float | str | None = None) -> float:
 # 4: the clustered McNemar test exact at every size (it was χ² beyond 14 changed clusters).
 # 5: the claim family (top-random rows, top-random specificity against the random draws' specificity) apart
 #    from the damage family (top against the original), Holm within the claim; no control test without spread.
-STATISTICS_VERSION = 5
+# 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
+STATISTICS_VERSION = 6
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:

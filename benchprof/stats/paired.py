@@ -188,6 +188,26 @@ def mean_difference_p(
     return float(shaped) if shaped.ndim == 0 else shaped
 
 
+def mean_test_units(units: ArrayLike) -> int:
+    """How many changed units the mean test of these unit differences needs to hold its level: the smallest n
+    with n > 28 + 25·G1² (Sugden, Smith and Jones 2000, "Cochran's rule for simple random sampling", JRSS B
+    62:787, refining Cochran 1977), G1 the adjusted sample skewness (scipy.stats.skew, bias=False) of the
+    units that changed. A sparse row is as small as its changes: its zeros say nothing about their shape.
+
+    Skewed or sparse differences make the t-test reject a true null too often at small n (up to 0.10 at
+    n = 100), and the sign-flip test asks about symmetry there, not the mean: a row with fewer changed units
+    gets no mean test (paired_test). 0 when fewer than three units changed or all by one amount."""
+    import numpy as np
+    from scipy import stats
+
+    d = np.asarray(units, dtype=float).reshape(-1)
+    d = d[d != 0]
+    if d.size < 3 or np.ptp(d) == 0:
+        return 0
+    skew = float(stats.skew(d, bias=False))
+    return math.floor(28 + 25 * skew**2) + 1
+
+
 def clustered_mcnemar_p(original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike) -> float:
     """Two-sided McNemar test for 0/1 items in clusters: the exact sign-flip test of the cluster differences
     D_c = lost − gained in cluster c (`sign_flip_integer_p`), at every number of clusters.
@@ -209,6 +229,7 @@ class PairedTest:
     flips_lost: int | None  # 0/1 metrics: items the ablation made worse (right -> wrong, or 0 -> 1 for a loss)
     flips_gained: int | None  # 0/1 metrics: items it made better
     spread: float  # continuous metrics: sd of the per-item differences (for the minimum detectable AIS), else NaN
+    needs_units: int = 0  # continuous metrics: the changed units a mean test needs (mean_test_units) if it has fewer
 
 
 def paired_test(
@@ -216,7 +237,8 @@ def paired_test(
 ) -> PairedTest:
     """Test "the ablation changes nothing" on paired per-item scores, respecting the clusters the intervals
     resample: where both vectors are 0/1, exact McNemar (`mcnemar_p`), or with `clusters` its clustered form
-    (`clustered_mcnemar_p`); else the test of the mean difference (`mean_difference_p`, on cluster sums).
+    (`clustered_mcnemar_p`); else the test of the mean difference (`mean_difference_p`, on cluster sums), where
+    there are as many units as it needs (`mean_test_units`; else p is NaN and `needs_units` says how many).
 
     For a lower-is-better 0/1 metric (an error indicator) a 0 -> 1 change is the loss, so the flips swap.
     """
@@ -231,6 +253,9 @@ def paired_test(
             lost, gained = gained, lost
         return PairedTest(float(p), lost, gained, math.nan)
     spread = float(np.std(original - ablated, ddof=1)) if original.size > 1 else math.nan
+    units = unit_differences(original, ablated, clusters)
+    if np.count_nonzero(units) < (needed := mean_test_units(units)):  # too skewed for its size: no test, no star
+        return PairedTest(math.nan, None, None, spread, needed)
     return PairedTest(float(mean_difference_p(original, ablated, clusters)), None, None, spread)
 
 
