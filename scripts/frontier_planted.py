@@ -1,18 +1,34 @@
 #!/usr/bin/env python
-"""Each neuron score of benchprof frontier against a planted model's neurons (lab/frontier.py planted_recovery).
+"""Each neuron score of benchprof frontier against planted models' neurons (lab/frontier.py planted_recovery):
+one row per option and planted ability of each build, then, with several builds, the mean over builds of a
+build's mean over its abilities [95% t interval over builds] (lab/validation.py mean_interval).
 
-.venv/bin/python scripts/frontier_planted.py /tmp/demo-planted [items] [threads]
+.venv/bin/python scripts/frontier_planted.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [items] [threads]
 """
 
 import sys
+import time
 from pathlib import Path
 
-from benchprof.lab.frontier import planted_recovery
+from benchprof.lab.frontier import planted_recovery, recovery_over_builds
 
 if __name__ == "__main__":
+    folders = [Path(f) for f in sys.argv[1].split(",")]
     items = int(sys.argv[2]) if len(sys.argv) > 2 else 120
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else 1
-    print("| option | ability | AUROC | top-neuron precision | chance |\n|---|---|---|---|---|")
-    for r in planted_recovery(Path(sys.argv[1]), items, threads):
-        figures = f"{r['auroc']:.3f} | {r['top_neuron_precision']:.3f} | {r['chance']:.3f}"
-        print(f"| {r['option']} | {r['ability']} | {figures} |")
+    builds = []
+    print("| build | option | ability | AUROC | top-neuron precision | chance |\n|---|---|---|---|---|---|")
+    for folder in folders:
+        started = time.time()
+        builds.append(planted_recovery(folder, items, threads))
+        for r in builds[-1]:
+            figures = f"{r['auroc']:.3f} | {r['top_neuron_precision']:.3f} | {r['chance']:.4f}"
+            print(f"| {folder.name} | {r['option']} | {r['ability']} | {figures} |")
+        print(f"({folder}: {time.time() - started:.0f} s)", file=sys.stderr)
+    if len(builds) > 1:
+        print(f"\n| option | AUROC [95% t over {len(builds)} builds] | top-neuron precision [95%] |\n|---|---|---|")
+        for option, (auroc, precision) in recovery_over_builds(builds).items():
+            print(
+                f"| {option} | {auroc[0]:.3f} [{auroc[1]:.3f}, {auroc[2]:.3f}] | "
+                f"{precision[0]:.3f} [{precision[1]:.3f}, {precision[2]:.3f}] |"
+            )

@@ -245,6 +245,26 @@ def test_frontier_command_on_the_demo_model(tmp_path):
         main([*args[:2], "--ability", "Commonsense_Causal"])  # one ability has no "other" split
 
 
+def test_recovery_over_builds_is_a_t_interval_of_the_builds_ability_means():
+    from scipy import stats
+
+    from benchprof.lab.frontier import recovery_over_builds
+
+    builds = [
+        [
+            {"option": "o", "ability": "A", "auroc": a, "top_neuron_precision": p},
+            {"option": "o", "ability": "B", "auroc": b, "top_neuron_precision": q},
+        ]
+        for a, b, p, q in ((0.9, 0.7, 0.5, 0.3), (0.8, 0.8, 0.2, 0.4), (1.0, 0.6, 0.6, 0.0))
+    ]
+    (auroc, _low, high), precision = recovery_over_builds(builds)["o"]
+    means = np.array([0.8, 0.8, 0.8])  # each build's mean over A and B
+    assert auroc == pytest.approx(means.mean()) and high == pytest.approx(means.mean())  # no spread: no width
+    p_means = np.array([0.4, 0.3, 0.3])
+    half = stats.t.ppf(0.975, 2) * p_means.std(ddof=1) / math.sqrt(3)
+    assert precision == pytest.approx((p_means.mean(), p_means.mean() - half, p_means.mean() + half))
+
+
 @pytest.mark.slow
 def test_planted_recovery_on_the_small_planted_model(tmp_path):
     """The small planted model (demo model + two invented abilities in 72 neurons each): one row per option and

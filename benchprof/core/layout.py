@@ -10,6 +10,7 @@ outputs/<model-tag>/
   <ability>/eval/k<k>/<region>/<benchmark>.json (+ .samples.jsonl)   evaluate
   profile/ais.csv, ais.md, ais.json, benchmarks.csv, similarity.csv, *.png   aggregate
   .lock                                                  the command writing here (storage.folder_lock)
+  model_files.json, fingerprints.json                    the checkpoint's file records and fingerprint (modeling)
 outputs/compare/profiles.csv, correlation.csv, compare.md, profiles.png   aggregate, with several models
 outputs/tasks/<task>.yaml (+ <task>.jsonl)               evaluate: generated lm-eval tasks (tasks.py)
 """
