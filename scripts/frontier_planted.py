@@ -27,8 +27,7 @@ if __name__ == "__main__":
         print(f"({folder}: {time.time() - started:.0f} s)", file=sys.stderr)
     if len(builds) > 1:
         print(f"\n| option | AUROC [95% t over {len(builds)} builds] | top-neuron precision [95%] |\n|---|---|---|")
-        for option, (auroc, precision) in recovery_over_builds(builds).items():
-            print(
-                f"| {option} | {auroc[0]:.3f} [{auroc[1]:.3f}, {auroc[2]:.3f}] | "
-                f"{precision[0]:.3f} [{precision[1]:.3f}, {precision[2]:.3f}] |"
-            )
+        for option, figures in recovery_over_builds(builds).items():
+            # each: mean [interval], the interval shown clipped to [0, 1]
+            shown = [f"{m:.3f} [{max(0.0, lo):.3f}, {min(1.0, hi):.3f}]" for m, lo, hi in figures]
+            print(f"| {option} | {' | '.join(shown)} |")

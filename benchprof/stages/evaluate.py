@@ -192,24 +192,34 @@ class JobInputs:
 def run_lm_eval(
     lm: LM, task: str, num_fewshot: int, limit: int | None, task_manager: TaskManager, seed: int
 ) -> dict[str, Any]:
-    """One lm-eval run, no response cache (a shared one would answer for the original model)."""
+    """One lm-eval run, no response cache (a shared one would answer for the original model).
+
+    Without lm-eval's environment report (evaluator.add_env_info: torch's collect_env, about 0.5 s a call, more
+    than scoring a small benchmark): it fills result fields benchprof does not keep, on every one of hundreds of
+    jobs."""
     import lm_eval
+    import lm_eval.evaluator
 
     drop_model_object_warning()  # also the few-shot warning of benchprof's own tasks, for every caller
-    return lm_eval.simple_evaluate(
-        model=lm,
-        tasks=[task],
-        num_fewshot=num_fewshot,
-        limit=limit,
-        log_samples=True,
-        task_manager=task_manager,
-        use_cache=None,
-        cache_requests=False,
-        random_seed=seed,
-        numpy_random_seed=seed,
-        torch_random_seed=seed,
-        fewshot_random_seed=seed,
-    )
+    report = lm_eval.evaluator.add_env_info
+    lm_eval.evaluator.add_env_info = lambda storage: None
+    try:
+        return lm_eval.simple_evaluate(
+            model=lm,
+            tasks=[task],
+            num_fewshot=num_fewshot,
+            limit=limit,
+            log_samples=True,
+            task_manager=task_manager,
+            use_cache=None,
+            cache_requests=False,
+            random_seed=seed,
+            numpy_random_seed=seed,
+            torch_random_seed=seed,
+            fewshot_random_seed=seed,
+        )
+    finally:
+        lm_eval.evaluator.add_env_info = report
 
 
 def document_scores(
