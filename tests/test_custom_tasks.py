@@ -65,6 +65,22 @@ def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
 
 
 @pytest.mark.slow
+def test_task_yamls_are_read_as_lm_eval_reads_them(tmp_path):
+    """tasks.read_task_yaml, the adapter over lm-eval's private reader: an include's keys merged under the file's
+    own, `!function` kept as the name it points to (not imported)."""
+    from benchprof.stages.tasks import read_task_yaml
+
+    (tmp_path / "base.yaml").write_text("output_type: multiple_choice\nnum_fewshot: 3\ntest_split: test\n")
+    (tmp_path / "task.yaml").write_text(
+        "include: base.yaml\ntask: mine\nnum_fewshot: 0\nprocess_docs: !function utils.process\n"
+    )
+    merged = read_task_yaml(tmp_path / "task.yaml")
+    assert merged["task"] == "mine" and merged["output_type"] == "multiple_choice" and merged["test_split"] == "test"
+    assert merged["num_fewshot"] == 0  # the file's own key wins over the include's
+    assert "utils.process" in str(merged["process_docs"])  # not resolved: utils.py does not even exist
+    assert "output_type" not in read_task_yaml(tmp_path / "task.yaml", includes=False)
+
+
 def test_own_tasks_are_evaluated_profiled_and_an_edit_reruns_exactly_them(tmp_path):
     path = copy_example(tmp_path)
     done = run_cli("run", str(path), cwd=tmp_path)  # outside a git checkout: lm-eval's `git describe` fails

@@ -161,9 +161,7 @@ def check_metrics(cfg: Config, problems: list[str]) -> None:
     a group, a tag or a task without one is not checked here, aggregate says so)."""
     import json
 
-    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
-
-    from benchprof.stages.tasks import is_local, is_standard, task_yaml, user_tasks
+    from benchprof.stages.tasks import is_local, is_standard, read_task_yaml, task_yaml, user_tasks
 
     for benchmark, override in cfg.aggregate.metrics.items():
         if is_local(cfg, benchmark):
@@ -171,7 +169,7 @@ def check_metrics(cfg: Config, problems: list[str]) -> None:
         else:
             path = (builtin_tasks() if is_standard(cfg, benchmark) else user_tasks(cfg)).get(benchmark)
             try:
-                spec = load_yaml(path, resolve_func=False, recursive=True) if path is not None else {}
+                spec = read_task_yaml(path) if path is not None else {}
             except Exception:  # an unreadable YAML: check_user_tasks or lm-eval names it
                 continue
         known = [str(m["metric"]) for m in spec.get("metric_list") or [] if isinstance(m, dict) and "metric" in m]
@@ -279,15 +277,13 @@ def check_user_tasks(cfg: Config, problems: list[str]) -> None:
     its task is then 'unknown'), and the local data files of the benchmarks' own tasks exist."""
     import glob
 
-    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
-
-    from benchprof.stages.tasks import include_paths, user_tasks
+    from benchprof.stages.tasks import include_paths, read_task_yaml, user_tasks
 
     for root in include_paths(cfg):
         files = [root] if root.is_file() else sorted(root.glob("**/*.yaml"))
         for path in files:
             try:
-                load_yaml(path, resolve_func=False, recursive=True)
+                read_task_yaml(path)
             except Exception as err:  # yaml's errors, a missing include, not a mapping
                 problems.append(f"evals.include_path: {path}: lm-eval cannot read this task YAML ({yaml_problem(err)})")
     own = user_tasks(cfg)
@@ -295,7 +291,7 @@ def check_user_tasks(cfg: Config, problems: list[str]) -> None:
         if benchmark not in own or benchmark in cfg.evals.dataset_paths:
             continue
         try:
-            spec = load_yaml(own[benchmark], resolve_func=False, recursive=True)
+            spec = read_task_yaml(own[benchmark])
         except Exception:  # reported above
             continue
         shots = cfg.evals.fewshot(benchmark)

@@ -45,6 +45,26 @@ def include_paths(cfg: Config) -> list[Path]:
     return [cfg.resolve(p) for p in cfg.evals.include_path]
 
 
+def read_task_yaml(path: Path, includes: bool = True) -> dict[str, Any]:
+    """A task YAML as lm-eval reads it: its includes merged (unless `includes` is False: the file's own keys),
+    `!function` tags kept unresolved.
+
+    The adapter over lm-eval's task reader, the one private lm-eval module benchprof reads
+    (lm_eval.tasks._yaml_loader, the same reader TaskManager uses; its index entries' kinds are read by name,
+    `kind.name`, so its private _index module is needed for types only). A later lm-eval that moves it fails
+    here, in one line naming the installed version."""
+    try:
+        from lm_eval.tasks._yaml_loader import load_yaml
+    except ImportError as err:
+        from importlib.metadata import version
+
+        raise BenchprofError(
+            f"lm-eval {version('lm_eval')} has no lm_eval.tasks._yaml_loader.load_yaml, the task YAML reader "
+            "benchprof uses; install the lm-eval of constraints.txt"
+        ) from err
+    return dict(load_yaml(path, resolve_func=False, recursive=includes))
+
+
 @functools.lru_cache(maxsize=8)
 def _index(paths: tuple[Path, ...], defaults: bool) -> dict[str, Entry]:
     """lm-eval's own index of tasks, groups and tags (configs merged with their includes)."""
@@ -143,9 +163,7 @@ def local_task_spec(name: str, original: Path, source: Path, num_fewshot: int, k
     scored split; a few-shot benchmark without one is refused, never given examples from the split it
     scores. Split keys whose split the copy lacks are unset, so lm-eval never asks for them.
     """
-    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
-
-    spec = load_yaml(original, resolve_func=False, recursive=True)
+    spec = read_task_yaml(original)
     builder, files = copy_splits(source, key)
     wanted = spec.get("test_split") or spec.get("validation_split") or "test"
     if "" in files:  # one unnamed split: it is the scored one
@@ -188,14 +206,12 @@ def local_task_spec(name: str, original: Path, source: Path, num_fewshot: int, k
 
 def leaf_tasks(index: dict[str, Entry], name: str) -> list[str]:
     """The tasks a group or tag of lm-eval's index stands for, subgroups expanded, in a fixed order."""
-    from lm_eval.tasks._index import Kind
-
     entry = index.get(name)
     if entry is None:
         raise BenchprofError(f"evals.dataset_paths.{name}: lm-eval has no task, group or tag of that name")
-    if entry.kind == Kind.TAG:
+    if entry.kind.name == "TAG":
         members: list[Any] = sorted(entry.tags)
-    elif entry.kind == Kind.GROUP:
+    elif entry.kind.name == "GROUP":
         members = list((entry.cfg or {}).get("task") or [])
     else:
         return [name]
@@ -211,21 +227,19 @@ def local_copy_files(cfg: Config, benchmark: str, folder: Path) -> dict[Path, st
     reading `<copy>/<its dataset_name>/`, and a flat group over them that keeps the group's own
     aggregation (mmlu's size-weighted mean over its subgroups equals the one over all its subtasks).
     """
-    from lm_eval.tasks._index import Kind
-
     key = f"evals.dataset_paths.{benchmark}"
     source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
     shots = cfg.evals.fewshot(benchmark)
     name = "benchprof_local_" + benchmark.lower()
     cached = builtin_index().get(benchmark) if benchmark not in user_tasks(cfg) else None
-    if cached is not None and cached[0] is not None and cached[1] == Kind.TASK.name:  # a plain task: no full index
+    if cached is not None and cached[0] is not None and cached[1] == "TASK":  # a plain task: no full index
         spec = local_task_spec(name, cached[0], source, shots, key)
         return {layout.task_yaml_file(folder, name): json.dumps(spec, indent=2) + "\n"}
     index = {**_index((), True), **_index(tuple(include_paths(cfg)), False)}
     entry = index.get(benchmark)
     if entry is None:
         raise BenchprofError(f"{key}: lm-eval has no task YAML of that name")
-    if entry.yaml_path is not None and entry.kind == Kind.TASK:
+    if entry.yaml_path is not None and entry.kind.name == "TASK":
         spec = local_task_spec(name, Path(entry.yaml_path), source, shots, key)
         return {layout.task_yaml_file(folder, name): json.dumps(spec, indent=2) + "\n"}
     files: dict[Path, str] = {}
@@ -382,8 +396,6 @@ def task_files(yaml_path: Path) -> dict[str, Path]:
     without the project's location (file name, or folder/file for a data folder's files)."""
     import re
 
-    from lm_eval.tasks._yaml_loader import load_yaml  # lm-eval's own reader: includes merged, !function kept
-
     files: dict[str, Path] = {}
 
     def walk(path: Path) -> None:
@@ -396,13 +408,13 @@ def task_files(yaml_path: Path) -> dict[str, Path]:
             candidate = path.parent / f"{module.replace('.', '/')}.py"
             if candidate.is_file():
                 files[candidate.name] = candidate
-        spec = load_yaml(path, resolve_func=False, recursive=False)
+        spec = read_task_yaml(path, includes=False)
         includes = spec.get("include") or []
         for include in includes if isinstance(includes, list) else [includes]:
             walk(Path(include) if Path(include).is_absolute() else path.parent / include)
 
     walk(Path(yaml_path))
-    spec = load_yaml(yaml_path, resolve_func=False, recursive=True)
+    spec = read_task_yaml(yaml_path)
     data_files = (spec.get("dataset_kwargs") or {}).get("data_files") or {}
     values = data_files.values() if isinstance(data_files, dict) else [data_files]
     for value in values:  # relative to the working directory, as `datasets` reads them
