@@ -397,23 +397,8 @@ def extract(
                         size = n if selection == "exact" else chunked_count(scores.total, n, cfg.extract.chunk_size)
                         positions = random_positions(scores.total, size, seeds[region])
                         chosen[k_value][region] = split_positions(scores, positions)
-                write_regions(
-                    layout,
-                    ability_name,
-                    k_value,
-                    n,
-                    scores,
-                    chosen[k_value],
-                    selection,
-                    seeds,
-                    cfg.extract,
-                    front,
-                    back,
-                    spec.tag,
-                    inputs,
-                    k_started,
-                    score,
-                )
+                found = RegionSet(ability_name, k_value, n, chosen[k_value], selection, seeds, inputs, k_started, score)
+                write_regions(MaskFolder(layout, spec.tag, cfg.extract, front, back), scores, found)
                 written += 1
             print(
                 f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), score {score}, {scores.total:,} "
@@ -425,26 +410,40 @@ def extract(
     )
 
 
-def write_regions(
-    layout: Layout,
-    ability: str,
-    k: float,
-    n: int,
-    scores: Scores,
-    regions: dict[str, Region],
-    selection: str,
-    seeds: dict[str, int],
-    settings: ExtractSettings,
-    front: int,
-    back: int,
-    model_name: str,
-    inputs: dict[str, Any],
-    started: float,
-    score: str = "importance",
-) -> None:
+@dataclass(frozen=True)
+class MaskFolder:
+    """Where one model's region files go and what every one of them records: the layout, the model's tag, the
+    extract settings and the layers left out."""
+
+    layout: Layout
+    model_name: str
+    settings: ExtractSettings
+    front: int
+    back: int
+
+
+@dataclass
+class RegionSet:
+    """One (ability, k) folder's regions (each a dict of sorted flat indices per tensor) and what they were
+    chosen from: n weights, the selection and score, the random draws' seeds, the manifest's inputs."""
+
+    ability: str
+    k: float
+    n: int
+    regions: dict[str, Region]
+    selection: str
+    seeds: dict[str, int]
+    inputs: dict[str, Any]
+    started: float
+    score: str = "importance"
+
+
+def write_regions(folder: MaskFolder, scores: Scores, found: RegionSet) -> None:
     """Mask files, stats.csv, then the manifest (last) for one (ability, k)."""
+    layout, ability, k, n, seeds = folder.layout, found.ability, found.k, found.n, found.seeds
+    selection = found.selection
     clear_manifest(layout.masks_dir(ability, k))  # a run killed below leaves no manifest over mixed files
-    for region, indices in regions.items():
+    for region, indices in found.regions.items():
         metadata = {
             "fingerprint": scores.metadata.get("fingerprint", ""),
             "total_params": scores.metadata["total_params"],
@@ -452,28 +451,28 @@ def write_regions(
             "k": repr(float(k)),
             "region": region,
             "ability": ability,
-            "model": model_name,
+            "model": folder.model_name,
             "selection": "exact" if region in seeds else selection,
             "selected": str(sum(int(v.numel()) for v in indices.values())),
             "eligible": str(scores.total),
             "scope": scores.metadata["scope"],
             "n_layers": scores.metadata["n_layers"],
-            "front_removal": str(front),
-            "back_removal": str(back),
+            "front_removal": str(folder.front),
+            "back_removal": str(folder.back),
             "order": ORDER,
         }
         if region in seeds:  # no score: a random region's file (and its evaluations) outlive a score switch
-            metadata.update(seed=str(seeds[region]), random_seed=str(settings.random_seed))
+            metadata.update(seed=str(seeds[region]), random_seed=str(folder.settings.random_seed))
             if region != "random":  # the paper's single draw keeps its bytes
                 metadata["draw"] = str(random_draw(region))
-        elif score != "importance":  # absent means importance: masks of the default keep their bytes
-            metadata["score"] = score
+        elif found.score != "importance":  # absent means importance: masks of the default keep their bytes
+            metadata["score"] = found.score
         if region not in seeds and selection == "chunked":
-            metadata["chunk_size"] = str(chunk_length(scores.total, n, settings.chunk_size)) if n else ""
+            metadata["chunk_size"] = str(chunk_length(scores.total, n, folder.settings.chunk_size)) if n else ""
         write_region(layout.mask_file(ability, k, region), indices, metadata)
-    write_csv(layout.mask_stats(ability, k), STATS_COLUMNS, stats_rows(scores, regions), digits=6)
-    counts = {region: sum(int(v.numel()) for v in indices.values()) for region, indices in regions.items()}
-    write_manifest(layout.masks_dir(ability, k), inputs, started=started, extra={"selected": counts})
+    write_csv(layout.mask_stats(ability, k), STATS_COLUMNS, stats_rows(scores, found.regions), digits=6)
+    counts = {region: sum(int(v.numel()) for v in indices.values()) for region, indices in found.regions.items()}
+    write_manifest(layout.masks_dir(ability, k), found.inputs, started=found.started, extra={"selected": counts})
 
 
 def neuron_count(k: float, total_params: int, hidden: int) -> int:
@@ -570,10 +569,8 @@ def extract_neurons(
                     ids[region] = sorted(int(eligible[i]) for i in picks)
             chosen = {r: neuron_ids_region(shape, ids[r]) for r in regions}
             n = 3 * hidden * count
-            write_regions(
-                layout, ability, k, n, frame, chosen, "exact", seeds, cfg.extract, front, back, spec.tag, inputs,
-                started, score,
-            )  # fmt: skip
+            found = RegionSet(ability, k, n, chosen, "exact", seeds, inputs, started, score)
+            write_regions(MaskFolder(layout, spec.tag, cfg.extract, front, back), frame, found)
             written += 1
         if written_before != written:
             print(f"extract: {ability} ({spec.tag}): {written - written_before} k value(s), score {score}, neurons")
