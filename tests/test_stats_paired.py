@@ -225,6 +225,8 @@ def test_the_clustered_mcnemar_keeps_its_rate_when_facts_flip_together():
 
 
 def test_paired_test_picks_mcnemar_for_0_1_scores_and_the_mean_test_otherwise():
+    from scipy import stats
+
     original = [1, 1, 1, 0, 0, 1, 0, 1]
     ablated = [0, 1, 0, 1, 0, 1, 0, 0]
     test = paired_test(original, ablated)
@@ -239,9 +241,19 @@ def test_paired_test_picks_mcnemar_for_0_1_scores_and_the_mean_test_otherwise():
     diff = before - after
     test = paired_test(before, after)
     assert test.flips_lost is None and test.flips_gained is None
-    assert test.p_value == pytest.approx(sign_flip_exact_p(diff))
+    # five changed documents: too few for any mean test (at least 29), so none, and how many it would need
+    changed = diff[diff != 0]
+    m2, m3 = np.mean((changed - changed.mean()) ** 2), np.mean((changed - changed.mean()) ** 3)
+    g1 = m3 / m2**1.5 * math.sqrt(5 * 4) / 3
+    assert math.isnan(test.p_value) and test.needs_units == math.floor(28 + 25 * g1**2) + 1
     hand_sd = math.sqrt(sum((d - diff.mean()) ** 2 for d in diff) / 5)
     assert test.spread == pytest.approx(hand_sd, rel=1e-12)
+    # enough of them: the paired t-test of the mean difference
+    rng = np.random.default_rng(8)
+    before = rng.uniform(0.3, 0.9, 80)
+    after = before - rng.normal(0.02, 0.05, 80)
+    test = paired_test(before, after)
+    assert test.needs_units == 0 and test.p_value == pytest.approx(stats.ttest_1samp(before - after, 0).pvalue)
 
 
 def test_one_sided_p_is_the_exact_binomial_tail_where_the_region_hurts():
