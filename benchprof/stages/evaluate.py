@@ -253,16 +253,20 @@ def ablated_variants(jobs: list[Job]) -> list[Variant]:
     return [v for v in dict.fromkeys(job.variant for job in jobs) if not v.is_original]
 
 
-def run_hf(
-    cfg: Config,
-    spec: ModelSpec,
-    layout: Layout,
-    pending: list[tuple[Job, dict]],
-    mapping: dict[str, str],
-    task_manager: TaskManager,
-    progress: tqdm,
-    force: bool,
-) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Worker:
+    """What every job of one model's evaluation in this process shares: the config and model, its outputs folder,
+    each benchmark's lm-eval task name and the task manager that knows them, and --force."""
+
+    cfg: Config
+    spec: ModelSpec
+    layout: Layout
+    mapping: dict[str, str]
+    task_manager: TaskManager
+    force: bool
+
+
+def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> tuple[int, int]:
     """Load once, wrap in one HFLM (benchprof's SharedPrefixLM unless evals.scorer is lm_eval), and for each
     variant: apply, run its benchmarks, restore. Returns (model loads: 1, jobs left to another process)."""
     from lm_eval.models.huggingface import HFLM
@@ -271,6 +275,7 @@ def run_hf(
     from benchprof.stages.damage import ablated, load_region
     from benchprof.stages.prefix_scorer import SharedPrefixLM
 
+    cfg, spec, layout = worker.cfg, worker.spec, worker.layout
     model, tokenizer = load_model(
         *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
     )
@@ -284,25 +289,17 @@ def run_hf(
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
         with ablated(model, region):
             for job, inputs in jobs:
-                left += not run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, fp, force)
+                left += not run_job(worker, job, inputs, lm, fp)
                 progress.update(1)
     return 1, left
 
 
-def run_vllm(
-    cfg: Config,
-    spec: ModelSpec,
-    layout: Layout,
-    pending: list[tuple[Job, dict]],
-    mapping: dict[str, str],
-    task_manager: TaskManager,
-    progress: tqdm,
-    force: bool,
-) -> tuple[int, int]:
+def run_vllm(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> tuple[int, int]:
     """One vLLM engine per variant, from its `damage --save` checkpoint (the original: the model itself).
     Returns (engines started, jobs left to another process)."""
     from lm_eval.api.registry import get_model
 
+    cfg, spec, layout = worker.cfg, worker.spec, worker.layout
     loads = left = 0
     for variant, jobs in by_variant(pending).items():
         path = cfg.model_source(spec)[0] if variant.is_original else str(layout.damaged_dir(*variant.parts()))
@@ -316,7 +313,7 @@ def run_vllm(
             seed=cfg.settings.seed,
         )
         for job, inputs in jobs:
-            left += not run_job(cfg, spec, layout, job, inputs, lm, mapping, task_manager, None, force)
+            left += not run_job(worker, job, inputs, lm, None)
             progress.update(1)
         del lm
         free_vllm()
@@ -341,29 +338,22 @@ def free_vllm() -> None:
         torch.cuda.empty_cache()
 
 
-def run_job(
-    cfg: Config,
-    spec: ModelSpec,
-    layout: Layout,
-    job: Job,
-    inputs: dict[str, Any],
-    lm: LM,
-    mapping: dict[str, str],
-    task_manager: TaskManager,
-    model_fingerprint: str | None,
-    force: bool,
-) -> bool:
+def run_job(worker: Worker, job: Job, inputs: dict[str, Any], lm: LM, model_fingerprint: str | None) -> bool:
     """Score one job under its lock; False when another process holds the lock or finished the job meanwhile
     (an `evaluate --shard` beside `benchprof run`: each job is scored once)."""
     from benchprof.core.locks import job_lock
+
+    cfg, spec, layout, force = worker.cfg, worker.spec, worker.layout, worker.force
 
     with job_lock(layout.job_lock(job.variant, job.benchmark), f"benchprof evaluate ({spec.tag})") as mine:
         if not mine or (not force and is_current(layout.eval_output(job.variant, job.benchmark), inputs)):
             return False
         started = time.time()
-        task = mapping[job.benchmark]
+        task = worker.mapping[job.benchmark]
         try:
-            output = run_lm_eval(lm, task, inputs["num_fewshot"], inputs["limit"], task_manager, cfg.settings.seed)
+            output = run_lm_eval(
+                lm, task, inputs["num_fewshot"], inputs["limit"], worker.task_manager, cfg.settings.seed
+            )
         except Exception as err:  # lm-eval raises many kinds; say which job failed
             raise BenchprofError(
                 f"evaluate {job.variant.label()} on {job.benchmark}: lm-eval failed: {type(err).__name__}: {err}"
@@ -537,12 +527,13 @@ def evaluate(
         unknown = sorted({mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
         if unknown:
             raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
+        worker = Worker(cfg, spec, layout, mapping, task_manager, force)
         with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
             if backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
-                model_loads, left = run_vllm(cfg, spec, layout, pending, mapping, task_manager, progress, force)
+                model_loads, left = run_vllm(worker, pending, progress)
             else:
-                model_loads, left = run_hf(cfg, spec, layout, pending, mapping, task_manager, progress, force)
+                model_loads, left = run_hf(worker, pending, progress)
         loads += model_loads
         elsewhere += left
         ran += len(pending) - left
