@@ -1,0 +1,66 @@
+#!/usr/bin/env python
+"""Iterative selection of a planted ability's neurons (zero, re-score, repeat), against the planted neurons.
+
+act_grad_contrast chooses |R_a| neurons at once. Here it chooses them in ROUNDS equal chunks: each round zeroes the
+neurons chosen so far, recomputes the ability's attribution on its probe items (stages/neurons.py), ranks the rest
+by t_a − max_b t_b (the other abilities' t from the unablated model) and adds the next chunk. The question: do
+neurons that act together show up once the first of them are gone? Prints the top-neuron precision per build and
+ability, and the mean over builds with its 95% t interval (lab/validation.py mean_interval).
+
+.venv/bin/python scripts/frontier_iterative.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [rounds] [items] [threads]
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from benchprof.abilities import ABILITIES, splits
+from benchprof.abilities.invented import invented_splits
+from benchprof.lab.planted import planted_json_file
+from benchprof.lab.validation import mean_interval
+from benchprof.stages.damage import ablated
+from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_ids_region, neuron_scores
+
+
+def iterative_precision(folder: Path, rounds: int, items: int) -> dict[str, float]:
+    """Top-neuron precision of the iterative selection for each planted ability of one build."""
+    info = json.loads(planted_json_file(folder).read_text())
+    seed = int(info["settings"]["data_seed"])
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    neurons = model_neurons(model)
+    records = {a: invented_splits(a, seed)["probe"][:items] for a in info["neurons"]}
+    records.update({a: splits(a, items, 0, 1234)[0] for a in ABILITIES})
+    attribution = {a: neuron_attribution(model, tok, r) for a, r in records.items()}
+    out = {}
+    for ability, layers in info["neurons"].items():
+        truth = np.zeros(neurons.count, dtype=bool)
+        for layer, js in layers.items():
+            truth[[int(layer) * neurons.intermediate + j for j in js]] = True
+        size, chosen = int(truth.sum()), []
+        for r in range(rounds):
+            with ablated(model, neuron_ids_region(neurons, chosen)):
+                values = {**attribution, ability: neuron_attribution(model, tok, records[ability])}
+            scores = neuron_scores(values, ability, "act_grad_contrast")
+            scores[chosen] = -np.inf
+            chosen += [int(i) for i in np.argsort(-scores, kind="stable")[: size * (r + 1) // rounds - len(chosen)]]
+        out[ability] = float(truth[chosen].mean())
+    return out
+
+
+if __name__ == "__main__":
+    folders = [Path(f) for f in sys.argv[1].split(",")]
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 4
+    items = int(sys.argv[3]) if len(sys.argv) > 3 else 120
+    torch.set_num_threads(int(sys.argv[4]) if len(sys.argv) > 4 else 1)
+    means = []
+    for folder in folders:
+        got = iterative_precision(folder, rounds, items)
+        print(f"{folder.name}: " + ", ".join(f"{a} {p:.3f}" for a, p in got.items()))
+        means.append(sum(got.values()) / len(got))
+    mean, low, high = mean_interval(means)
+    print(f"top-neuron precision, {rounds} rounds: {mean:.3f} [{max(0.0, low):.3f}, {min(1.0, high):.3f}]")
