@@ -10,17 +10,13 @@ ability, and the mean over builds with its 95% t interval (lab/validation.py mea
 .venv/bin/python scripts/frontier_iterative.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [rounds] [items] [threads]
 """
 
-import json
 import sys
 from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from benchprof.abilities import ABILITIES, splits
-from benchprof.abilities.invented import invented_splits
-from benchprof.lab.planted import planted_json_file
+from benchprof.lab.frontier import planted_probe
 from benchprof.lab.validation import mean_interval
 from benchprof.stages.damage import ablated
 from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_ids_region, neuron_scores
@@ -28,13 +24,8 @@ from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_i
 
 def iterative_precision(folder: Path, rounds: int, items: int) -> dict[str, float]:
     """Top-neuron precision of the iterative selection for each planted ability of one build."""
-    info = json.loads(planted_json_file(folder).read_text())
-    seed = int(info["settings"]["data_seed"])
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
-    records = {a: invented_splits(a, seed)["probe"][:items] for a in info["neurons"]}
-    records.update({a: splits(a, items, 0, 1234)[0] for a in ABILITIES})
     attribution = {a: neuron_attribution(model, tok, r) for a, r in records.items()}
     out = {}
     for ability, layers in info["neurons"].items():

@@ -61,13 +61,19 @@ def neurons_of(region: dict[str, torch.Tensor], hidden: int, inter: int) -> set[
     return set().union(*per_tensor.values())
 
 
+def demo_model():
+    """The demo model in float32 and its tokenizer, loaded apart from extract's own load."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    return AutoModelForCausalLM.from_pretrained(DEMO, dtype=torch.float32).eval(), AutoTokenizer.from_pretrained(DEMO)
+
+
 def test_neuron_regions_equal_a_brute_force_ranking_of_an_independent_attribution(tmp_path, capsys):
     config = project(tmp_path)
     cfg = load_config(config)
     extract(cfg)
     layout = Layout(tmp_path / "out", "demo")
-    model = __import__("transformers").AutoModelForCausalLM.from_pretrained(DEMO, dtype=torch.float32).eval()
-    tok = __import__("transformers").AutoTokenizer.from_pretrained(DEMO)
+    model, tok = demo_model()
     shape = model_neurons(model)
     records = {a: generate(a, 12, 4, seed=2)[0][:10] for a in ABILITIES}
     attribution = {a: neuron_attribution(model, tok, records[a]) for a in ABILITIES}
@@ -107,8 +113,7 @@ def test_act_contrast_regions_rank_an_independent_activity_and_have_their_own_st
     cfg = load_config(config)
     extract(cfg)
     layout = Layout(tmp_path / "out", "demo")
-    model = __import__("transformers").AutoModelForCausalLM.from_pretrained(DEMO, dtype=torch.float32).eval()
-    tok = __import__("transformers").AutoTokenizer.from_pretrained(DEMO)
+    model, tok = demo_model()
     shape = model_neurons(model)
     activity = {a: neuron_activity(model, tok, generate(a, 12, 4, seed=2)[0][:10], batch_items=1) for a in ABILITIES}
     count = neuron_count(K, shape.total_params, shape.hidden)

@@ -258,6 +258,28 @@ def append(path: Path, record: dict[str, Any]) -> None:
         os.fsync(f.fileno())
 
 
+def planted_probe(
+    folder: Path, items: int
+) -> tuple[dict[str, Any], torch.nn.Module, PreTrainedTokenizerBase, dict[str, list[dict[str, Any]]]]:
+    """A planted model folder (`plant_real.py apply`) as its recovery reads it: planted.json, the model in float32
+    and its tokenizer, and the records: each planted ability's first `items` probe items (never planted), and
+    each generated ability's first `items` train items (the contrast)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from benchprof.abilities import ABILITIES, splits
+    from benchprof.abilities.invented import invented_splits
+    from benchprof.lab.planted import planted_json_file
+
+    info = json.loads(planted_json_file(folder).read_text())
+    seed = int(info["settings"]["data_seed"])
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    records = {a: invented_splits(a, seed)["probe"][:items] for a in info["neurons"]}
+    records.update({a: splits(a, items, 0, 1234)[0] for a in ABILITIES})
+    return info, model, tok, records
+
+
 def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[dict[str, Any]]:
     """How well each neuron score finds the neurons a planted model's abilities live in (planted.json of a
     folder `plant_real.py apply` wrote): per option and planted ability, the AUROC of its planted neurons in
@@ -265,21 +287,12 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     split (never planted) and, for the contrast, on the ten generated abilities' train splits."""
     import numpy as np
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from benchprof.abilities import ABILITIES, splits
-    from benchprof.abilities.invented import invented_splits
-    from benchprof.lab.planted import planted_json_file
     from benchprof.lab.validation import auroc
 
     torch.set_num_threads(threads)
-    info = json.loads(planted_json_file(folder).read_text())
-    seed = int(info["settings"]["data_seed"])
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
-    records = {a: invented_splits(a, seed)["probe"][:items] for a in info["neurons"]}
-    records.update({a: splits(a, items, 0, 1234)[0] for a in ABILITIES})
     statistics = {
         "attribution": {a: neuron_attribution(model, tok, r) for a, r in records.items()},
         "activity": {a: neuron_activity(model, tok, r) for a, r in records.items()},
