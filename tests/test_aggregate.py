@@ -503,7 +503,7 @@ def test_p_correct_rows_are_a_hand_softmax_and_their_own_family(tmp_path):
     # every document lost probability, but the test would run on the four facts' summed differences: the
     # sign-flip test there asks whether they are symmetric, not whether their mean is 0, so no test and no star
     assert p_row.flips_lost is None and math.isnan(p_row.p_value) and not p_row.significant
-    assert any(note.startswith("arc_easy (p_correct): rows whose") for note in profile.notes)
+    assert any(note.startswith("arc_easy (p_correct): rows with too few changed") for note in profile.notes)
     # the interval resamples the four facts, not the twelve documents
     docs = bootstrap_ais(
         hand(ll_original),

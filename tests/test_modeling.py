@@ -3,8 +3,10 @@ projects are identified by content, not by paths or mtimes (issue 22)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -116,6 +118,18 @@ def test_the_checkpoint_fingerprint_is_kept_by_content_and_recomputed_when_a_wei
     save_file(tensors, model_dir / "model.safetensors", metadata={"format": "pt"})
     changed = checkpoint_fingerprint(str(model_dir), cache, load)
     assert len(loads) == 2 and changed != want and changed == fingerprint(load_model(str(model_dir))[0])
+    # a model loaded by the caller is stored only with its load time, and not if a file changed after it
+    other = tmp_path / "other"
+    other.mkdir()
+    loaded_at = time.time()
+    model = load_model(str(model_dir), dtype="float32")[0]
+    assert checkpoint_fingerprint(str(model_dir), other, model) == changed
+    assert not (other / "fingerprints.json").exists()
+    (model_dir / "config.json").write_text((model_dir / "config.json").read_text())  # rewritten after the load
+    assert checkpoint_fingerprint(str(model_dir), other, model, loaded_at=loaded_at) == changed
+    assert not (other / "fingerprints.json").exists()
+    checkpoint_fingerprint(str(model_dir), other, model, loaded_at=time.time())
+    assert len(json.loads((other / "fingerprints.json").read_text())) == 1
 
 
 def test_model_identity_is_content_cached_by_time(tmp_path, tiny_model_dir):

@@ -173,7 +173,9 @@ def test_mean_test_units_is_sugdens_rule_on_the_sample_skewness():
     m2, m3 = np.mean((changed - changed.mean()) ** 2), np.mean((changed - changed.mean()) ** 3)
     g1 = m3 / m2**1.5 * math.sqrt(n * (n - 1)) / (n - 2)  # the adjusted Fisher-Pearson coefficient, by hand
     assert mean_test_units(d) == math.floor(28 + 25 * g1**2) + 1
-    assert mean_test_units(np.zeros(50)) == 0 and mean_test_units(np.full(50, 0.2)) == 0
+    assert mean_test_units(np.zeros(50)) == 0  # nothing changed: nothing to test
+    assert mean_test_units(np.full(50, 0.2)) == mean_test_units([0.5, -0.5]) == 29  # no skewness to see: the floor
+    assert mean_test_units([0.3, 0.1 + 0.2, 0.3, 0.3]) >= 29  # alike but for rounding: skew is NaN, not a crash
 
 
 SKEWED_NULLS = {  # mean 0 by construction, each a shape a continuous metric's per-document differences take

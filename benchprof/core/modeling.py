@@ -204,21 +204,31 @@ def model_identity(source: str, cache_dir: Path | None = None, update_cache: boo
 FINGERPRINTS = "fingerprints.json"  # in a model's outputs folder: fingerprint() by checkpoint identity
 
 
+FINGERPRINT_KEY = "fingerprint v1"  # in each cache key: a change of fingerprint() invalidates every stored value
+
+
 def checkpoint_fingerprint(
     source: str,
     cache_dir: Path | None,
     model: torch.nn.Module | Callable[[], torch.nn.Module],
     update_cache: bool = True,
+    loaded_at: float | None = None,
 ) -> str:
-    """fingerprint() of the checkpoint at `source` as loaded (`model`, or a function that loads it, called only
-    when the fingerprint is not known), kept in `cache_dir/fingerprints.json` by the checkpoint's identity
-    (model_identity: the files' content records, or a hub commit). Computing it reads every weight (about 1 s
-    for 135 M parameters, a minute for billions). A hub id whose commit is unknown is never cached."""
+    """fingerprint() of the checkpoint at `source` as loaded, kept in `cache_dir/fingerprints.json` by the
+    checkpoint's identity (model_identity: the files' content records, or a hub commit). Computing it reads every
+    weight (about 1 s for 135 M parameters, a minute for billions).
+
+    `model`: the model already loaded, with `loaded_at` the time.time() its load began; or a function that loads
+    it, called only when the fingerprint is not known. A value is stored only when no file of the checkpoint
+    changed after the load began (else the new files' identity could be paired with the old weights), and never
+    for a loaded model without `loaded_at` or for a hub id whose commit is unknown."""
     import json
 
     import torch
 
     from benchprof.core.storage import read_json, write_json
+
+    started = time.time() if loaded_at is None else loaded_at
 
     def load() -> torch.nn.Module:
         return model if isinstance(model, torch.nn.Module) else model()
@@ -226,7 +236,7 @@ def checkpoint_fingerprint(
     identity = model_identity(source, cache_dir, update_cache)
     if cache_dir is None or ("hub" in identity and not identity.get("commit")):
         return fingerprint(load())
-    key = hashlib.blake2b(json.dumps(identity, sort_keys=True).encode(), digest_size=16).hexdigest()
+    key = hashlib.blake2b(json.dumps([FINGERPRINT_KEY, identity], sort_keys=True).encode(), digest_size=16).hexdigest()
     path = cache_dir / FINGERPRINTS
     try:
         known = read_json(path) if path.is_file() else {}
@@ -236,7 +246,10 @@ def checkpoint_fingerprint(
     if isinstance(known.get(key), str):
         return str(known[key])
     value = fingerprint(load())
-    if update_cache:
+    known_load = loaded_at is not None or not isinstance(model, torch.nn.Module)
+    folder = Path(source)
+    changed = folder.is_dir() and any(p.stat().st_ctime > started for p in checkpoint_files(folder))
+    if update_cache and known_load and not changed:
         try:
             write_json(path, {**known, key: value})
         except BenchprofError:

@@ -197,7 +197,8 @@ def frontier(
         ability: the abilities whose regions are measured (comma-separated); default every ability of `datasets:`.
             At least two. act_grad_contrast holds each against every ability of `datasets:`.
         model: the model (name or tag); default the config's first.
-        options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast.
+        options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast; a rerun
+            may add options and sizes to those already measured in its folder.
         sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated.
         draws: random regions per size (at least 3 for a comparison with random).
         train_items: train items per ability the attribution reads.

@@ -393,8 +393,8 @@ def cell_rows(
                 row.p_value, row.flips_lost, row.flips_gained = test.p_value, test.flips_lost, test.flips_gained
                 if test.needs_units:  # one note per benchmark and metric (the notes are de-duplicated)
                     profile.notes.append(
-                        f"{benchmark} ({metric}): rows whose per-document differences are too skewed for a mean "
-                        "test at their number of documents get no test and no star (they need n > 28 + 25·G1², "
+                        f"{benchmark} ({metric}): rows with too few changed documents (or clusters) for the "
+                        "skewness of their changes get no mean test and no star (they need more than 28 + 25·G1², "
                         "Sugden et al. 2000; docs/statistics.md#the-mean-test)"
                     )
                 if test.flips_lost is None:

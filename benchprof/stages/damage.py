@@ -250,9 +250,11 @@ def ensure_checkpoints(
     pending = [v for v in todo if stale(v, region_metadata(layout.mask_file(*v.parts())).get("fingerprint", ""))]
     if not pending:
         return 0, len(todo)
+    loaded_at = None  # a model handed in: its load time is unknown, so its fingerprint is not stored
     if model is None or tokenizer is None:
+        loaded_at = time.time()
         model, tokenizer = load_model(*cfg.model_source(spec), dtype=dtype, device="cpu")
-    fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, model)
+    fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, model, loaded_at=loaded_at)
     for v in progress(pending, desc=f"damage --save {spec.tag}", unit="variant"):
         path = layout.mask_file(*v.parts())
         save_checkpoint(
@@ -307,8 +309,9 @@ def damage(
                 f"under {layout.model_dir}/<ability>/damaged/ in {time.time() - started:.0f}s"
             )
             continue
+        loaded_at = time.time()
         net, _ = load_model(*cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device))
-        fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, net)
+        fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, net, loaded_at=loaded_at)
         print(f"{'variant':<48} {'zeroed':>12} {'of params':>10} {'norm drop':>10} {'were 0':>8}")
         for v in todo:
             stats = region_stats(net, load_region(net, layout.mask_file(*v.parts()), fp))

@@ -201,8 +201,9 @@ def run_lm_eval(
     import lm_eval.evaluator
 
     drop_model_object_warning()  # also the few-shot warning of benchprof's own tasks, for every caller
-    report = lm_eval.evaluator.add_env_info
-    lm_eval.evaluator.add_env_info = lambda storage: None
+    report = getattr(lm_eval.evaluator, "add_env_info", None)
+    if report is not None:
+        lm_eval.evaluator.add_env_info = lambda storage: None
     try:
         return lm_eval.simple_evaluate(
             model=lm,
@@ -219,7 +220,8 @@ def run_lm_eval(
             fewshot_random_seed=seed,
         )
     finally:
-        lm_eval.evaluator.add_env_info = report
+        if report is not None:
+            lm_eval.evaluator.add_env_info = report
 
 
 def document_scores(
@@ -276,11 +278,12 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     from benchprof.stages.prefix_scorer import SharedPrefixLM
 
     cfg, spec, layout = worker.cfg, worker.spec, worker.layout
+    loaded_at = time.time()
     model, tokenizer = load_model(
         *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
     )
     # of the unablated model: every mask is checked against it
-    fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, model)
+    fp = checkpoint_fingerprint(cfg.model_source(spec)[0], layout.model_dir, model, loaded_at=loaded_at)
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)

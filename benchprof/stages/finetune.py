@@ -228,6 +228,7 @@ def finetune(
                 raise BenchprofError(FP16_REFUSED)
             name, tokenizer_name = cfg.model_source(spec)
             # a sharded model is loaded on the CPU and moved to the device shard by shard
+            loaded_at = time.time()
             net, tokenizer = load_model(name, tokenizer_name, dtype=model_dtype, device="cpu" if sharded else device)
             if next(net.parameters()).dtype == torch.float16:  # dtype auto on an fp16 checkpoint
                 bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
@@ -239,7 +240,9 @@ def finetune(
                 enable_checkpointing(net)
             # before sharding: needs every full tensor; rank 0 alone writes the folder's records of its checkpoint
             # (found again under another path) and the fingerprint's
-            model_fingerprint = checkpoint_fingerprint(name, layout.model_dir, net, update_cache=rank == 0)
+            model_fingerprint = checkpoint_fingerprint(
+                name, layout.model_dir, net, update_cache=rank == 0, loaded_at=loaded_at
+            )
             n_layers, n_params = num_layers(net), total_params(net)
             net_dtype = str(next(net.parameters()).dtype)
             eligible = eligible_names([n for n, _ in net.named_parameters()], settings.scope, n_layers)

@@ -161,8 +161,14 @@ def neuron_activity(
     from benchprof.core.prompts import eval_prompt
 
     neurons = model_neurons(model)
-    acts: list[torch.Tensor] = []
-    hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
+    per_layer: list[torch.Tensor] = []
+    weight: list[torch.Tensor] = []  # this batch's (items, tokens) averaging weights; the hooks reduce at once
+
+    def reduce(_module: Any, args: tuple[torch.Tensor, ...]) -> None:
+        # (items, neurons) per layer, never a layer's (items, tokens, neurons) activations kept past its forward
+        per_layer.append(torch.einsum("bt,btn->bn", weight[0].to(args[0].dtype), args[0].pow(2)).float())
+
+    hooks = [m.down_proj.register_forward_pre_hook(reduce) for m in neurons.mlps]
     device = next(model.parameters()).device
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
 
@@ -179,15 +185,14 @@ def neuron_activity(
                 width = max(len(x) for x in ids)
                 tokens = torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device)
                 mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device)
-                acts.clear()
+                weight[:] = [mask / mask.sum(1, keepdim=True)]
+                per_layer.clear()
                 model(input_ids=tokens, attention_mask=mask)  # right padding: the real tokens see no pad
-                weight = (mask / mask.sum(1, keepdim=True)).to(acts[0].dtype)
-                per_item = torch.cat([torch.einsum("bt,btn->bn", weight, a.pow(2)) for a in acts], 1).float()
-                out[start : start + len(ids)] = per_item.cpu().numpy()
+                out[start : start + len(ids)] = torch.cat(per_layer, 1).cpu().numpy()
     finally:
         for hook in hooks:
             hook.remove()
-        acts.clear()
+        per_layer.clear()
     return out
 
 
@@ -308,11 +313,12 @@ def attributions(
     compute = neuron_activity if statistic == "activity" else neuron_attribution
     if todo:
         source, tokenizer = cfg.model_source(spec)
+        loaded_at = time.time()
         model, tok = load_model(source, tokenizer, dtype="float32", device="cpu")
         model.eval()
         neurons = model_neurons(model)
         metadata = {
-            "fingerprint": checkpoint_fingerprint(source, layout.model_dir, model),
+            "fingerprint": checkpoint_fingerprint(source, layout.model_dir, model, loaded_at=loaded_at),
             "total_params": str(neurons.total_params),
             "n_layers": str(len(neurons.mlps)),
             "hidden": str(neurons.hidden),

@@ -170,6 +170,8 @@ def check_metrics(cfg: Config, problems: list[str]) -> None:
             path = (builtin_tasks() if is_standard(cfg, benchmark) else user_tasks(cfg)).get(benchmark)
             try:
                 spec = read_task_yaml(path) if path is not None else {}
+            except BenchprofError:  # no lm-eval reader at all: said as it is
+                raise
             except Exception:  # an unreadable YAML: check_user_tasks or lm-eval names it
                 continue
         known = [str(m["metric"]) for m in spec.get("metric_list") or [] if isinstance(m, dict) and "metric" in m]
@@ -284,6 +286,8 @@ def check_user_tasks(cfg: Config, problems: list[str]) -> None:
         for path in files:
             try:
                 read_task_yaml(path)
+            except BenchprofError:  # no lm-eval reader at all: said as it is
+                raise
             except Exception as err:  # yaml's errors, a missing include, not a mapping
                 problems.append(f"evals.include_path: {path}: lm-eval cannot read this task YAML ({yaml_problem(err)})")
     own = user_tasks(cfg)

@@ -192,20 +192,21 @@ def mean_test_units(units: ArrayLike) -> int:
     """How many changed units the mean test of these unit differences needs to hold its level: the smallest n
     with n > 28 + 25·G1² (Sugden, Smith and Jones 2000, "Cochran's rule for simple random sampling", JRSS B
     62:787, refining Cochran 1977), G1 the adjusted sample skewness (scipy.stats.skew, bias=False) of the
-    units that changed. A sparse row is as small as its changes: its zeros say nothing about their shape.
+    units that changed, 0 where it is undefined (fewer than three, or all alike). A sparse row is as small as its
+    changes: its zeros say nothing about their shape. So at least 29 changed units, always.
 
     Skewed or sparse differences make the t-test reject a true null too often at small n (up to 0.10 at
     n = 100), and the sign-flip test asks about symmetry there, not the mean: a row with fewer changed units
-    gets no mean test (paired_test). 0 when fewer than three units changed or all by one amount."""
+    gets no mean test (paired_test). 0 when no unit changed (nothing to test: p = 1)."""
     import numpy as np
     from scipy import stats
 
     d = np.asarray(units, dtype=float).reshape(-1)
     d = d[d != 0]
-    if d.size < 3 or np.ptp(d) == 0:
+    if d.size == 0:
         return 0
-    skew = float(stats.skew(d, bias=False))
-    return math.floor(28 + 25 * skew**2) + 1
+    skew = float(stats.skew(d, bias=False)) if d.size >= 3 and np.ptp(d) > 0 else 0.0
+    return math.floor(28 + 25 * (skew**2 if math.isfinite(skew) else 0.0)) + 1
 
 
 def clustered_mcnemar_p(original: ArrayLike, ablated: ArrayLike, clusters: ArrayLike) -> float:
