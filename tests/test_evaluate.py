@@ -300,3 +300,29 @@ def test_document_scores_match_the_in_process_scorer_per_document_and_unknown_be
     assert got_norm.tolist() == acc_norm.tolist()
     with pytest.raises(BenchprofError, match="no per-document 'f1'"):
         document_scores(lm, tasks, 3, manager, 0, "f1")
+
+
+def test_lean_lm_eval_renders_every_template_as_lm_eval_and_restores_it():
+    """lean_lm_eval's template renderer gives lm-eval's own text (benchprof's prompt with and without a context,
+    a filter of lm-eval's environment, a choice list), and lm-eval's functions are back after the block, even
+    when it raises."""
+    import lm_eval.evaluator
+    import lm_eval.utils
+
+    from benchprof.stages.evaluate import lean_lm_eval, render_template
+    from benchprof.stages.tasks import DOC_TO_TEXT
+
+    original = lm_eval.utils.apply_template
+    docs = [
+        {"context": "Ann has two cats.", "question": "How many cats?", "options": ["1", "2"]},
+        {"context": "", "question": "Capital of France?", "options": ["Paris", "Rome"]},
+    ]
+    templates = [DOC_TO_TEXT, "{{question | regex_replace('[?]', '!')}}", "{{options}}", "{{options[1]}}"]
+    for template in templates:
+        for doc in docs:
+            assert render_template(template, doc) == original(template, doc)
+    env_info = lm_eval.evaluator.add_env_info
+    with pytest.raises(RuntimeError), lean_lm_eval():
+        assert lm_eval.utils.apply_template is render_template
+        raise RuntimeError("a failing job")
+    assert lm_eval.utils.apply_template is original and lm_eval.evaluator.add_env_info is env_info

@@ -13,11 +13,14 @@ matches.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,22 +192,53 @@ class JobInputs:
         }
 
 
+@functools.lru_cache(maxsize=1024)
+def compiled_template(template: str) -> Any:
+    """lm-eval's Jinja environment's compiled form of one prompt template, kept: lm-eval compiles the template
+    string again for every document and field (lm_eval.utils.apply_template)."""
+    import lm_eval.utils
+
+    return lm_eval.utils.env.from_string(template)
+
+
+def render_template(template: str, doc: dict[str, Any]) -> str:
+    """lm_eval.utils.apply_template, with the template compiled once (compiled_template): the same text."""
+    return str(compiled_template(template).render(**doc))
+
+
+@contextlib.contextmanager
+def lean_lm_eval() -> Iterator[None]:
+    """Within the block, lm-eval does per job only what benchprof keeps: no environment report
+    (evaluator.add_env_info: torch's collect_env, about 0.4 s a job, fields benchprof does not keep) and each
+    prompt template compiled once (utils.apply_template compiles it again per document and field: a third of
+    a small job's time). Either is left as it is where a later lm-eval lacks it; both are restored after."""
+    import lm_eval.evaluator
+    import lm_eval.utils
+
+    patches = [
+        (lm_eval.evaluator, "add_env_info", lambda storage: None),
+        (lm_eval.utils, "apply_template", render_template),
+    ]
+    saved = [(module, name, getattr(module, name)) for module, name, _ in patches if hasattr(module, name)]
+    for module, name, replacement in patches:
+        if hasattr(module, name):
+            setattr(module, name, replacement)
+    try:
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+
 def run_lm_eval(
     lm: LM, task: str, num_fewshot: int, limit: int | None, task_manager: TaskManager, seed: int
 ) -> dict[str, Any]:
-    """One lm-eval run, no response cache (a shared one would answer for the original model).
-
-    Without lm-eval's environment report (evaluator.add_env_info: torch's collect_env, about 0.5 s a call, more
-    than scoring a small benchmark): it fills result fields benchprof does not keep, on every one of hundreds of
-    jobs."""
+    """One lm-eval run, no response cache (a shared one would answer for the original model), lean
+    (lean_lm_eval: what lm-eval does per job beyond the results benchprof keeps is skipped)."""
     import lm_eval
-    import lm_eval.evaluator
 
     drop_model_object_warning()  # also the few-shot warning of benchprof's own tasks, for every caller
-    report = getattr(lm_eval.evaluator, "add_env_info", None)
-    if report is not None:
-        lm_eval.evaluator.add_env_info = lambda storage: None
-    try:
+    with lean_lm_eval():
         return lm_eval.simple_evaluate(
             model=lm,
             tasks=[task],
@@ -219,9 +253,6 @@ def run_lm_eval(
             torch_random_seed=seed,
             fewshot_random_seed=seed,
         )
-    finally:
-        if report is not None:
-            lm_eval.evaluator.add_env_info = report
 
 
 def document_scores(
