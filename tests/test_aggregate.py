@@ -753,3 +753,25 @@ def test_the_change_between_neighbouring_k_is_a_paired_test_of_the_two_ablated_r
     assert grows.difference == pytest.approx(25 / 80 - 5 / 80)
     assert grows.p_value == pytest.approx(2 * 0.5**20) and grows.significant
     assert (flat.difference, flat.lost, flat.gained, flat.p_value, flat.significant) == (0.0, 0, 0, 1.0, False)
+
+
+def test_a_continuous_change_between_k_with_too_few_changed_documents_gets_no_test_and_a_note(tmp_path):
+    """A k step on a continuous score where only 6 documents moved: too few for a mean test at any skewness
+    (paired.mean_test_units), so no p-value, no star, and ais.md's notes say why."""
+    raw = yaml.safe_load(write_config(tmp_path).read_text())
+    raw["settings"]["k_values"] = [0.01, 0.03]
+    raw["evals"]["benchmarks"] = ["arc_easy"]
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "config.yml")
+    original = np.linspace(0.2, 0.9, 100)
+    first = original - 0.05
+    second = first.copy()
+    second[:6] -= np.array([0.1, 0.2, 0.05, 0.3, 0.15, 0.12])  # six documents move between the two k
+    runs = {Variant(): original, Variant(ABILITIES[0], 0.01, "top"): first, Variant(ABILITIES[0], 0.03, "top"): second}
+    for variant, values in runs.items():
+        write_eval(cfg, variant, "arc_easy", {"acc,none": float(values.mean())}, {"acc": list(values)})
+    profile = load_scores(cfg, progress=False)
+    [step] = [s for s in profile.k_steps if s.ability == ABILITIES[0]]
+    assert step.difference == pytest.approx((first.mean() - second.mean()) / original.mean())
+    assert math.isnan(step.p_value) and not step.significant
+    assert any(n.startswith("arc_easy (changes between k values): rows with too few") for n in profile.notes)

@@ -392,11 +392,7 @@ def cell_rows(
                 test = paired_test(base, values_ablated, clusters, lower_is_better=sign < 0)
                 row.p_value, row.flips_lost, row.flips_gained = test.p_value, test.flips_lost, test.flips_gained
                 if test.needs_units:  # one note per benchmark and metric (the notes are de-duplicated)
-                    profile.notes.append(
-                        f"{benchmark} ({metric}): rows with too few changed documents (or clusters) for the "
-                        "skewness of their changes get no mean test and no star (they need more than 28 + 25·G1², "
-                        "Sugden et al. 2000; docs/statistics.md#the-mean-test)"
-                    )
+                    profile.notes.append(untested_note(benchmark, metric))
                 if test.flips_lost is None:
                     row_spread[id(row)] = test.spread
                 elif region in samples:
@@ -408,6 +404,15 @@ def cell_rows(
             if sign > 0:  # a chance level means nothing for a loss
                 row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
     return list(rows.values())
+
+
+def untested_note(benchmark: str, what: str) -> str:
+    """The note for rows of `benchmark` that got no mean test (stats.paired.mean_test_units)."""
+    return (
+        f"{benchmark} ({what}): rows with too few changed documents (or clusters) for the skewness of their "
+        "changes get no mean test and no star (they need more than 28 + 25·G1², Sugden et al. 2000; "
+        "docs/statistics.md#the-mean-test)"
+    )
 
 
 def k_steps(
@@ -442,6 +447,8 @@ def k_steps(
                 cell.groups(docs)[0],
                 lower_is_better=original.lower_is_better,
             )
+            if test.needs_units:
+                profile.notes.append(untested_note(benchmark, "changes between k values"))
             out.append(
                 KStep(
                     benchmark,
