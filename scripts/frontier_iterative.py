@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from benchprof.lab.frontier import planted_probe
+from benchprof.lab.frontier import planted_probe, planted_truth
 from benchprof.lab.validation import mean_interval
 from benchprof.stages.damage import ablated
 from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_ids_region, neuron_scores
@@ -29,9 +29,7 @@ def iterative_precision(folder: Path, rounds: int, items: int) -> dict[str, floa
     attribution = {a: neuron_attribution(model, tok, r) for a, r in records.items()}
     out = {}
     for ability, layers in info["neurons"].items():
-        truth = np.zeros(neurons.count, dtype=bool)
-        for layer, js in layers.items():
-            truth[[int(layer) * neurons.intermediate + j for j in js]] = True
+        truth = planted_truth(neurons, layers)
         size, chosen = int(truth.sum()), []
         for r in range(rounds):
             with ablated(model, neuron_ids_region(neurons, chosen)):

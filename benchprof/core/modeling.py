@@ -233,8 +233,10 @@ def checkpoint_fingerprint(
     def load() -> torch.nn.Module:
         return model if isinstance(model, torch.nn.Module) else model()
 
+    if cache_dir is None:  # no cache: no identity to hash either
+        return fingerprint(load())
     identity = model_identity(source, cache_dir, update_cache)
-    if cache_dir is None or ("hub" in identity and not identity.get("commit")):
+    if "hub" in identity and not identity.get("commit"):
         return fingerprint(load())
     key = hashlib.blake2b(json.dumps([FINGERPRINT_KEY, identity], sort_keys=True).encode(), digest_size=16).hexdigest()
     path = cache_dir / FINGERPRINTS

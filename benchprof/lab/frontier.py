@@ -38,10 +38,9 @@ from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import write_text
 from benchprof.lab.frontier_report import EXECUTION, GROWS, FrontierPlan
 from benchprof.stages.neurons import (
+    STATISTICS,
     Neurons,
     model_neurons,
-    neuron_activity,
-    neuron_attribution,
     neuron_ids_region,
     neuron_scores,
     random_neurons,
@@ -139,7 +138,7 @@ def measure(plan: FrontierPlan) -> Path:
 
     statistics: dict[str, dict[str, NDArray[np.float32]]] = {}
     for statistic in dict.fromkeys(statistic_of(o) for o in plan.options):
-        compute = neuron_activity if statistic == "activity" else neuron_attribution
+        compute = STATISTICS[statistic]
         statistics[statistic] = {}
         for ability in dict.fromkeys(plan.abilities + plan.contrast):
             path = plan.out / statistic / f"{ability}.npy"
@@ -281,12 +280,21 @@ def planted_probe(
     return info, model, tok, records
 
 
+def planted_truth(neurons: Neurons, layers: dict[str, list[int]]) -> NDArray[np.bool_]:
+    """Which neuron ids (layer × intermediate + j) one planted ability lives in: planted.json's {layer: [j, ...]}."""
+    import numpy as np
+
+    truth = np.zeros(neurons.count, dtype=bool)
+    for layer, js in layers.items():
+        truth[[int(layer) * neurons.intermediate + j for j in js]] = True
+    return truth
+
+
 def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[dict[str, Any]]:
     """How well each neuron score finds the neurons a planted model's abilities live in (planted.json of a
     folder `plant_real.py apply` wrote): per option and planted ability, the AUROC of its planted neurons in
     the score order and the precision of its top |R_a| neurons. Attribution on each planted ability's probe
     split (never planted) and, for the contrast, on the ten generated abilities' train splits."""
-    import numpy as np
     import torch
 
     from benchprof.lab.validation import auroc
@@ -294,16 +302,11 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     torch.set_num_threads(threads)
     info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
-    statistics = {
-        "attribution": {a: neuron_attribution(model, tok, r) for a, r in records.items()},
-        "activity": {a: neuron_activity(model, tok, r) for a, r in records.items()},
-    }
+    statistics = {name: {a: compute(model, tok, r) for a, r in records.items()} for name, compute in STATISTICS.items()}
     rows = []
     for option in NEURON_SCORES:
         for ability, layers in info["neurons"].items():
-            truth = np.zeros(neurons.count, dtype=bool)
-            for layer, js in layers.items():
-                truth[[int(layer) * neurons.intermediate + j for j in js]] = True
+            truth = planted_truth(neurons, layers)
             scores = neuron_scores(statistics[statistic_of(option)], ability, option)
             top = top_neurons(scores, int(truth.sum()))
             rows.append({

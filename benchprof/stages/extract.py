@@ -344,6 +344,7 @@ def extract(
             done, current = extract_neurons(cfg, spec, abilities, ks, force)
             written, skipped = written + done, skipped + current
             continue
+        masks = MaskFolder(layout, spec.tag, cfg.extract, front, back)
         totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
         for ability_name in abilities:
             path = layout.importance_file(ability_name)
@@ -398,7 +399,7 @@ def extract(
                         positions = random_positions(scores.total, size, seeds[region])
                         chosen[k_value][region] = split_positions(scores, positions)
                 found = RegionSet(ability_name, k_value, n, chosen[k_value], selection, seeds, inputs, k_started, score)
-                write_regions(MaskFolder(layout, spec.tag, cfg.extract, front, back), scores, found)
+                write_regions(masks, scores, found)
                 written += 1
             print(
                 f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), score {score}, {scores.total:,} "
@@ -535,6 +536,7 @@ def extract_neurons(
     hidden, inter, n_layers = int(meta["hidden"]), int(meta["intermediate"]), int(meta["n_layers"])
     shape = Neurons([], hidden, inter)
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
+    masks = MaskFolder(layout, spec.tag, cfg.extract, front, back)
     eligible = torch.arange(front * inter, (n_layers - back) * inter)
     layers = range(front, n_layers - back)
     names = sorted(mlp_name(i, m) for i in layers for m in ("gate_proj", "up_proj", "down_proj"))
@@ -570,7 +572,7 @@ def extract_neurons(
             chosen = {r: neuron_ids_region(shape, ids[r]) for r in regions}
             n = 3 * hidden * count
             found = RegionSet(ability, k, n, chosen, "exact", seeds, inputs, started, score)
-            write_regions(MaskFolder(layout, spec.tag, cfg.extract, front, back), frame, found)
+            write_regions(masks, frame, found)
             written += 1
         if written_before != written:
             print(f"extract: {ability} ({spec.tag}): {written - written_before} k value(s), score {score}, neurons")

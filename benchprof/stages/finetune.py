@@ -238,10 +238,11 @@ def finetune(
                     print(f"finetune: {spec.tag} is an fp16 checkpoint; importance runs in {wider} ({FP16_WHY})")
             if settings.gradient_checkpointing:
                 enable_checkpointing(net)
-            # before sharding: needs every full tensor; rank 0 alone writes the folder's records of its checkpoint
-            # (found again under another path) and the fingerprint's
+            # before sharding: needs every full tensor. Rank 0 alone reads and writes the folder's records of its
+            # checkpoint (found again under another path) and its fingerprint; the other ranks fingerprint the weights
+            # they loaded, hashing no file
             model_fingerprint = checkpoint_fingerprint(
-                name, layout.model_dir, net, update_cache=rank == 0, loaded_at=loaded_at
+                name, layout.model_dir if rank == 0 else None, net, loaded_at=loaded_at
             )
             n_layers, n_params = num_layers(net), total_params(net)
             net_dtype = str(next(net.parameters()).dtype)

@@ -196,6 +196,10 @@ def neuron_activity(
     return out
 
 
+# each per-item statistic a neuron score reads, by name (statistic_of): the function that computes it
+STATISTICS = {"attribution": neuron_attribution, "activity": neuron_activity}
+
+
 def statistic_of(option: str) -> str:
     """The per-item statistic a neuron score reads: "activity" (neuron_activity) or "attribution"."""
     return "activity" if option == "act_contrast" else "attribution"
@@ -310,7 +314,7 @@ def attributions(
     records = {a: train_items(cfg, a) for a in abilities}
     inputs = {a: attribution_inputs(cfg, spec, a, records=records[a], statistic=statistic) for a in abilities}
     todo = [a for a in abilities if force or not is_current(layout.attribution_output(a, statistic), inputs[a])]
-    compute = neuron_activity if statistic == "activity" else neuron_attribution
+    compute = STATISTICS[statistic]
     if todo:
         source, tokenizer = cfg.model_source(spec)
         loaded_at = time.time()

@@ -168,10 +168,14 @@ def mean_difference_p(
     it asks about the mean, which the AIS is: skewed differences with mean 0 are not a discovery.
     Items along the last axis; `ablated` may carry leading axes (one p per row). p = 1 where nothing differs.
     """
+    return units_mean_p(unit_differences(original, ablated, clusters))
+
+
+def units_mean_p(units: NDArray[np.float64]) -> float | NDArray[np.float64]:
+    """mean_difference_p on unit differences already summed (unit_differences): one p per row of the last axis."""
     import numpy as np
     from scipy import stats
 
-    units = unit_differences(original, ablated, clusters)
     shape = units.shape[:-1]
     flat = units.reshape(-1, units.shape[-1])
     p = np.ones(flat.shape[0])
@@ -260,7 +264,7 @@ def paired_test(
     units = unit_differences(original, ablated, clusters)
     if np.count_nonzero(units) < (needed := mean_test_units(units)):  # too skewed for its size: no test, no star
         return PairedTest(math.nan, None, None, spread, needed)
-    return PairedTest(float(mean_difference_p(original, ablated, clusters)), None, None, spread)
+    return PairedTest(float(units_mean_p(units)), None, None, spread)
 
 
 def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
