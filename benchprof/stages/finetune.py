@@ -17,10 +17,11 @@ from __future__ import annotations
 import functools
 import os
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import FP16_REFUSED, FP16_WHY, Config, FinetuneSettings, select
+from benchprof.core.config import FP16_REFUSED, FP16_WHY, Config, FinetuneSettings, ModelSpec, select
 from benchprof.core.layout import Layout
 from benchprof.core.storage import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 
@@ -141,6 +142,205 @@ def importance_inputs(
     }
 
 
+@dataclass(frozen=True)
+class Processes:
+    """This process's place in the run: its rank of world_size, its device, whether it started the group."""
+
+    rank: int
+    world_size: int
+    device: str
+    started_group: bool
+
+
+def start_processes(strategy: str) -> Processes:
+    """Check the launcher, join the process group (started here for a sharded strategy) and pick the device."""
+    import torch
+
+    from benchprof.core.modeling import pick_device
+    from benchprof.stages import sharding
+
+    sharding.check_launcher(strategy, int(os.environ.get("WORLD_SIZE", "1")))
+    if strategy != "ddp":
+        import torch.distributed as dist
+
+        started_group = sharding.start_process_group()
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+    else:
+        rank, world_size, started_group = sharding.distributed_context()
+    device = pick_device()
+    if device == "cuda":
+        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
+        torch.cuda.set_device(device)
+    return Processes(rank, world_size, device, started_group)
+
+
+def widen_fp16(net: PreTrainedModel, tag: str, rank: int) -> None:
+    """An fp16 checkpoint loaded with dtype auto runs in bf16 where supported, else fp32."""
+    import torch
+
+    if next(net.parameters()).dtype == torch.float16:
+        bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+        wider = torch.bfloat16 if bf16 else torch.float32
+        torch.nn.Module.to(net, wider)
+        if rank == 0:
+            print(f"finetune: {tag} is an fp16 checkpoint; importance runs in {wider} ({FP16_WHY})")
+
+
+@dataclass(frozen=True)
+class ModelRun:
+    """One model ready for the pass, with what its importance files record about it."""
+
+    tag: str
+    layout: Layout
+    tokenizer: PreTrainedTokenizerBase
+    model: torch.nn.Module  # as the strategy runs it: the loaded model itself under ddp
+    fingerprint: str
+    n_layers: int
+    n_params: int
+    dtype: str
+    eligible: list[str]
+
+
+def load_for_importance(cfg: Config, spec: ModelSpec, processes: Processes) -> ModelRun:
+    """Load, fingerprint and shard one model, refusing fp16 and a scope with no weights in it."""
+    from benchprof.core.modeling import checkpoint_fingerprint, eligible_names, load_model, num_layers, total_params
+    from benchprof.stages import sharding
+
+    settings = cfg.finetune
+    layout = Layout(cfg.output_root, spec.tag)
+    model_dtype = settings.dtype if settings.dtype != "auto" else spec.dtype
+    if model_dtype == "float16":
+        raise BenchprofError(FP16_REFUSED)
+    name, tokenizer_name = cfg.model_source(spec)
+    sharded = settings.strategy != "ddp"
+    # a sharded model is loaded on the CPU and moved to the device shard by shard
+    loaded_at = time.time()
+    net, tokenizer = load_model(name, tokenizer_name, dtype=model_dtype, device="cpu" if sharded else processes.device)
+    widen_fp16(net, spec.tag, processes.rank)
+    if settings.gradient_checkpointing:
+        enable_checkpointing(net)
+    # before sharding: needs every full tensor. Rank 0 alone reads and writes the folder's records of its
+    # checkpoint (found again under another path) and its fingerprint; the other ranks fingerprint the weights
+    # they loaded, hashing no file
+    model_fingerprint = checkpoint_fingerprint(
+        name, layout.model_dir if processes.rank == 0 else None, net, loaded_at=loaded_at
+    )
+    n_layers, n_params = num_layers(net), total_params(net)
+    net_dtype = str(next(net.parameters()).dtype)
+    eligible = eligible_names([n for n, _ in net.named_parameters()], settings.scope, n_layers)
+    if not eligible:
+        raise BenchprofError(
+            f"finetune.scope: model {spec.name!r} has no {settings.scope} weights in layers named '...layers.<i>...'"
+        )
+    prepared = sharding.prepare(settings.strategy, net, eligible, processes.device)
+    return ModelRun(spec.tag, layout, tokenizer, prepared, model_fingerprint, n_layers, n_params, net_dtype, eligible)
+
+
+@dataclass
+class Tally:
+    """What the stage has done so far, for its closing summary line."""
+
+    written: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+
+def score_model(
+    cfg: Config, spec: ModelSpec, abilities: list[str], processes: Processes, tally: Tally, force: bool
+) -> None:
+    """Importance of one model for every ability whose file is missing or stale (all of them with force)."""
+    import torch
+
+    from benchprof.stages.data import load_split
+
+    settings, batch_size = cfg.finetune, cfg.settings.train_batch_size
+    run = load_for_importance(cfg, spec, processes)
+    for ability_name in abilities:
+        records = load_split(cfg, ability_name, "train")
+        records = records[: settings.max_samples] if settings.max_samples else records
+        inputs = importance_inputs(cfg, ability_name, settings, records, batch_size, run.fingerprint, run.dtype)
+        if not force and is_current(run.layout.importance_output(ability_name), inputs):
+            tally.skipped.append(ability_name)
+            continue
+        tally.tokens += score_ability(cfg, run, processes, ability_name, records, inputs)
+        tally.written.append(ability_name)
+        if processes.world_size > 1:
+            torch.distributed.barrier()
+
+
+def score_ability(
+    cfg: Config,
+    run: ModelRun,
+    processes: Processes,
+    ability_name: str,
+    records: list[dict[str, Any]],
+    inputs: dict[str, Any],
+) -> int:
+    """Sum one ability's gradients, write its importance (rank 0), and return the batches' token count."""
+    from benchprof.stages import sharding
+
+    settings, rank = cfg.finetune, processes.rank
+    ability_started = time.time()
+    batches, n_loss_tokens = encode_batches(
+        run.tokenizer,
+        records,
+        cfg.dataset(ability_name).keys(),
+        settings.max_length,
+        cfg.settings.train_batch_size,
+        settings.loss_on,
+    )
+    if n_loss_tokens == 0:
+        raise BenchprofError(
+            f"{ability_name}: no loss tokens (loss_on={settings.loss_on}; is "
+            "'answer' in the dataset's key, and max_length long enough?)"
+        )
+    loss = functools.partial(batch_loss, n_loss_tokens=n_loss_tokens)
+    sums = sharding.gradient_sums(
+        settings.strategy, run.model, batches, loss, run.eligible, rank, processes.world_size, progress=rank == 0
+    )
+    # every rank walks the sums (the sharded strategies gather collectively); rank 0 keeps them
+    importance = {name: importance_score(g, theta) for name, g, theta in sums if rank == 0}
+    tokens = sum(int(b["attention_mask"].sum()) for b in batches)
+    if rank == 0:
+        out_dir = run.layout.importance_dir(ability_name)
+        metadata = importance_metadata(run, settings, ability_name, inputs, n_loss_tokens)
+        clear_manifest(out_dir)  # no old manifest may vouch for the new file if killed below
+        save_tensors(run.layout.importance_file(ability_name), importance, metadata)
+        write_manifest(
+            out_dir,
+            inputs,
+            started=ability_started,
+            extra={
+                "n_loss_tokens": n_loss_tokens,
+                "world_size": processes.world_size,
+                "strategy": settings.strategy,
+                "gradient_checkpointing": settings.gradient_checkpointing,
+                "eligible_tensors": len(run.eligible),
+                "eligible_params": sum(t.numel() for t in importance.values()),
+            },
+        )
+    return tokens
+
+
+def importance_metadata(
+    run: ModelRun, settings: FinetuneSettings, ability_name: str, inputs: dict[str, Any], n_loss_tokens: int
+) -> dict[str, str]:
+    """The importance file's metadata: the model, split and loss its scores come from."""
+    return {
+        "fingerprint": run.fingerprint,
+        "total_params": str(run.n_params),
+        "n_layers": str(run.n_layers),
+        "scope": settings.scope,
+        "ability": ability_name,
+        "model": run.tag,
+        "dtype": inputs["dtype"],
+        "loss_on": settings.loss_on,
+        "normalization": "split_token_mean",
+        "n_samples": str(inputs["n_samples"]),
+        "n_loss_tokens": str(n_loss_tokens),
+    }
+
+
 def finetune(
     cfg: Config,
     ability: str | None = None,
@@ -179,17 +379,6 @@ def finetune(
     """
     import torch
 
-    from benchprof.core.modeling import (
-        checkpoint_fingerprint,
-        eligible_names,
-        load_model,
-        num_layers,
-        pick_device,
-        total_params,
-    )
-    from benchprof.stages import sharding
-    from benchprof.stages.data import load_split
-
     cfg = cfg.with_overrides(
         finetune={
             "scope": scope,
@@ -202,130 +391,20 @@ def finetune(
         },
         settings={"train_batch_size": batch_size},
     )
-    settings, batch_size = cfg.finetune, cfg.settings.train_batch_size
     abilities = select(ability, cfg.abilities(), "--ability")
-    sharded = settings.strategy != "ddp"
-    sharding.check_launcher(settings.strategy, int(os.environ.get("WORLD_SIZE", "1")))
-    if sharded:
-        import torch.distributed as dist
-
-        started_group = sharding.start_process_group()
-        rank, world_size = dist.get_rank(), dist.get_world_size()
-    else:
-        rank, world_size, started_group = sharding.distributed_context()
-    device = pick_device()
-    if device == "cuda":
-        device = f"cuda:{int(os.environ.get('LOCAL_RANK', '0'))}"
-        torch.cuda.set_device(device)
-
+    processes = start_processes(cfg.finetune.strategy)
     started = time.time()
-    written, skipped, tokens = [], [], 0
+    tally = Tally()
     try:
         for spec in cfg.selected_models(model):
-            layout = Layout(cfg.output_root, spec.tag)
-            model_dtype = settings.dtype if settings.dtype != "auto" else spec.dtype
-            if model_dtype == "float16":
-                raise BenchprofError(FP16_REFUSED)
-            name, tokenizer_name = cfg.model_source(spec)
-            # a sharded model is loaded on the CPU and moved to the device shard by shard
-            loaded_at = time.time()
-            net, tokenizer = load_model(name, tokenizer_name, dtype=model_dtype, device="cpu" if sharded else device)
-            if next(net.parameters()).dtype == torch.float16:  # dtype auto on an fp16 checkpoint
-                bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-                wider = torch.bfloat16 if bf16 else torch.float32
-                torch.nn.Module.to(net, wider)
-                if rank == 0:
-                    print(f"finetune: {spec.tag} is an fp16 checkpoint; importance runs in {wider} ({FP16_WHY})")
-            if settings.gradient_checkpointing:
-                enable_checkpointing(net)
-            # before sharding: needs every full tensor. Rank 0 alone reads and writes the folder's records of its
-            # checkpoint (found again under another path) and its fingerprint; the other ranks fingerprint the weights
-            # they loaded, hashing no file
-            model_fingerprint = checkpoint_fingerprint(
-                name, layout.model_dir if rank == 0 else None, net, loaded_at=loaded_at
-            )
-            n_layers, n_params = num_layers(net), total_params(net)
-            net_dtype = str(next(net.parameters()).dtype)
-            eligible = eligible_names([n for n, _ in net.named_parameters()], settings.scope, n_layers)
-            if not eligible:
-                raise BenchprofError(
-                    f"finetune.scope: model {spec.name!r} has no {settings.scope} weights "
-                    "in layers named '...layers.<i>...'"
-                )
-            prepared = sharding.prepare(settings.strategy, net, eligible, device)  # net itself under ddp
-            for ability_name in abilities:
-                records = load_split(cfg, ability_name, "train")
-                records = records[: settings.max_samples] if settings.max_samples else records
-                inputs = importance_inputs(
-                    cfg, ability_name, settings, records, batch_size, model_fingerprint, net_dtype
-                )
-                out_dir = layout.importance_dir(ability_name)
-                if not force and is_current(layout.importance_output(ability_name), inputs):
-                    skipped.append(ability_name)
-                    continue
-                ability_started = time.time()
-                batches, n_loss_tokens = encode_batches(
-                    tokenizer,
-                    records,
-                    cfg.dataset(ability_name).keys(),
-                    settings.max_length,
-                    batch_size,
-                    settings.loss_on,
-                )
-                if n_loss_tokens == 0:
-                    raise BenchprofError(
-                        f"{ability_name}: no loss tokens (loss_on={settings.loss_on}; is "
-                        "'answer' in the dataset's key, and max_length long enough?)"
-                    )
-                loss = functools.partial(batch_loss, n_loss_tokens=n_loss_tokens)
-                sums = sharding.gradient_sums(
-                    settings.strategy, prepared, batches, loss, eligible, rank, world_size, progress=rank == 0
-                )
-                # every rank walks the sums (the sharded strategies gather collectively); rank 0 keeps them
-                importance = {name: importance_score(g, theta) for name, g, theta in sums if rank == 0}
-                tokens += sum(int(b["attention_mask"].sum()) for b in batches)
-                if rank == 0:
-                    metadata = {
-                        "fingerprint": model_fingerprint,
-                        "total_params": str(n_params),
-                        "n_layers": str(n_layers),
-                        "scope": settings.scope,
-                        "ability": ability_name,
-                        "model": spec.tag,
-                        "dtype": inputs["dtype"],
-                        "loss_on": settings.loss_on,
-                        "normalization": "split_token_mean",
-                        "n_samples": str(len(records)),
-                        "n_loss_tokens": str(n_loss_tokens),
-                    }
-                    clear_manifest(out_dir)  # no old manifest may vouch for the new file if killed below
-                    save_tensors(layout.importance_file(ability_name), importance, metadata)
-                    write_manifest(
-                        out_dir,
-                        inputs,
-                        started=ability_started,
-                        extra={
-                            "n_loss_tokens": n_loss_tokens,
-                            "world_size": world_size,
-                            "strategy": settings.strategy,
-                            "gradient_checkpointing": settings.gradient_checkpointing,
-                            "eligible_tensors": len(eligible),
-                            "eligible_params": sum(t.numel() for t in importance.values()),
-                        },
-                    )
-                del importance
-                written.append(ability_name)
-                if world_size > 1:
-                    torch.distributed.barrier()
-            del net, prepared
+            score_model(cfg, spec, abilities, processes, tally, force)
     finally:
-        if started_group:
+        if processes.started_group:
             torch.distributed.destroy_process_group()
     seconds = time.time() - started
-    if rank == 0:
-        where = cfg.output_root
-        rate = f", {tokens / max(seconds, 1e-9):,.0f} tokens/s" if written else ""
+    if processes.rank == 0:
+        rate = f", {tally.tokens / max(seconds, 1e-9):,.0f} tokens/s" if tally.written else ""
         print(
-            f"finetune: wrote importance for {len(written)} ability run(s), {len(skipped)} up to date, "
-            f"under {where}/<model>/<ability>/importance in {seconds:.1f}s{rate}"
+            f"finetune: wrote importance for {len(tally.written)} ability run(s), {len(tally.skipped)} up to date, "
+            f"under {cfg.output_root}/<model>/<ability>/importance in {seconds:.1f}s{rate}"
         )
