@@ -21,11 +21,17 @@ from benchprof.lab.frontier_report import one_sided
 from benchprof.stages.choices import mc_rows, option_logliks
 from benchprof.stages.damage import ablated
 from benchprof.stages.neurons import (
+    FRONTIER_SCORES,
+    GENERAL,
+    GENERAL_TEXTS,
+    GENERAL_TOKENS,
+    general_text,
     model_neurons,
     neuron_attribution,
     neuron_ids_region,
     neuron_scores,
     random_neurons,
+    text_attribution,
     top_neurons,
 )
 from benchprof.stats.control import ControlComparison
@@ -86,6 +92,41 @@ def test_attribution_equals_the_gradient_of_a_neuron_scale(demo):
         want = objective_through_scales(model, tok, record).numpy()
         np.testing.assert_allclose(got[i], want, rtol=1e-3, atol=1e-6)
     assert all(p.requires_grad for p in model.parameters())  # the weights' flags are given back
+
+
+def test_text_attribution_equals_the_gradient_of_a_neuron_scale(demo):
+    """G(text, neuron) against d (mean log P(next token)) / d s for a per-neuron scale s on every MLP activation at
+    s = 1, each text alone: the same independent path as the answers' attribution, on general text."""
+    model, tok = demo
+    texts = general_text(model, tok, seed=2)[:3]
+    got = text_attribution(model, texts, batch_items=2)  # two batches: texts must not mix
+    neurons = model_neurons(model)
+    for i, ids in enumerate(texts):
+        scales = [torch.ones(neurons.intermediate, requires_grad=True) for _ in neurons.mlps]
+        hooks = [
+            m.down_proj.register_forward_pre_hook(lambda _m, args, s=s: (args[0] * s,))
+            for m, s in zip(neurons.mlps, scales, strict=True)
+        ]
+        try:
+            logits = model(input_ids=torch.tensor([ids])).logits[0].float()
+            objective = sum(torch.log_softmax(logits[t], -1)[ids[t + 1]] for t in range(len(ids) - 1)) / (len(ids) - 1)
+            want = torch.cat(torch.autograd.grad(objective, scales)).numpy()
+        finally:
+            for h in hooks:
+                h.remove()
+        np.testing.assert_allclose(got[i], want, rtol=1e-3, atol=1e-6)
+    assert all(p.requires_grad for p in model.parameters())
+
+
+def test_general_text_is_sampled_text_of_one_length_reproducible_from_its_seed(demo):
+    model, tok = demo
+    torch.manual_seed(11)
+    before = torch.random.get_rng_state()
+    texts = general_text(model, tok, seed=1)
+    assert torch.equal(torch.random.get_rng_state(), before)  # the caller's random stream is left as it was
+    assert len(texts) == GENERAL_TEXTS and {len(t) for t in texts} == {GENERAL_TOKENS}
+    assert {t[0] for t in texts} == {tok.bos_token_id} and len({tuple(t) for t in texts}) == GENERAL_TEXTS
+    assert general_text(model, tok, seed=1) == texts and general_text(model, tok, seed=2) != texts
 
 
 def test_a_neuron_region_zeroes_exactly_those_rows_and_columns_and_restores_them(demo):
@@ -158,12 +199,23 @@ def test_scores_follow_their_formulas():
         t(attribution["A"].astype(float)), t(attribution["C"].astype(float))
     )
     np.testing.assert_allclose(neuron_scores(attribution, "B", "act_grad_contrast"), want)
+    want_contrast = want
     activity = {a: rng.exponential(size=(6, 10)).astype(np.float32) for a in ("A", "B", "C")}
     others = np.maximum(activity["A"].astype(float).mean(0), activity["C"].astype(float).mean(0))
     want = np.log(activity["B"].astype(float).mean(0) + 1e-12) - np.log(others + 1e-12)
     np.testing.assert_allclose(neuron_scores(activity, "B", "act_contrast"), want, rtol=1e-9)
     with pytest.raises(BenchprofError, match="act_contrast needs at least two abilities"):
-        neuron_scores({"A": activity["A"]}, "A", "act_contrast")
+        neuron_scores({"A": activity["A"], GENERAL: activity["C"]}, "A", "act_contrast")  # general text is no ability
+    # against general text: the contrast scores ignore it, the general scores read it alone
+    general = {**attribution, GENERAL: rng.normal(size=(9, 10)).astype(np.float32)}
+    np.testing.assert_allclose(neuron_scores(general, "B", "act_grad_contrast"), want_contrast)
+    want = t(attribution["B"].astype(float)) - t(general[GENERAL].astype(float))
+    np.testing.assert_allclose(neuron_scores(general, "B", "act_grad_general"), want)
+    activity[GENERAL] = rng.exponential(size=(9, 10)).astype(np.float32)
+    want = np.log(activity["B"].astype(float).mean(0) + 1e-12) - np.log(activity[GENERAL].astype(float).mean(0) + 1e-12)
+    np.testing.assert_allclose(neuron_scores(activity, "B", "act_general"), want, rtol=1e-9)
+    with pytest.raises(BenchprofError, match="act_grad_general needs the statistic of general text"):
+        neuron_scores(attribution, "A", "act_grad_general")
     scores = np.array([0.5, 2.0, 2.0, -1.0, 3.0])
     assert top_neurons(scores, 3) == [1, 2, 4]  # brute force: 3.0, then the tie 2.0 / 2.0
     draw = random_neurons(1000, 50, seed=4)
@@ -227,7 +279,7 @@ def test_frontier_command_on_the_demo_model(tmp_path):
             "frontier",
             str(config),
             "--options",
-            "act_contrast",
+            "act_contrast,act_grad_general",
             "--sizes",
             "4",
             "--train_items",
@@ -237,7 +289,10 @@ def test_frontier_command_on_the_demo_model(tmp_path):
         ]
     )
     grown = (folder / "evaluations.jsonl").read_bytes()
-    assert grown.startswith(before) and len(grown.splitlines()) == len(records) + len(NEURON_SCORES) * 2 + 3
+    # size 4 for every option and draw, and the new option at all three sizes
+    assert grown.startswith(before) and len(grown.splitlines()) == len(records) + len(NEURON_SCORES) * 2 + 3 + 3 * 2
+    texts = json.loads((folder / "general" / "texts.json").read_text())
+    assert len(texts) == GENERAL_TEXTS and (folder / "attribution" / f"{GENERAL}.npy").is_file()
     assert json.loads((folder / "plan.json").read_text())["sizes"] == [2, 4, 16]
     with pytest.raises(SystemExit):  # what each region's numbers mean may not change
         main([*args[:-1], "10"])
@@ -282,7 +337,7 @@ def test_planted_recovery_on_the_small_planted_model(tmp_path):
         ("act_grad", "Invented_Facts"),
         ("act_grad", "Invented_Language"),
     ]
-    assert len(rows) == 2 * len(NEURON_SCORES) and all(r["chance"] == pytest.approx(72 / 2752) for r in rows)
+    assert len(rows) == 2 * len(FRONTIER_SCORES) and all(r["chance"] == pytest.approx(72 / 2752) for r in rows)
     # the activation contrast finds the planted neurons (docs/frontier.md), the attribution scores do not
     found = {r["ability"]: r for r in rows if r["option"] == "act_contrast"}
     print({a: (round(r["auroc"], 3), round(r["top_neuron_precision"], 3)) for a, r in found.items()})

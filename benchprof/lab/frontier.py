@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,12 +38,17 @@ from benchprof.core.config import NEURON_SCORES
 from benchprof.core.storage import write_text
 from benchprof.lab.frontier_report import EXECUTION, GROWS, FrontierPlan
 from benchprof.stages.neurons import (
+    FRONTIER_SCORES,
+    GENERAL,
     STATISTICS,
     Neurons,
+    general_statistic,
+    general_text,
     model_neurons,
     neuron_ids_region,
     neuron_scores,
     random_neurons,
+    reads_general,
     statistic_of,
     top_neurons,
 )
@@ -103,10 +108,49 @@ def variants(
             )
 
 
+def cached(path: Path, compute: Callable[..., NDArray[np.float32]], *args: Any) -> NDArray[np.float32]:
+    """compute(*args), read from its .npy file, or computed and written there first (atomically) when missing."""
+    import numpy as np
+
+    if not path.is_file():
+        path.parent.mkdir(exist_ok=True)
+        np.save(path.with_suffix(".tmp.npy"), compute(*args))
+        path.with_suffix(".tmp.npy").replace(path)
+    return np.load(path)
+
+
+def train_statistics(
+    plan: FrontierPlan, model: torch.nn.Module, tok: PreTrainedTokenizerBase
+) -> dict[str, dict[str, NDArray[np.float32]]]:
+    """Per statistic the plan's options read (neurons.statistic_of), each ability's values over its train items and,
+    for the general-text options, general text's (key GENERAL), cached under the frontier's folder."""
+
+    def of_ability(statistic: str, ability: str) -> NDArray[np.float32]:
+        records = read_split(plan, ability, "train", plan.train_items)
+        return STATISTICS[statistic](model, tok, records, plan.batch_items)
+
+    statistics: dict[str, dict[str, NDArray[np.float32]]] = {}
+    for statistic in dict.fromkeys(statistic_of(o) for o in plan.options):
+        statistics[statistic] = {
+            ability: cached(plan.out / statistic / f"{ability}.npy", of_ability, statistic, ability)
+            for ability in dict.fromkeys(plan.abilities + plan.contrast)
+        }
+    general = list(dict.fromkeys(statistic_of(o) for o in plan.options if reads_general(o)))
+    if general:
+        texts_file = plan.out / "general" / "texts.json"
+        if not texts_file.is_file():
+            texts_file.parent.mkdir(exist_ok=True)
+            write_text(texts_file, json.dumps(general_text(model, tok, plan.seed)) + "\n")
+        texts = json.loads(texts_file.read_text())
+        for statistic in general:
+            path = plan.out / statistic / f"{GENERAL}.npy"
+            statistics[statistic][GENERAL] = cached(path, general_statistic, model, texts, statistic, plan.batch_items)
+    return statistics
+
+
 def measure(plan: FrontierPlan) -> Path:
     """Measure the frontier of `plan` (resuming what frontier/evaluations.jsonl already holds) and write its
     summary; returns the folder."""
-    import numpy as np
     import torch
     from tqdm import tqdm
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -136,20 +180,7 @@ def measure(plan: FrontierPlan) -> Path:
     neurons = model_neurons(model)
     tests = {a: read_split(plan, a, "test", plan.test_items) for a in plan.abilities}
 
-    statistics: dict[str, dict[str, NDArray[np.float32]]] = {}
-    for statistic in dict.fromkeys(statistic_of(o) for o in plan.options):
-        compute = STATISTICS[statistic]
-        statistics[statistic] = {}
-        for ability in dict.fromkeys(plan.abilities + plan.contrast):
-            path = plan.out / statistic / f"{ability}.npy"
-            if not path.is_file():
-                records = read_split(plan, ability, "train", plan.train_items)
-                path.parent.mkdir(exist_ok=True)
-                values = compute(model, tok, records, plan.batch_items)
-                np.save(path.with_suffix(".tmp.npy"), values)
-                path.with_suffix(".tmp.npy").replace(path)
-            statistics[statistic][ability] = np.load(path)
-
+    statistics = train_statistics(plan, model, tok)
     log = plan.out / "evaluations.jsonl"
     done = {(r["option"], r["region"], r["size"]) for r in evaluations(log)}
     if ("original", "-", 0) not in done:
@@ -196,7 +227,8 @@ def frontier(
         ability: the abilities whose regions are measured (comma-separated); default every ability of `datasets:`.
             At least two. act_grad_contrast holds each against every ability of `datasets:`.
         model: the model (name or tag); default the config's first.
-        options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast; a rerun
+        options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast and the two
+            against general text the model samples itself, act_grad_general and act_general (neurons.py); a rerun
             may add options and sizes to those already measured in its folder.
         sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated.
         draws: random regions per size (at least 3 for a comparison with random).
@@ -217,7 +249,7 @@ def frontier(
         abilities=tuple(abilities),
         contrast=tuple(cfg.abilities()),
         out=Layout(cfg.output_root, spec.tag).frontier_dir,
-        options=tuple(select(options, NEURON_SCORES, "--options")),
+        options=tuple(select(options, FRONTIER_SCORES, "--options")),
         sizes=tuple(sorted({positive(v, "--sizes") for v in listed(sizes)})),
         draws=positive(draws, "--draws"),
         train_items=positive(train_items, "--train_items"),
@@ -294,7 +326,8 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     """How well each neuron score finds the neurons a planted model's abilities live in (planted.json of a
     folder `plant_real.py apply` wrote): per option and planted ability, the AUROC of its planted neurons in
     the score order and the precision of its top |R_a| neurons. Attribution on each planted ability's probe
-    split (never planted) and, for the contrast, on the ten generated abilities' train splits."""
+    split (never planted) and, for the contrasts, on the ten generated abilities' train splits and on general text
+    the planted model samples itself (neurons.general_text, seed 0)."""
     import torch
 
     from benchprof.lab.validation import auroc
@@ -303,8 +336,11 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
     statistics = {name: {a: compute(model, tok, r) for a, r in records.items()} for name, compute in STATISTICS.items()}
+    texts = general_text(model, tok, 0)
+    for name in STATISTICS:
+        statistics[name][GENERAL] = general_statistic(model, texts, name)
     rows = []
-    for option in NEURON_SCORES:
+    for option in FRONTIER_SCORES:
         for ability, layers in info["neurons"].items():
             truth = planted_truth(neurons, layers)
             scores = neuron_scores(statistics[statistic_of(option)], ability, option)

@@ -20,13 +20,22 @@ activation on one language against the others:
 
 - `act_contrast`: log Ē_a − log max_{b≠a} Ē_b, Ē the mean over an ability's items (what fires on a's text and
   on no other ability's as much). It is the one score that finds planted neurons (docs/frontier.md).
+
+Two scores hold an ability against *general text* in place of the other abilities (frontier options, not yet
+`extract.score`s; FRONTIER_SCORES): text the model samples itself from its start token (general_text), the
+distribution it was trained on with no ability's format. Its attribution is G(text, l, j) = Σ_positions h_lj ·
+∂ (mean log P(next token)) / ∂ h_lj (text_attribution), its activity the mean of h² over its tokens:
+
+- `act_grad_general`: t_a − t_general (what a's answers lean on and ordinary text does not);
+- `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -99,6 +108,29 @@ def model_neurons(model: torch.nn.Module) -> Neurons:
     return Neurons(mlps, int(down.shape[0]), int(down.shape[1]), sum(p.numel() for p in model.parameters()))
 
 
+@contextmanager
+def traced_activations(model: torch.nn.Module) -> Iterator[tuple[Neurons, list[torch.Tensor]]]:
+    """While open, every forward pass appends each MLP layer's activations h (the input of down_proj) to the list,
+    with gradients flowing to them through the embeddings; the weights need none, and get theirs back after."""
+    neurons = model_neurons(model)
+    acts: list[torch.Tensor] = []
+    hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
+    embedding: Any = model.get_input_embeddings()  # type: ignore[operator]
+    embed = embedding.register_forward_hook(lambda _m, _i, out: out.requires_grad_())
+    grads_were = [p.requires_grad for p in model.parameters()]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    try:
+        yield neurons, acts
+    finally:
+        for hook in hooks:
+            hook.remove()
+        embed.remove()
+        for p, was in zip(model.parameters(), grads_were, strict=True):
+            p.requires_grad_(was)
+        acts.clear()
+
+
 def neuron_attribution(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_items: int = 8
 ) -> NDArray[np.float32]:
@@ -109,17 +141,8 @@ def neuron_attribution(
 
     from benchprof.stages.choices import forward_rows, mc_rows, option_logliks
 
-    neurons = model_neurons(model)
-    acts: list[torch.Tensor] = []
-    hooks = [m.down_proj.register_forward_pre_hook(lambda _m, args: acts.append(args[0])) for m in neurons.mlps]
-    # the weights need no gradient; the activations do, through the embeddings
-    embedding: Any = model.get_input_embeddings()  # type: ignore[operator]
-    embed = embedding.register_forward_hook(lambda _m, _i, out: out.requires_grad_())
-    grads_were = [p.requires_grad for p in model.parameters()]
-    for p in model.parameters():
-        p.requires_grad_(False)
-    out = np.zeros((len(records), neurons.count), dtype=np.float32)
-    try:
+    with traced_activations(model) as (neurons, acts):
+        out = np.zeros((len(records), neurons.count), dtype=np.float32)
         for start in range(0, len(records), batch_items):
             chunk = list(records[start : start + batch_items])
             rows = mc_rows(tok, chunk)
@@ -138,13 +161,29 @@ def neuron_attribution(
             items = torch.tensor([rows[group[0]][0] for group in forward_rows(model, rows)], device=per_row.device)
             per_item = per_row.new_zeros(len(chunk), neurons.count).index_add_(0, items, per_row)
             out[start : start + len(chunk)] = per_item.detach().cpu().numpy()
-    finally:
-        for hook in hooks:
-            hook.remove()
-        embed.remove()
-        for p, was in zip(model.parameters(), grads_were, strict=True):
-            p.requires_grad_(was)
-        acts.clear()
+    return out
+
+
+def text_attribution(
+    model: torch.nn.Module, sequences: Sequence[Sequence[int]], batch_items: int = 8
+) -> NDArray[np.float32]:
+    """G(text, neuron) = Σ_positions h · ∂ (mean log P(next token))/∂h over one token sequence (general_text's, all
+    of one length): what ordinary text leans on, as neuron_attribution for an ability's answers. Shape (texts,
+    layers × intermediate)."""
+    import numpy as np
+    import torch
+
+    device = next(model.parameters()).device
+    with traced_activations(model) as (neurons, acts):
+        out = np.zeros((len(sequences), neurons.count), dtype=np.float32)
+        for start in range(0, len(sequences), batch_items):
+            tokens = torch.tensor([list(s) for s in sequences[start : start + batch_items]], device=device)
+            acts.clear()
+            logits = model(input_ids=tokens).logits[:, :-1].float()
+            logprob = torch.log_softmax(logits, -1).gather(-1, tokens[:, 1:, None])[..., 0]
+            grads = torch.autograd.grad(logprob.mean(1).sum(), acts)
+            per_text = torch.cat([(a * g).sum(1) for a, g in zip(acts, grads, strict=True)], 1).float()
+            out[start : start + len(tokens)] = per_text.detach().cpu().numpy()
     return out
 
 
@@ -155,10 +194,23 @@ def neuron_activity(
     and ' ' + its correct option. How much a neuron fires on the ability's text, whatever its effect on the
     answer: the activation statistic of language-specific-neuron work. Shape (items, layers × intermediate),
     neuron ids as neuron_attribution's."""
+    from benchprof.core.prompts import eval_prompt
+
+    def encode(text: str) -> list[int]:
+        return list(tok(text, add_special_tokens=False)["input_ids"])
+
+    # the prompt and the option tokenised apart, as lm-eval's requests (choices.mc_rows)
+    sequences = [encode(eval_prompt(r)) + encode(" " + r["options"][r["label"]]) for r in records]
+    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    return text_activity(model, sequences, batch_items, pad)
+
+
+def text_activity(
+    model: torch.nn.Module, sequences: Sequence[Sequence[int]], batch_items: int = 16, pad: int = 0
+) -> NDArray[np.float32]:
+    """The mean of h² over each token sequence's tokens, per neuron: shape (sequences, layers × intermediate)."""
     import numpy as np
     import torch
-
-    from benchprof.core.prompts import eval_prompt
 
     neurons = model_neurons(model)
     per_layer: list[torch.Tensor] = []
@@ -170,18 +222,11 @@ def neuron_activity(
 
     hooks = [m.down_proj.register_forward_pre_hook(reduce) for m in neurons.mlps]
     device = next(model.parameters()).device
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-
-    def encode(text: str) -> list[int]:
-        return list(tok(text, add_special_tokens=False)["input_ids"])
-
-    # the prompt and the option tokenised apart, as lm-eval's requests (choices.mc_rows)
-    sequences = [encode(eval_prompt(r)) + encode(" " + r["options"][r["label"]]) for r in records]
-    out = np.zeros((len(records), neurons.count), dtype=np.float32)
+    out = np.zeros((len(sequences), neurons.count), dtype=np.float32)
     try:
         with torch.no_grad():
             for start in range(0, len(sequences), batch_items):
-                ids = sequences[start : start + batch_items]
+                ids = [list(x) for x in sequences[start : start + batch_items]]
                 width = max(len(x) for x in ids)
                 tokens = torch.tensor([x + [pad] * (width - len(x)) for x in ids], device=device)
                 mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in ids], device=device)
@@ -196,13 +241,63 @@ def neuron_activity(
     return out
 
 
+GENERAL = "_general"  # the statistics' key of general text (general_text), beside the abilities' names
+GENERAL_TEXTS, GENERAL_TOKENS = 120, 128  # sequences the model samples, tokens each (as many as train items)
+
+
+def general_text(model: torch.nn.Module, tok: PreTrainedTokenizerBase, seed: int) -> list[list[int]]:
+    """GENERAL_TEXTS token sequences of GENERAL_TOKENS that the model samples itself (temperature 1, no top-k or
+    top-p) after its BOS token (EOS when it has none): ordinary text of the distribution it was trained on, in no
+    ability's format, with no corpus to ship. Reproducible from seed on one machine."""
+    import torch
+
+    start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
+    device = next(model.parameters()).device
+    generator_state = torch.random.get_rng_state()
+    torch.manual_seed(seed)
+    texts: list[list[int]] = []
+    try:
+        with torch.no_grad():
+            for first in range(0, GENERAL_TEXTS, 16):
+                n = min(16, GENERAL_TEXTS - first)
+                ids = model.generate(  # type: ignore[operator]
+                    input_ids=torch.full((n, 1), int(start or 0), device=device),
+                    attention_mask=torch.ones(n, 1, dtype=torch.long, device=device),
+                    do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                    min_new_tokens=GENERAL_TOKENS - 1, max_new_tokens=GENERAL_TOKENS - 1,  # every text one length
+                    pad_token_id=int(start or 0),
+                )  # fmt: skip
+                texts += ids.tolist()
+    finally:
+        torch.random.set_rng_state(generator_state)
+    return texts
+
+
+def general_statistic(
+    model: torch.nn.Module, texts: Sequence[Sequence[int]], statistic: str, batch_items: int = 8
+) -> NDArray[np.float32]:
+    """The per-text statistic (attribution or activity, as statistic_of names them) of general_text's texts."""
+    if statistic == "attribution":
+        return text_attribution(model, texts, batch_items)
+    return text_activity(model, texts, batch_items)
+
+
 # each per-item statistic a neuron score reads, by name (statistic_of): the function that computes it
 STATISTICS = {"attribution": neuron_attribution, "activity": neuron_activity}
 
 
 def statistic_of(option: str) -> str:
     """The per-item statistic a neuron score reads: "activity" (neuron_activity) or "attribution"."""
-    return "activity" if option == "act_contrast" else "attribution"
+    return "activity" if option in ("act_contrast", "act_general") else "attribution"
+
+
+def reads_general(option: str) -> bool:
+    """Whether a neuron score holds an ability against general text (general_text), not against other abilities."""
+    return option in GENERAL_SCORES
+
+
+GENERAL_SCORES = ("act_grad_general", "act_general")
+FRONTIER_SCORES = NEURON_SCORES + GENERAL_SCORES  # what the frontier and the planted recovery measure
 
 
 def contrasted(option: str) -> bool:
@@ -211,8 +306,9 @@ def contrasted(option: str) -> bool:
 
 
 def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
-    """The score that ranks ability's neurons under `option` (NEURON_SCORES), from every ability's statistic
-    (statistic_of(option): attribution or activity, items x neurons)."""
+    """The score that ranks ability's neurons under `option` (FRONTIER_SCORES), from every ability's statistic
+    (statistic_of(option): attribution or activity, items x neurons) and, for the general-text scores, general
+    text's under the key GENERAL."""
     import numpy as np
 
     def t_stat(per_item: NDArray[np.float32]) -> NDArray[np.float64]:
@@ -224,15 +320,24 @@ def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: 
         return values[ability].astype(np.float64).mean(0)
     if option == "act_grad_t":
         return t_stat(values[ability])
-    if contrasted(option) and len(values) < 2:
+    others = [v for b, v in values.items() if b not in (ability, GENERAL)]
+    if contrasted(option) and not others:
         raise BenchprofError(f"{option} needs at least two abilities")
+    if reads_general(option) and GENERAL not in values:
+        raise BenchprofError(f"{option} needs the statistic of general text (neurons.general_text)")
     if option == "act_grad_contrast":
-        return t_stat(values[ability]) - np.max([t_stat(v) for b, v in values.items() if b != ability], axis=0)
+        return t_stat(values[ability]) - np.max([t_stat(v) for v in others], axis=0)
+    if option == "act_grad_general":
+        return t_stat(values[ability]) - t_stat(values[GENERAL])
+
+    def log_mean(v: NDArray[np.float32]) -> NDArray[np.float64]:
+        return np.log(v.astype(np.float64).mean(0) + ACTIVITY_FLOOR)
+
     if option == "act_contrast":
-        own = values[ability].astype(np.float64).mean(0)
-        others = np.max([v.astype(np.float64).mean(0) for b, v in values.items() if b != ability], axis=0)
-        return np.log(own + ACTIVITY_FLOOR) - np.log(others + ACTIVITY_FLOOR)
-    raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(NEURON_SCORES)})")
+        return log_mean(values[ability]) - np.max([log_mean(v) for v in others], axis=0)
+    if option == "act_general":
+        return log_mean(values[ability]) - log_mean(values[GENERAL])
+    raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(FRONTIER_SCORES)})")
 
 
 def top_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
