@@ -12,15 +12,16 @@ import contextlib
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import Config
+from benchprof.core.config import AggregateSettings, Config, ModelSpec
 from benchprof.core.layout import CompareLayout, Layout, Variant, format_k
 from benchprof.core.regions import region_metadata
 from benchprof.core.results import (
+    DocId,
     PerDoc,
     Score,
     Unusable,
@@ -64,6 +65,7 @@ from benchprof.stats.impact import chance_level, chance_test
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+    from tqdm import tqdm
 
 NO_ORIGINAL = "no usable original score"
 
@@ -175,6 +177,222 @@ def region_provenance(layout: Layout, abilities: list[str], k_values: list[float
     return one(scores, "extract.score of the masks", "importance"), one(losses, "finetune.loss_on", "")
 
 
+@dataclass
+class _ScoreRun:
+    """One model's `load_scores` in progress: where it reads, and what its benchmarks have added so far."""
+
+    layout: Layout
+    settings: AggregateSettings
+    profile: Profile
+    resamples: int
+    splits: list[str]  # the benchmarks that are an ability's own test split
+    mask_hashes: dict[Variant, str | None] = field(default_factory=dict)
+    samples: dict[CellKey, NDArray[np.float64]] = field(default_factory=dict)  # bootstrap AIS samples of each cell
+    original_docs: dict[str, PerDoc] = field(default_factory=dict)  # ability splits' values, for the mean specificity
+    ablated_docs: dict[tuple[str, str, float, str], PerDoc] = field(default_factory=dict)  # (split, ability, k, region)
+    row_spread: dict[int, float] = field(default_factory=dict)  # id(row) -> sd of a continuous row's differences
+    joint_cells: list[JointCell] = field(default_factory=list)  # per (benchmark, k): every ability's top region
+
+    def variants(self) -> list[Variant]:
+        """Every ablated variant of the profile: ability, then k, then region."""
+        profile = self.profile
+        return [Variant(a, k, r) for a in profile.abilities for k in profile.k_values for r in profile.regions]
+
+    def mask_hash(self, variant: Variant) -> str | None:
+        """The hash of the variant's mask file now on disk (None: there is none), hashed once per run."""
+        from benchprof.core.storage import file_hash
+
+        if variant not in self.mask_hashes:
+            path = self.layout.mask_file(*variant.parts())
+            self.mask_hashes[variant] = file_hash(path) if path.is_file() else None
+        return self.mask_hashes[variant]
+
+    def missing(self, benchmark: str, variant: Variant, reason: str) -> None:
+        """List one evaluation of the benchmark as missing from the profile, with the reason."""
+        path = self.layout.eval_file(variant, benchmark)
+        self.profile.missing.append(MissingEval(benchmark, variant.label(), str(path), reason))
+
+
+@dataclass(frozen=True)
+class _Original:
+    """A benchmark's original evaluation: what every ablated evaluation of it is paired with."""
+
+    benchmark: str
+    metric_key: str
+    score: Score
+    inputs: dict[str, Any]  # its result JSON's inputs: an ablation pairs only with the same model, task and scoring
+    clusters: dict[DocId, str]  # (task, doc_id) -> cluster, where the documents carry one
+    p_correct: Score | None  # on p_correct: multiple-choice benchmarks on a higher-is-better metric
+
+
+def _load_original(run: _ScoreRun, benchmark: str) -> tuple[str, Score, dict[str, Any]]:
+    """(primary metric, score, result JSON inputs) of the benchmark's original evaluation; Unusable with the reason."""
+    original_path = run.layout.eval_file(Variant(), benchmark)
+    if not original_path.is_file():
+        raise Unusable("missing")
+    original_payload, results = read_results(original_path)
+    inputs = original_payload.get("inputs")
+    original_inputs = inputs if isinstance(inputs, dict) else {}
+    override = run.settings.metrics.get(benchmark)
+    metric_key = primary_metric(results, override)
+    if metric_key is None:
+        wanted = f"aggregate.metrics.{benchmark} {override!r}" if override else "any metric"
+        raise Unusable(f"{wanted} not in results (has: {', '.join(results)})")
+    original = _load_score(run.layout, Variant(), benchmark, metric_key, run.profile.notes)
+    if not math.isclose(original.value, original.reported, abs_tol=1e-6):  # noted once, for the original
+        run.profile.notes.append(
+            f"{benchmark}: the reported {metric_key} ({original.reported:.4f}) is not the mean over its "
+            f"documents ({original.value:.4f}); AIS and intervals use the document means"
+        )
+    return metric_key, original, original_inputs
+
+
+def _test_chance(run: _ScoreRun, benchmark: str, original: Score, options: list[int]) -> None:
+    """The benchmark's chance level and the original's one-sided test of being above it, into the profile."""
+    import numpy as np
+
+    settings, profile = run.settings, run.profile
+    chance = settings.chance.get(benchmark, chance_level(options) if options else 0.0)
+    profile.chance[benchmark] = chance
+    # a lower-is-better metric (a loss) has no chance level to be above: its rows are never at chance
+    if original.per_doc is None or original.lower_is_better:
+        return
+    values = np.array(list(original.per_doc.values()))
+    profile.chance_p[benchmark] = chance_test(values, chance)
+    generation = not options and benchmark not in settings.chance  # chance 0: any right item beats it
+    credited = int((values > 0).sum())  # items right (or with any credit, on a continuous metric)
+    if generation and credited < settings.min_correct:
+        profile.chance_p[benchmark] = 1.0
+        profile.notes.append(
+            f"{benchmark}: the original gets {credited} of {values.size} items right, fewer than "
+            f"aggregate.min_correct ({settings.min_correct}): treated as at chance, its AIS is not shown"
+        )
+
+
+def _record_original(
+    run: _ScoreRun, benchmark: str, metric_key: str, original: Score, original_inputs: dict[str, Any]
+) -> _Original:
+    """Put the benchmark's original score, metric and chance level into the profile; what its ablations pair with."""
+    samples_file = run.layout.samples_file(Variant(), benchmark)
+    run.profile.metrics[benchmark] = metric_key
+    run.profile.original_scores[benchmark] = original.value
+    options = option_counts(samples_file)
+    _test_chance(run, benchmark, original, options)
+    if benchmark in run.splits and original.per_doc is not None:
+        run.original_docs[benchmark] = original.per_doc
+    clusters = read_clusters(samples_file) if run.settings.clusters else {}
+    p_original = None
+    if options and not original.lower_is_better:
+        with contextlib.suppress(Unusable):  # no log-likelihoods to compute it from: no p_correct rows
+            p_original = _load_p_correct(run.layout, Variant(), benchmark, metric_key, original)
+    return _Original(benchmark, metric_key, original, original_inputs, clusters, p_original)
+
+
+def _unpaired(run: _ScoreRun, base: _Original, variant: Variant, score: Score) -> str | None:
+    """Why an ablated score cannot share an AIS with the original's (its missing reason); None where it can."""
+    original = base.score
+    if (score.per_doc is None) != (original.per_doc is None):
+        # a mean over documents against lm-eval's own aggregate: two scales, never one AIS
+        unusable = variant if score.per_doc is None else Variant()
+        return (
+            f"the per-sample file of {unusable.label()} has no usable values while the other has: "
+            "one population per cell; rerun `benchprof evaluate` for it"
+        )
+    other_docs = (
+        score.per_doc is not None and original.per_doc is not None and set(score.per_doc) != set(original.per_doc)
+    )
+    other_limit = (score.limit, score.n_samples) != (original.limit, original.n_samples)
+    if other_docs or other_limit:  # one population per cell: never an AIS over other documents than the original's
+        return (
+            f"scored other documents than {run.layout.eval_file(Variant(), base.benchmark)} "
+            f"(limit/n_samples {score.limit}/{score.n_samples} against "
+            f"{original.limit}/{original.n_samples}); rerun `benchprof evaluate` with one evals.limit"
+        )
+    return None
+
+
+def _load_ablated(run: _ScoreRun, base: _Original, ability: str, k: float) -> dict[str, Score]:
+    """region -> score of one (ability, k) cell on the benchmark; the evaluations it cannot use listed as missing."""
+    ablated: dict[str, Score] = {}
+    for region in run.profile.regions:
+        variant = Variant(ability, k, region)
+        try:
+            score = _load_score(
+                run.layout, variant, base.benchmark, base.metric_key, run.profile.notes, run.mask_hash, base.inputs
+            )
+        except Unusable as err:
+            run.missing(base.benchmark, variant, str(err))
+            continue
+        unpaired = _unpaired(run, base, variant, score)
+        if unpaired is not None:
+            run.missing(base.benchmark, variant, unpaired)
+            continue
+        ablated[region] = score
+    return ablated
+
+
+def _load_p_cell(
+    run: _ScoreRun, base: _Original, p_original: Score, ability: str, k: float, ablated: dict[str, Score]
+) -> dict[str, Score]:
+    """region -> p_correct of the cell's usable regions; a region without one is noted, its accuracy row stands."""
+    p_ablated: dict[str, Score] = {}
+    for region in ablated:
+        variant = Variant(ability, k, region)
+        try:
+            p_ablated[region] = _load_p_correct(run.layout, variant, base.benchmark, base.metric_key, p_original)
+        except Unusable as err:
+            run.profile.notes.append(f"{base.benchmark}: no p_correct rows ({err})")
+    return p_ablated
+
+
+def _load_cells(run: _ScoreRun, base: _Original, bar: tqdm) -> tuple[Loaded, Loaded]:
+    """(ability, k) -> region -> score of every cell of the benchmark, on its metric and on p_correct."""
+    loaded: Loaded = {}
+    p_loaded: Loaded = {}
+    for ability in run.profile.abilities:
+        for k in run.profile.k_values:
+            ablated = _load_ablated(run, base, ability, k)
+            loaded[(ability, k)] = ablated
+            if base.p_correct is not None:  # the same cell on each item's probability of the correct option
+                p_loaded[(ability, k)] = _load_p_cell(run, base, base.p_correct, ability, k, ablated)
+            if base.benchmark in run.splits:
+                run.ablated_docs.update(
+                    {
+                        (base.benchmark, ability, k, region): score.per_doc
+                        for region, score in ablated.items()
+                        if score.per_doc is not None
+                    }
+                )
+            bar.update(1)
+    return loaded, p_loaded
+
+
+def _add_rows(run: _ScoreRun, base: _Original, loaded: Loaded, p_loaded: Loaded) -> None:
+    """The benchmark's AIS rows, k steps, joint cells and null calibration, into the profile."""
+    profile, settings, benchmark, original = run.profile, run.settings, base.benchmark, base.score
+    for k in profile.k_values:
+        joint = joint_cell(profile.abilities, benchmark, k, original, loaded, base.clusters)
+        if joint is not None:
+            run.joint_cells.append(joint)
+    # the control of every top region at k: the random draws of every ability at k on this benchmark
+    pools = {k: random_pool(loaded, k) for k in profile.k_values}
+    p_pools = {k: random_pool(p_loaded, k) for k in profile.k_values}
+    for (ability, k), ablated in loaded.items():
+        cell = Cell(ability, k, benchmark, run.resamples, settings.seed, base.clusters)
+        rows = cell_rows(profile, cell, base.metric_key, original, ablated, run.samples, run.row_spread, pools[k])
+        profile.rows.extend(rows)
+        if (ability, k) in p_loaded and base.p_correct is not None:
+            rows = cell_rows(
+                profile, cell, P_CORRECT, base.p_correct, p_loaded[(ability, k)], None, run.row_spread, p_pools[k]
+            )
+            profile.rows.extend(rows)
+    profile.k_steps += k_steps(profile, benchmark, original, loaded, base.clusters)
+    for k in profile.k_values:
+        calibration = pool_calibration(benchmark, k, original, pools[k], settings.alpha)
+        if calibration is not None:
+            profile.null_calibration.append(calibration)
+
+
 def load_scores(
     cfg: Config,
     model: str | None = None,
@@ -194,10 +412,7 @@ def load_scores(
         progress: show a progress bar on a terminal.
         joint_out: receives the joint resamples of each benchmark's profile (for the comparison across models).
     """
-    import numpy as np
-
     from benchprof.core.console import progress as progress_bar
-    from benchprof.core.storage import file_hash
 
     spec = cfg.model(model)
     layout = Layout(cfg.output_root, spec.tag)
@@ -215,26 +430,8 @@ def load_scores(
         bootstrap=resamples,
         alpha=settings.alpha,
     )
-    variants = [Variant(a, k, r) for a in profile.abilities for k in profile.k_values for r in profile.regions]
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
-    mask_hashes: dict[Variant, str | None] = {}
-    samples: dict[CellKey, NDArray[np.float64]] = {}  # bootstrap AIS samples of each cell and region
-    original_docs: dict[str, PerDoc] = {}  # ability splits' per-document values, for the mean specificity
-    ablated_docs: dict[tuple[str, str, float, str], PerDoc] = {}  # (split, ability, k, region) -> values
-    splits = ability_benchmarks(profile.benchmarks)
-    row_spread: dict[int, float] = {}  # id(row) -> sd of a continuous row's paired differences
-    joint_cells: list[JointCell] = []  # per (benchmark, k): every ability's top region on the same items
-
-    def mask_hash(variant: Variant) -> str | None:
-        if variant not in mask_hashes:
-            path = layout.mask_file(*variant.parts())
-            mask_hashes[variant] = file_hash(path) if path.is_file() else None
-        return mask_hashes[variant]
-
-    def missing(benchmark: str, variant: Variant, reason: str) -> None:
-        path = layout.eval_file(variant, benchmark)
-        profile.missing.append(MissingEval(benchmark, variant.label(), str(path), reason))
-
+    run = _ScoreRun(layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks))
     bar = progress_bar(
         total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
         desc=f"aggregate {spec.tag}",
@@ -242,142 +439,24 @@ def load_scores(
         disable=None if progress else True,
     )
     for benchmark in profile.benchmarks:
-        original_path = layout.eval_file(Variant(), benchmark)
-        metric_key = None
         try:
-            if not original_path.is_file():
-                raise Unusable("missing")
-            original_payload, results = read_results(original_path)
-            original_inputs = original_payload.get("inputs") if isinstance(original_payload.get("inputs"), dict) else {}
-            metric_key = primary_metric(results, settings.metrics.get(benchmark))
-            if metric_key is None:
-                override = settings.metrics.get(benchmark)
-                wanted = f"aggregate.metrics.{benchmark} {override!r}" if override else "any metric"
-                raise Unusable(f"{wanted} not in results (has: {', '.join(results)})")
-            original = _load_score(layout, Variant(), benchmark, metric_key, profile.notes)
-            if not math.isclose(original.value, original.reported, abs_tol=1e-6):  # noted once, for the original
-                profile.notes.append(
-                    f"{benchmark}: the reported {metric_key} ({original.reported:.4f}) is not the mean over its "
-                    f"documents ({original.value:.4f}); AIS and intervals use the document means"
-                )
+            metric_key, original, original_inputs = _load_original(run, benchmark)
         except Unusable as err:
-            missing(benchmark, Variant(), str(err))
-            for variant in variants:  # their rows cannot be computed: list them, never drop them
-                missing(benchmark, variant, NO_ORIGINAL)
+            run.missing(benchmark, Variant(), str(err))
+            for variant in run.variants():  # their rows cannot be computed: list them, never drop them
+                run.missing(benchmark, variant, NO_ORIGINAL)
             bar.update(len(profile.abilities) * len(profile.k_values))
             continue
-        profile.metrics[benchmark] = metric_key
-        profile.original_scores[benchmark] = original.value
-        options = option_counts(layout.samples_file(Variant(), benchmark))
-        chance = settings.chance.get(benchmark, chance_level(options) if options else 0.0)
-        profile.chance[benchmark] = chance
-        if original.per_doc is not None and not original.lower_is_better:  # above chance at all? (one-sided)
-            values = np.array(list(original.per_doc.values()))
-            profile.chance_p[benchmark] = chance_test(values, chance)
-            generation = not options and benchmark not in settings.chance  # chance 0: any right item beats it
-            credited = int((values > 0).sum())  # items right (or with any credit, on a continuous metric)
-            if generation and credited < settings.min_correct:
-                profile.chance_p[benchmark] = 1.0
-                profile.notes.append(
-                    f"{benchmark}: the original gets {credited} of {values.size} items right, fewer than "
-                    f"aggregate.min_correct ({settings.min_correct}): treated as at chance, its AIS is not shown"
-                )
-        # a lower-is-better metric (a loss) has no chance level to be above: its rows are never at chance
-        if benchmark in splits and original.per_doc is not None:
-            original_docs[benchmark] = original.per_doc
-        clusters = read_clusters(layout.samples_file(Variant(), benchmark)) if settings.clusters else {}
-        p_original = None  # the original's p_correct: multiple-choice benchmarks on a higher-is-better metric
-        if options and not original.lower_is_better:
-            with contextlib.suppress(Unusable):  # no log-likelihoods to compute it from: no p_correct rows
-                p_original = _load_p_correct(layout, Variant(), benchmark, metric_key, original)
-
-        loaded: Loaded = {}  # (ability, k) -> region -> score
-        p_loaded: Loaded = {}  # the same on p_correct
-        for ability in profile.abilities:
-            for k in profile.k_values:
-                ablated: dict[str, Score] = {}
-                for region in profile.regions:
-                    variant = Variant(ability, k, region)
-                    try:
-                        ablated[region] = _load_score(
-                            layout, variant, benchmark, metric_key, profile.notes, mask_hash, original_inputs
-                        )
-                    except Unusable as err:
-                        missing(benchmark, variant, str(err))
-                        continue
-                    score = ablated[region]
-                    if (score.per_doc is None) != (original.per_doc is None):
-                        # a mean over documents against lm-eval's own aggregate: two scales, never one AIS
-                        del ablated[region]
-                        unusable = variant if score.per_doc is None else Variant()
-                        missing(
-                            benchmark,
-                            variant,
-                            f"the per-sample file of {unusable.label()} has no usable values while the other has: "
-                            "one population per cell; rerun `benchprof evaluate` for it",
-                        )
-                        continue
-                    if (
-                        score.per_doc is not None
-                        and original.per_doc is not None
-                        and set(score.per_doc) != set(original.per_doc)
-                    ) or (score.limit, score.n_samples) != (original.limit, original.n_samples):
-                        # one population per cell: never an AIS over other documents than the original's
-                        del ablated[region]
-                        missing(
-                            benchmark,
-                            variant,
-                            f"scored other documents than {layout.eval_file(Variant(), benchmark)} "
-                            f"(limit/n_samples {score.limit}/{score.n_samples} against "
-                            f"{original.limit}/{original.n_samples}); rerun `benchprof evaluate` with one evals.limit",
-                        )
-                loaded[(ability, k)] = ablated
-                if p_original is not None:  # the same cell on each item's probability of the correct option
-                    p_loaded[(ability, k)] = {}
-                    for region in ablated:
-                        variant = Variant(ability, k, region)
-                        try:
-                            p_loaded[(ability, k)][region] = _load_p_correct(
-                                layout, variant, benchmark, metric_key, p_original
-                            )
-                        except Unusable as err:  # the accuracy row stands; only its p_correct twin is lacking
-                            profile.notes.append(f"{benchmark}: no p_correct rows ({err})")
-                if benchmark in splits:
-                    ablated_docs.update(
-                        {
-                            (benchmark, ability, k, region): score.per_doc
-                            for region, score in ablated.items()
-                            if score.per_doc is not None
-                        }
-                    )
-                bar.update(1)
-        for k in profile.k_values:
-            joint = joint_cell(profile.abilities, benchmark, k, original, loaded, clusters)
-            if joint is not None:
-                joint_cells.append(joint)
-        # the control of every top region at k: the random draws of every ability at k on this benchmark
-        pools = {k: random_pool(loaded, k) for k in profile.k_values}
-        p_pools = {k: random_pool(p_loaded, k) for k in profile.k_values}
-        for (ability, k), ablated in loaded.items():
-            cell = Cell(ability, k, benchmark, resamples, settings.seed, clusters)
-            rows = cell_rows(profile, cell, metric_key, original, ablated, samples, row_spread, pools[k])
-            profile.rows.extend(rows)
-            if (ability, k) in p_loaded and p_original is not None:
-                rows = cell_rows(
-                    profile, cell, P_CORRECT, p_original, p_loaded[(ability, k)], None, row_spread, p_pools[k]
-                )
-                profile.rows.extend(rows)
-        profile.k_steps += k_steps(profile, benchmark, original, loaded, clusters)
-        for k in profile.k_values:
-            calibration = pool_calibration(benchmark, k, original, pools[k], settings.alpha)
-            if calibration is not None:
-                profile.null_calibration.append(calibration)
+        base = _record_original(run, benchmark, metric_key, original, original_inputs)
+        loaded, p_loaded = _load_cells(run, base, bar)
+        _add_rows(run, base, loaded, p_loaded)
     bar.close()
-    profile.rows.extend(specificity_rows(profile, samples))
-    profile.rows.extend(mean_specificity_rows(profile, original_docs, ablated_docs, resamples, settings.seed))
-    correct_for_multiplicity(profile, row_spread)
+    profile.rows.extend(specificity_rows(profile, run.samples))
+    profile.rows.extend(mean_specificity_rows(profile, run.original_docs, run.ablated_docs, resamples, settings.seed))
+    correct_for_multiplicity(profile, run.row_spread)
     correct_k_steps(profile)
-    draws = profile_analyses(profile, joint_cells, resamples, settings.seed)  # after the q-values: breadth counts stars
+    # after the q-values: breadth counts stars
+    draws = profile_analyses(profile, run.joint_cells, resamples, settings.seed)
     if joint_out is not None:
         joint_out.update(draws)
     return profile
@@ -391,6 +470,60 @@ def write_profile(profile: Profile, layout: Layout, plots: bool = True) -> list[
         + write_analyses(profile, layout, plots=plots)
         + (write_plots(profile, layout) if plots else [])
     )
+
+
+@dataclass(frozen=True)
+class _Written:
+    """One model's profile as `aggregate` wrote it."""
+
+    profile: Profile
+    folder: Path  # its profile folder
+    files: int  # how many files were written, the overlap's included
+
+
+def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws: JointDraws) -> _Written | None:
+    """Compute and write one model's profile and the overlap of its masks; None when it has no evaluations."""
+    model_started = time.time()
+    profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws)
+    layout = Layout(cfg.output_root, spec.tag)
+    folder = layout.profile_dir
+    if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
+        overlap_files, _, _ = model_overlap(cfg, spec.tag, plots)  # masks alone still show their overlap
+        print(
+            f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
+            + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else "")
+        )
+        return None
+    clear_manifest(folder)  # the manifest, written last, marks a complete profile
+    overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
+    profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
+    profile.notes += overlap_notes
+    profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
+    written = write_profile(profile, layout, plots=plots) + overlap_files
+    write_manifest(
+        folder,
+        inputs=profile_inputs(cfg, k),
+        extra={
+            "rows": len(profile.rows),
+            "missing": len(profile.missing),
+            "files": [p.name for p in written],
+            "evaluations": evaluation_hashes(layout.model_dir),  # status: is the profile behind them?
+        },
+        started=model_started,
+    )
+    return _Written(profile, folder, len(written))
+
+
+def _print_profile(cfg: Config, profile: Profile, k: float) -> None:
+    """One model's headline AIS table at k, its overlap, specificity and breadth lines, on the console."""
+    star = (
+        f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the damage family: zeroing it changes the score, "
+        "positive: it hurts, negative: it helps"
+    )
+    print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
+    print(ais_table(profile))
+    for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
+        print(line)
 
 
 def aggregate(cfg: Config, model: str | None = None, report_k: float | None = None, plots: bool = True) -> None:
@@ -425,40 +558,14 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
     specs = cfg.selected_models(model)
     compare_dir = CompareLayout(cfg.output_root).compare_dir  # no model is tagged so (config: layout.SHARED_FOLDERS)
     k = default_report_k(cfg, report_k)
-    done: list[tuple[Profile, Path, int]] = []
+    done: list[_Written] = []
     draws: dict[str, JointDraws] = {}  # model -> its benchmarks' joint resamples
     for spec in specs:
-        model_started = time.time()
         draws[spec.tag] = {}
-        profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws[spec.tag])
-        layout = Layout(cfg.output_root, spec.tag)
-        folder = layout.profile_dir
-        if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
-            overlap_files, _, _ = model_overlap(cfg, spec.tag, plots)  # masks alone still show their overlap
-            print(
-                f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
-                + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else "")
-            )
-            continue
-        clear_manifest(folder)  # the manifest, written last, marks a complete profile
-        overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
-        profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
-        profile.notes += overlap_notes
-        profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
-        written = write_profile(profile, layout, plots=plots) + overlap_files
-        write_manifest(
-            folder,
-            inputs=profile_inputs(cfg, k),
-            extra={
-                "rows": len(profile.rows),
-                "missing": len(profile.missing),
-                "files": [p.name for p in written],
-                "evaluations": evaluation_hashes(layout.model_dir),  # status: is the profile behind them?
-            },
-            started=model_started,
-        )
-        done.append((profile, folder, len(written)))
-    if not any(profile.rows for profile, _, _ in done):
+        written = _aggregate_model(cfg, spec, k, plots, draws[spec.tag])
+        if written is not None:
+            done.append(written)
+    if not any(w.profile.rows for w in done):
         tags = ", ".join(s.tag for s in specs)
         raise BenchprofError(
             f"aggregate: no AIS could be computed for {tags} under {cfg.output_root} "
@@ -466,25 +573,18 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
             if done
             else f"aggregate: no evaluation results for {tags} under {cfg.output_root} (run `benchprof evaluate` first)"
         )
-    compared = [profile for profile, _, _ in done if profile.rows]
+    compared = [w.profile for w in done if w.profile.rows]
     compare_files: list[Path] = []
     if len(compared) > 1:
         comparison = compare_models(compared, [draws[p.model] for p in compared])
         compare_files = write_comparison(comparison, cfg.output_root, plots=plots)
-    for profile, _, _ in done:
-        star = (
-            f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the damage family: zeroing it changes the score, "
-            "positive: it hurts, negative: it helps"
-        )
-        print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
-        print(ais_table(profile))
-        for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
-            print(line)
+    for w in done:
+        _print_profile(cfg, w.profile, k)
     if compare_files:
         print(f"\ncompare: {len(compared)} models -> {compare_dir} ({len(compare_files)} files)")
     print(
-        f"\naggregate: {sum(len(p.rows) for p, _, _ in done)} rows, "
-        f"{counted(sum(len(p.missing) for p, _, _ in done), 'missing evaluation')}, "
-        f"{sum(files for _, _, files in done)} files -> {', '.join(str(f) for _, f, _ in done)} "
+        f"\naggregate: {sum(len(w.profile.rows) for w in done)} rows, "
+        f"{counted(sum(len(w.profile.missing) for w in done), 'missing evaluation')}, "
+        f"{sum(w.files for w in done)} files -> {', '.join(str(w.folder) for w in done)} "
         f"in {time.time() - started:.1f} s"
     )
