@@ -1,8 +1,8 @@
 """The package's shape (docs/architecture.md): its rooms (the wings core/, stages/, profile/, lab/, abilities/,
 stats/ and the top-level modules) import only what their `__init__` docstring allows, in no cycle between rooms
 or modules; no module reaching into another's private names; statistics free of I/O; no file over 600 lines in
-benchprof/, scripts/ or perf/; no banner comments. Read from the source with `ast`, imports inside functions
-included."""
+benchprof/, scripts/ or perf/, no function over 80 lines in a stage; no banner comments. Read from the source
+with `ast`, imports inside functions included."""
 
 from __future__ import annotations
 
@@ -134,6 +134,21 @@ def test_no_file_is_longer_than_the_limit():
     assert len(paths) > 50  # the folders were found
     lengths = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in paths}
     assert {name: n for name, n in lengths.items() if n > MAX_LINES} == {}
+
+
+MAX_STAGE_FUNCTION = 80  # a stage's function past this does more than one step: name the steps
+
+
+def test_no_stage_function_is_longer_than_the_limit():
+    """Every function of stages/, from its `def` line to its last, docstring included (nested ones too)."""
+    long = {}
+    for path in (PACKAGE / "stages").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = (node.end_lineno or node.lineno) - node.lineno + 1
+                if length > MAX_STAGE_FUNCTION:
+                    long[f"{path.name}:{node.name}"] = length
+    assert long == {}
 
 
 # What each room may import (besides itself), as its __init__ docstring states it; "*" is anything.

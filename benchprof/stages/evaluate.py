@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import importlib.util
 import json
 import os
 import subprocess
@@ -483,10 +484,7 @@ def evaluate(
         original: also score the original model (--nooriginal to skip it).
         original_only: score the unablated model alone (--original_only): no region, no mask needed.
     """
-    from benchprof.core.console import progress as progress_bar
-    from benchprof.core.loader import effective_config
     from benchprof.stages import tasks
-    from benchprof.stages.damage import ensure_checkpoints
 
     started = time.time()
     if original_only:
@@ -496,59 +494,74 @@ def evaluate(
     cfg = cfg.with_overrides(evals={"limit": limit, "backend": backend})
     backend = cfg.evals.backend
     limit = None if limit is None else cfg.evals.limit  # --limit, checked; it wins over evals.limits
-    if backend == "vllm":
-        import importlib.util
-
-        if importlib.util.find_spec("vllm") is None:
-            raise BenchprofError(
-                "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
-            )
+    if backend == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise BenchprofError(
+            "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
+        )
     specs = cfg.selected_models(model)
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
     index, count = parse_shard(shard) if shard is not None else (0, 1)
     jobs = shard_jobs(all_jobs, index, count)
     # the tasks of the benchmarks these jobs score (every shard the same): one evaluated alone needs no other's data
     include_path, mapping = tasks.write_tasks(cfg, sorted({job.benchmark for job in all_jobs}))
+    plan = Plan(cfg, specs, jobs, include_path, mapping, backend, limit, force)
 
     devices = cfg.settings.devices()
     per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
     if shard is None and len(devices) // per_worker > 1 and cuda_available():
-        if backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
-            for spec in specs:
-                ensure_checkpoints(cfg, spec, ablated_variants(jobs))
-        commands = worker_commands(
-            effective_config(cfg),
-            devices,
-            per_worker,
-            {
-                "ability": ability,
-                "k": k,
-                "region": region,
-                "model": model,
-                "benchmark": benchmark,
-                "limit": limit,
-                "backend": backend,
-                "force": force,
-                "nooriginal": not original,
-            },
-        )
-        spawn_workers(commands)
-        gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
-        print(
-            f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(jobs)} jobs in "
-            f"{time.time() - started:.0f}s; results under {cfg.output_root}"
-        )
+        options = {"ability": ability, "k": k, "region": region, "model": model, "benchmark": benchmark}
+        options |= {"limit": limit, "backend": backend, "force": force, "nooriginal": not original}
+        run_workers(plan, devices, per_worker, options, started)
         return
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
+    score_models(plan, f"shard {index}/{count}, " if shard is not None else "", started)
 
-    loads = 0
-    ran = skipped = elsewhere = 0
+
+@dataclass(frozen=True)
+class Plan:
+    """One evaluate call's resolved work: config (--limit, --backend applied), models, shard's jobs, tasks, --force."""
+
+    cfg: Config
+    specs: list[ModelSpec]
+    jobs: list[Job]
+    include_path: Path
+    mapping: dict[str, str]
+    backend: str
+    limit: int | None
+    force: bool
+
+
+def run_workers(plan: Plan, devices: list[str], per_worker: int, options: dict[str, Any], started: float) -> None:
+    """The plan's jobs in one `evaluate --shard` process per `per_worker` GPUs, then the stage's summary line."""
+    from benchprof.core.loader import effective_config
+    from benchprof.stages.damage import ensure_checkpoints
+
+    if plan.backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
+        for spec in plan.specs:
+            ensure_checkpoints(plan.cfg, spec, ablated_variants(plan.jobs))
+    commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options)
+    spawn_workers(commands)
+    gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
+    print(
+        f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(plan.jobs)} jobs in "
+        f"{time.time() - started:.0f}s; results under {plan.cfg.output_root}"
+    )
+
+
+def score_models(plan: Plan, where: str, started: float) -> None:
+    """The plan's unfinished jobs scored in this process, model after model, then the stage's summary line."""
+    from benchprof.core.console import progress as progress_bar
+    from benchprof.stages import tasks
+    from benchprof.stages.damage import ensure_checkpoints
+
+    cfg, jobs, force = plan.cfg, plan.jobs, plan.force
+    loads = ran = skipped = elsewhere = 0
     variants_run: set[tuple[str, Variant]] = set()
-    for spec in specs:
+    for spec in plan.specs:
         layout = Layout(cfg.output_root, spec.tag)
         require_masks(layout, ablated_variants(jobs))
-        job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, backend, limit)
+        job_inputs = JobInputs(cfg, spec, layout, plan.include_path, plan.mapping, plan.backend, plan.limit)
         pending = []
         for job in jobs:
             inputs = job_inputs(job)
@@ -557,13 +570,13 @@ def evaluate(
         skipped += len(jobs) - len(pending)
         if not pending:
             continue
-        task_manager = tasks.task_manager(cfg, include_path)
-        unknown = sorted({mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
+        task_manager = tasks.task_manager(cfg, plan.include_path)
+        unknown = sorted({plan.mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
         if unknown:
             raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
-        worker = Worker(cfg, spec, layout, mapping, task_manager, force)
+        worker = Worker(cfg, spec, layout, plan.mapping, task_manager, force)
         with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
-            if backend == "vllm":
+            if plan.backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
                 model_loads, left = run_vllm(worker, pending, progress)
             else:
@@ -572,7 +585,6 @@ def evaluate(
         elsewhere += left
         ran += len(pending) - left
         variants_run.update((spec.tag, j.variant) for j, _ in pending)
-    where = f"shard {index}/{count}, " if shard is not None else ""
     ablated = sum(1 for _, v in variants_run if not v.is_original)
     originals = len(variants_run) - ablated
     print(

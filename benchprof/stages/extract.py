@@ -32,7 +32,7 @@ from benchprof.core.layout import Layout, format_k
 from benchprof.core.modeling import layer_index
 from benchprof.core.regions import Region, write_region
 from benchprof.core.storage import clear_manifest, is_current, write_csv, write_manifest
-from benchprof.stages.weight_scores import Scores, held, importance_identity, open_scores, order_keys
+from benchprof.stages.weight_scores import ScoreCache, Scores, held, importance_identity, open_scores, order_keys
 
 if TYPE_CHECKING:
     import torch
@@ -326,13 +326,11 @@ def extract(
         force: recompute even when the manifest matches.
     """
     from benchprof.core.modeling import pick_device
-    from benchprof.stages.weight_scores import ScoreCache, open_specific_scores, other_importance_files
 
     cfg = cfg.with_overrides(extract={"selection": selection, "score": score})
     ks = select(k, cfg.settings.k_values, "--k", float)
     abilities = select(ability, cfg.abilities(), "--ability")
-    selection, score = cfg.extract.selection, cfg.extract.score
-    regions = cfg.extract.region_names()
+    score = cfg.extract.score
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
     device = pick_device()
 
@@ -347,68 +345,88 @@ def extract(
         masks = MaskFolder(layout, spec.tag, cfg.extract, front, back)
         totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
         for ability_name in abilities:
-            path = layout.importance_file(ability_name)
-            if not path.is_file():
-                raise BenchprofError(f"{path}: file not found (run `benchprof finetune` first)")
-            scores = open_scores(path, front, back, device)
-            total_params = int(scores.metadata["total_params"])
-            n_layers = int(scores.metadata["n_layers"])
-            identity = importance_identity(path)
-            others = other_importance_files(layout, ability_name, cfg.abilities()) if score != "importance" else {}
-            todo = {}
-            for k_value in ks:
-                n = math.floor(k_value * total_params)
-                if n > scores.total:
-                    raise BenchprofError(
-                        f"k={k_value}: n = floor(k * {total_params}) = {n} exceeds the {scores.total} eligible "
-                        f"weights ({scores.metadata['scope']}, layers {front}..{n_layers - back - 1}); lower k "
-                        "or front/back_removal"
-                    )
-                inputs = region_inputs(
-                    cfg, ability_name, k_value, n, identity, scores.metadata, selection, score, layout
-                )
-                if force or not is_current(layout.masks_output(ability_name, k_value, regions), inputs):
-                    todo[k_value] = (n, inputs)
-                else:
-                    skipped += 1
-            if not todo:
-                continue
-            k_started = time.time()
-            if score != "importance":  # the pre-pass reads every ability's file: only when something is to do
-                scores = held(open_specific_scores(score, path, others, front, back, device, totals), HELD_SCORES_BYTES)
-            chosen: dict[float, dict[str, Region]] = {k_value: {} for k_value in todo}
-            if selection == "exact":
-                requests = {
-                    (k_value, region): (n, region == "top")
-                    for k_value, (n, _) in todo.items()
-                    for region in regions
-                    if region in ("top", "bottom")
-                }
-                for (k_value, region), indices in exact_regions(scores, requests).items():
-                    chosen[k_value][region] = indices
-            else:
-                for k_value, (n, _) in todo.items():
-                    top, bottom = chunked_regions(scores, n, cfg.extract.chunk_size)
-                    chosen[k_value].update({r: v for r, v in (("top", top), ("bottom", bottom)) if r in regions})
-            for k_value, (n, inputs) in todo.items():
-                seeds = {}
-                for region in regions:  # each random draw its own seed; as many weights as top (chunked: a few more)
-                    if draw := random_draw(region):
-                        seeds[region] = derived_seed(cfg.extract.random_seed, ability_name, k_value, draw)
-                        size = n if selection == "exact" else chunked_count(scores.total, n, cfg.extract.chunk_size)
-                        positions = random_positions(scores.total, size, seeds[region])
-                        chosen[k_value][region] = split_positions(scores, positions)
-                found = RegionSet(ability_name, k_value, n, chosen[k_value], selection, seeds, inputs, k_started, score)
-                write_regions(masks, scores, found)
-                written += 1
-            print(
-                f"extract: {ability_name} ({spec.tag}): {len(todo)} k value(s), score {score}, {scores.total:,} "
-                f"candidate weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s"
-            )
+            done, current = extract_ability(cfg, masks, ability_name, ks, force, device, totals)
+            written, skipped = written + done, skipped + current
     print(
         f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
         f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s"
     )
+
+
+def extract_ability(
+    cfg: Config, masks: MaskFolder, ability: str, ks: list[float], force: bool, device: str, totals: ScoreCache
+) -> tuple[int, int]:
+    """extract for one ability with a weight score, at each k not up to date: (region sets written, up to date)."""
+    from benchprof.stages.weight_scores import open_specific_scores, other_importance_files
+
+    layout, settings, front, back = masks.layout, masks.settings, masks.front, masks.back
+    selection, score, regions = settings.selection, settings.score, settings.region_names()
+    path = layout.importance_file(ability)
+    if not path.is_file():
+        raise BenchprofError(f"{path}: file not found (run `benchprof finetune` first)")
+    scores = open_scores(path, front, back, device)
+    total_params = int(scores.metadata["total_params"])
+    n_layers = int(scores.metadata["n_layers"])
+    identity = importance_identity(path)
+    others = other_importance_files(layout, ability, cfg.abilities()) if score != "importance" else {}
+    todo = {}
+    skipped = 0
+    for k_value in ks:
+        n = math.floor(k_value * total_params)
+        if n > scores.total:
+            raise BenchprofError(
+                f"k={k_value}: n = floor(k * {total_params}) = {n} exceeds the {scores.total} eligible "
+                f"weights ({scores.metadata['scope']}, layers {front}..{n_layers - back - 1}); lower k "
+                "or front/back_removal"
+            )
+        inputs = region_inputs(cfg, ability, k_value, n, identity, scores.metadata, selection, score, layout)
+        if force or not is_current(layout.masks_output(ability, k_value, regions), inputs):
+            todo[k_value] = (n, inputs)
+        else:
+            skipped += 1
+    if not todo:
+        return 0, skipped
+    k_started = time.time()
+    if score != "importance":  # the pre-pass reads every ability's file: only when something is to do
+        scores = held(open_specific_scores(score, path, others, front, back, device, totals), HELD_SCORES_BYTES)
+    chosen = ranked_regions(scores, {k_value: n for k_value, (n, _) in todo.items()}, settings)
+    for k_value, (n, inputs) in todo.items():
+        seeds = {}
+        for region in regions:  # each random draw its own seed; as many weights as top (chunked: a few more)
+            if draw := random_draw(region):
+                seeds[region] = derived_seed(settings.random_seed, ability, k_value, draw)
+                size = n if selection == "exact" else chunked_count(scores.total, n, settings.chunk_size)
+                positions = random_positions(scores.total, size, seeds[region])
+                chosen[k_value][region] = split_positions(scores, positions)
+        found = RegionSet(ability, k_value, n, chosen[k_value], selection, seeds, inputs, k_started, score)
+        write_regions(masks, scores, found)
+    print(
+        f"extract: {ability} ({masks.model_name}): {len(todo)} k value(s), score {score}, {scores.total:,} "
+        f"candidate weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s"
+    )
+    return len(todo), skipped
+
+
+def ranked_regions(
+    scores: Scores, sizes: dict[float, int], settings: ExtractSettings
+) -> dict[float, dict[str, Region]]:
+    """{k: {region: indices}} for the top and bottom regions of n = sizes[k] weights that `settings` asks for."""
+    regions = settings.region_names()
+    chosen: dict[float, dict[str, Region]] = {k: {} for k in sizes}
+    if settings.selection == "exact":
+        requests = {
+            (k, region): (n, region == "top")
+            for k, n in sizes.items()
+            for region in regions
+            if region in ("top", "bottom")
+        }
+        for (k, region), indices in exact_regions(scores, requests).items():
+            chosen[k][region] = indices
+    else:
+        for k, n in sizes.items():
+            top, bottom = chunked_regions(scores, n, settings.chunk_size)
+            chosen[k].update({r: v for r, v in (("top", top), ("bottom", bottom)) if r in regions})
+    return chosen
 
 
 @dataclass(frozen=True)
