@@ -1,6 +1,10 @@
 """SharedPrefixLM against lm-eval's HFLM on a real model and real benchmark copies; and one ablated variant
 evaluated in place (benchprof) against through a saved and reloaded checkpoint (the authors' way).
 
+Part 1 also replays, per benchmark, the batches SharedPrefixLM fed the model as plain forward passes (the
+decoder's own causal mask, the last position's logits only, nothing else): the physical limit for a scorer that
+runs those tokens once. Printed: seconds, tokens/s and ms per document of each, and their ratio.
+
 Part 1. For each benchmark (lm-eval's own task, read from its copy under real/benchmarks through benchprof's
 evals.dataset_paths YAMLs), lm-eval builds the loglikelihood requests once; the same requests are then scored by
 HFLM and by benchprof's SharedPrefixLM over one model object. Printed per benchmark: wall and CPU seconds of
@@ -88,16 +92,19 @@ class PeakMemory:
 
 
 class Work:
-    """Tokens fed to the model (padding included) and positions whose logits it computed, over all forwards."""
+    """Tokens fed to the model (padding included), positions whose logits it computed, and the shape of every
+    forward's input_ids, over all forwards."""
 
     def __init__(self, model: Any) -> None:
         self.tokens = self.logits = 0
+        self.shapes: list[tuple[int, ...]] = []
         model.register_forward_pre_hook(self.before, with_kwargs=True)
         model.register_forward_hook(self.after)
 
     def before(self, module: Any, args: tuple, kwargs: dict) -> None:
-        ids = kwargs.get("input_ids", args[0] if args else None)
+        ids: Any = kwargs.get("input_ids", args[0] if args else None)
         self.tokens += ids.numel()
+        self.shapes.append(tuple(ids.shape))
 
     def after(self, module: Any, args: tuple, output: Any) -> None:
         self.logits += output.logits.shape[:-1].numel()
@@ -111,15 +118,32 @@ class Timing:
     tokens: int
     logits: int
     peak_mib: float
+    shapes: list[tuple[int, ...]]  # every forward's input_ids
 
 
 def timed(lm: Any, requests: list, work: Work) -> Timing:
-    tokens, logits = work.tokens, work.logits
+    tokens, logits, forwards = work.tokens, work.logits, len(work.shapes)
     with PeakMemory() as memory:
         wall, cpu = time.perf_counter(), time.process_time()
         answers = lm.loglikelihood(requests, disable_tqdm=True)
         wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return Timing(answers, wall, cpu, work.tokens - tokens, work.logits - logits, memory.mib)
+    shapes = work.shapes[forwards:]
+    return Timing(answers, wall, cpu, work.tokens - tokens, work.logits - logits, memory.mib, shapes)
+
+
+def plain_forwards(model: Any, shapes: list[tuple[int, ...]]) -> float:
+    """Wall seconds of plain forward passes over batches of these shapes: the decoder with its own causal mask,
+    no 4D mask, no position ids, the logits of the last position only, no tokenising and no request handling.
+    What a scorer that feeds the model exactly these tokens cannot beat; token values do not change the time."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+    batches = [torch.randint(100, 1000, shape, generator=generator) for shape in shapes]
+    started = time.perf_counter()
+    with torch.no_grad():
+        for ids in batches:
+            model(input_ids=ids, logits_to_keep=1)
+    return time.perf_counter() - started
 
 
 def benchmark_copy(name: str, shots: int, work: Path) -> Path:
@@ -292,6 +316,7 @@ def main() -> None:
         f"{'max |dLL|':>9} {'greedy':>6} {'tokens HFLM/SP':>15} {'logit rows HFLM/SP':>19} {'peak MiB HFLM/SP':>17}"
     )
     print(header)
+    limits = []
     for i, (label, requests, docs) in enumerate(runs):
         if i % 2 == 0:
             theirs, ours = timed(hflm, requests, work_done), timed(packed, requests, work_done)
@@ -303,6 +328,19 @@ def main() -> None:
             f"{theirs.wall_s / ours.wall_s:>7.2f}x {theirs.cpu_s / ours.cpu_s:>5.2f}x {difference:>9.1e} {flags:>6} "
             f"{f'{theirs.tokens}/{ours.tokens}':>15} {f'{theirs.logits}/{ours.logits}':>19} "
             f"{f'{theirs.peak_mib:.0f}/{ours.peak_mib:.0f}':>17}"
+        )
+        limits.append((label, docs, ours, plain_forwards(model, ours.shapes)))
+    print(
+        "\nSharedPrefixLM against plain forward passes over the batches it fed (the limit for a scorer that runs "
+        "these tokens once)"
+    )
+    print(f"{'benchmark':<16} {'tokens':>7} {'SP s':>6} {'plain s':>7} {'SP/plain':>8} {'SP tok/s':>8} "
+          f"{'plain tok/s':>11} {'SP ms/doc':>9} {'plain ms/doc':>12}")  # fmt: skip
+    for label, docs, ours, plain_s in limits:
+        print(
+            f"{label:<16} {ours.tokens:>7} {ours.wall_s:>6.1f} {plain_s:>7.1f} {ours.wall_s / plain_s:>7.2f}x "
+            f"{ours.tokens / ours.wall_s:>8.0f} {ours.tokens / plain_s:>11.0f} {1000 * ours.wall_s / docs:>9.0f} "
+            f"{1000 * plain_s / docs:>12.0f}"
         )
     if not args.skip_authors:
         authors_way(model, tokenizer, packed, runs[0][1], args.batch_size, work)

@@ -153,6 +153,29 @@ def test_arc_requests_score_as_hflm_with_fewer_tokens(demo, arc_copy, tmp_path, 
     assert_same([expected[i] for i in order], packed.loglikelihood([requests[i] for i in order], disable_tqdm=True))
 
 
+def test_requests_are_tokenised_once_for_every_variant(demo, arc_copy, tmp_path):
+    """A second scoring of the same requests (another variant of a run) tokenises nothing and gives what a fresh
+    scorer gives: the memo of _encode_pair holds exactly HFLM's tokens."""
+    from benchprof.stages.damage import ablated
+
+    model, hflm, _ = demo
+    packed = SharedPrefixLM(pretrained=model, tokenizer=hflm.tokenizer, batch_size=4)
+    requests = lm_eval_requests(*local_task(tmp_path, "arc_easy", arc_copy, 0), 0, limit=6)
+    first = packed.loglikelihood(requests, disable_tqdm=True)
+    assert len(packed.encoded) == len(requests)
+    assert all(packed.encoded[r.args] == hflm._encode_pair(*r.args) for r in requests)
+    calls = []
+    original = packed.tok_encode
+    packed.tok_encode = lambda *a, **k: calls.append(a) or original(*a, **k)  # type: ignore[method-assign]
+    name, weight = next((n, p) for n, p in model.named_parameters() if "mlp.down_proj" in n)
+    with ablated(model, {name: torch.arange(0, weight.numel(), 7)}):  # another variant: other scores
+        second = packed.loglikelihood(requests, disable_tqdm=True)
+    again = packed.loglikelihood(requests, disable_tqdm=True)
+    assert calls == [] and again == first and second != first
+    fresh = SharedPrefixLM(pretrained=model, tokenizer=hflm.tokenizer, batch_size=4)
+    assert fresh.loglikelihood(requests, disable_tqdm=True) == first
+
+
 def test_truncated_overlapping_and_duplicate_requests(demo):
     """Token-level requests: a context longer than max_length (left-truncated, so its options no longer share a
     prefix), one exactly at max_length + 1 tokens (not truncated), a context that is another request's context

@@ -171,6 +171,16 @@ class SharedPrefixLM(HFLM):
         self.plain_path = False  # set while loglikelihood_rolling runs: HFLM's path for its windows
         # the model takes logits_to_keep (transformers' models do): logits only where a token is predicted
         self.keeps_logits = "logits_to_keep" in inspect.signature(self.model.forward).parameters
+        self.encoded: dict[tuple[str, str], tuple[list[int], list[int]]] = {}
+
+    def _encode_pair(self, context: str, continuation: str) -> tuple[list[int], list[int]]:
+        """HFLM's, tokenised once per (context, continuation) for the life of this scorer: every variant of a run
+        sends the same requests, so only the first tokenises them (the tokens depend on the text alone)."""
+        key = (context, continuation)
+        if key not in self.encoded:
+            self.encoded[key] = super()._encode_pair(context, continuation)
+        context_enc, continuation_enc = self.encoded[key]
+        return list(context_enc), list(continuation_enc)  # copies: a caller's edit cannot reach the memo
 
     def loglikelihood_rolling(self, requests: list, disable_tqdm: bool = False) -> list[float]:
         """HFLM's own: a document's windows share no prefix, packing would save nothing."""
