@@ -5,7 +5,7 @@ act_grad_contrast chooses |R_a| neurons at once. Here it chooses them in ROUNDS 
 neurons chosen so far, recomputes the ability's attribution on its probe items (stages/neurons.py), ranks the rest
 by t_a − max_b t_b (the other abilities' t from the unablated model) and adds the next chunk. The question: do
 neurons that act together show up once the first of them are gone? Prints the top-neuron precision per build and
-ability, and the mean over builds with its 95% t interval (lab/validation.py mean_interval).
+ability, and the mean over builds with its 95% t interval, clipped to [0, 1] (lab/validation.py share_interval).
 
 .venv/bin/python scripts/frontier_iterative.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [rounds] [items] [threads]
 """
@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from benchprof.lab.frontier import planted_probe, planted_truth
-from benchprof.lab.validation import mean_interval
+from benchprof.lab.validation import share_interval
 from benchprof.stages.damage import ablated
 from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_ids_region, neuron_scores
 
@@ -51,5 +51,5 @@ if __name__ == "__main__":
         got = iterative_precision(folder, rounds, items)
         print(f"{folder.name}: " + ", ".join(f"{a} {p:.3f}" for a, p in got.items()))
         means.append(sum(got.values()) / len(got))
-    mean, low, high = mean_interval(means)
-    print(f"top-neuron precision, {rounds} rounds: {mean:.3f} [{max(0.0, low):.3f}, {min(1.0, high):.3f}]")
+    mean, low, high = share_interval(means)
+    print(f"top-neuron precision, {rounds} rounds: {mean:.3f} [{low:.3f}, {high:.3f}]")

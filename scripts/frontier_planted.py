@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Each neuron score of benchprof frontier against planted models' neurons (lab/frontier.py planted_recovery):
 one row per option and planted ability of each build, then, with several builds, the mean over builds of a
-build's mean over its abilities [95% t interval over builds] (lab/validation.py mean_interval).
+build's mean over its abilities [95% t interval over builds, clipped to [0, 1]] (lab/validation.py share_interval).
 
 .venv/bin/python scripts/frontier_planted.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [items] [threads]
 """
@@ -28,6 +28,5 @@ if __name__ == "__main__":
     if len(builds) > 1:
         print(f"\n| option | AUROC [95% t over {len(builds)} builds] | top-neuron precision [95%] |\n|---|---|---|")
         for option, figures in recovery_over_builds(builds).items():
-            # each: mean [interval], the interval shown clipped to [0, 1]
-            shown = [f"{m:.3f} [{max(0.0, lo):.3f}, {min(1.0, hi):.3f}]" for m, lo, hi in figures]
+            shown = [f"{m:.3f} [{lo:.3f}, {hi:.3f}]" for m, lo, hi in figures]
             print(f"| {option} | {' | '.join(shown)} |")

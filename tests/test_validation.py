@@ -119,3 +119,16 @@ def test_mean_interval_by_hand_and_its_coverage() -> None:
     rng = np.random.default_rng(5)
     covered = [lo <= 0.3 <= hi for _, lo, hi in (mean_interval(rng.normal(0.3, 0.05, 3)) for _ in range(4000))]
     assert abs(np.mean(covered) - 0.95) < 0.012
+
+
+def test_share_interval_clips_to_zero_and_one_and_keeps_nan() -> None:
+    from benchprof.lab.validation import share_interval
+
+    mean, low, high = mean_interval([0.9, 1.0, 0.98])
+    assert high > 1.0 and share_interval([0.9, 1.0, 0.98]) == (mean, low, 1.0)
+    assert (
+        share_interval([0.0, 0.1, 0.02])[1] == 0.0
+        and share_interval([0.0, 0.1, 0.02])[2] == mean_interval([0.0, 0.1, 0.02])[2]
+    )
+    single = share_interval([0.5])
+    assert single[0] == 0.5 and np.isnan(single[1]) and np.isnan(single[2])  # one build: no interval, not [0, 1]

@@ -356,14 +356,14 @@ def recovery_over_builds(
     builds: list[list[dict[str, Any]]],
 ) -> dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]]:
     """Per option, (AUROC, top-neuron precision) over several planted builds (planted_recovery's rows of each):
-    each build's mean over its planted abilities, then the mean over builds with its 95% t interval
-    (validation.mean_interval: how much the figure would move with another build)."""
-    from benchprof.lab.validation import mean_interval
+    each build's mean over its planted abilities, then the mean over builds with its 95% t interval, clipped to
+    [0, 1] (validation.share_interval: how much the figure would move with another build)."""
+    from benchprof.lab.validation import share_interval
 
     out = {}
     for option in dict.fromkeys(r["option"] for build in builds for r in build):
         per_build = [[r for r in build if r["option"] == option] for build in builds]
         auroc = [sum(r["auroc"] for r in rows) / len(rows) for rows in per_build]
         precision = [sum(r["top_neuron_precision"] for r in rows) / len(rows) for rows in per_build]
-        out[option] = (mean_interval(auroc), mean_interval(precision))
+        out[option] = (share_interval(auroc), share_interval(precision))
     return out

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from benchprof.core.layout import format_k
-from benchprof.lab.validation import mean_interval
+from benchprof.lab.validation import mean_interval, share_interval
 
 SCORES = ("importance", "contrast_mean", "ratio", "rank", "entropy")  # the order of the tables' rows
 SELECTIONS = ("exact", "chunked")
@@ -171,8 +171,7 @@ def combine(folders: list[Path], out: Path) -> None:
         cells, row = [], {"loss_on": key[0], "score": key[1], "selection": key[2], "k": key[3]}
         for name, _ in COMBINED:
             values = [build[key][name] for build in per_build]
-            mean, low, high = mean_interval(values)
-            low, high = max(0.0, low), min(1.0, high)  # every figure here is a share or a probability
+            mean, low, high = share_interval(values)  # every figure here is a share or a probability
             row[name] = {"mean": mean, "ci": [low, high], "builds": values}
             cells.append(f"{mean:.3f} [{low:.3f}, {high:.3f}]")
         table.append(row)

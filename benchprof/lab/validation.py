@@ -205,3 +205,12 @@ def mean_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, 
     sd = math.sqrt(sum((v - mean) ** 2 for v in finite) / (len(finite) - 1))
     half = float(stats.t.ppf(0.5 + level / 2, len(finite) - 1)) * sd / math.sqrt(len(finite))
     return mean, mean - half, mean + half
+
+
+def share_interval(values: Sequence[float], level: float = 0.95) -> tuple[float, float, float]:
+    """mean_interval of a share or a probability (AUROC, precision, recall), its bounds clipped to [0, 1] where a
+    t interval runs past them; NaN bounds stay NaN."""
+    import math
+
+    mean, low, high = mean_interval(values, level)
+    return mean, low if math.isnan(low) else max(0.0, low), high if math.isnan(high) else min(1.0, high)
