@@ -161,18 +161,15 @@ def check_metrics(cfg: Config, problems: list[str]) -> None:
     a group, a tag or a task without one is not checked here, aggregate says so)."""
     import json
 
-    from benchprof.stages.tasks import is_local, is_standard, read_task_yaml, task_yaml, user_tasks
+    from benchprof.stages.tasks import is_local, is_standard, task_yaml, try_task_yaml, user_tasks
 
     for benchmark, override in cfg.aggregate.metrics.items():
         if is_local(cfg, benchmark):
             spec = json.loads(task_yaml(benchmark, Path(benchmark)))
         else:
             path = (builtin_tasks() if is_standard(cfg, benchmark) else user_tasks(cfg)).get(benchmark)
-            try:
-                spec = read_task_yaml(path) if path is not None else {}
-            except BenchprofError:  # no lm-eval reader at all: said as it is
-                raise
-            except Exception:  # an unreadable YAML: check_user_tasks or lm-eval names it
+            spec, unreadable = try_task_yaml(path) if path is not None else ({}, None)
+            if unreadable:  # check_datasets or lm-eval names it
                 continue
         known = [str(m["metric"]) for m in spec.get("metric_list") or [] if isinstance(m, dict) and "metric" in m]
         if known and override.split(",")[0] not in known:
@@ -279,24 +276,22 @@ def check_user_tasks(cfg: Config, problems: list[str]) -> None:
     its task is then 'unknown'), and the local data files of the benchmarks' own tasks exist."""
     import glob
 
-    from benchprof.stages.tasks import include_paths, read_task_yaml, user_tasks
+    from benchprof.stages.tasks import include_paths, try_task_yaml, user_tasks
 
     for root in include_paths(cfg):
         files = [root] if root.is_file() else sorted(root.glob("**/*.yaml"))
         for path in files:
-            try:
-                read_task_yaml(path)
-            except BenchprofError:  # no lm-eval reader at all: said as it is
-                raise
-            except Exception as err:  # yaml's errors, a missing include, not a mapping
-                problems.append(f"evals.include_path: {path}: lm-eval cannot read this task YAML ({yaml_problem(err)})")
+            _, unreadable = try_task_yaml(path)
+            if unreadable:
+                problems.append(
+                    f"evals.include_path: {path}: lm-eval cannot read this task YAML ({yaml_problem(unreadable)})"
+                )
     own = user_tasks(cfg)
     for i, benchmark in enumerate(cfg.evals.benchmarks):
         if benchmark not in own or benchmark in cfg.evals.dataset_paths:
             continue
-        try:
-            spec = read_task_yaml(own[benchmark])
-        except Exception:  # reported above
+        spec, unreadable = try_task_yaml(own[benchmark])
+        if unreadable:  # reported above
             continue
         shots = cfg.evals.fewshot(benchmark)
         sources = [spec.get(key) for key in ("fewshot_split", "training_split", "validation_split")]

@@ -65,6 +65,18 @@ def read_task_yaml(path: Path, includes: bool = True) -> dict[str, Any]:
     return dict(load_yaml(path, resolve_func=False, recursive=includes))
 
 
+def try_task_yaml(path: Path) -> tuple[dict[str, Any], Exception | None]:
+    """read_task_yaml for a check: a YAML lm-eval cannot read (a syntax error, a missing include, not a mapping)
+    gives ({}, its error) for the caller to report or skip; a missing lm-eval reader still raises, since then no
+    task YAML can be read at all."""
+    try:
+        return read_task_yaml(path), None
+    except BenchprofError:
+        raise
+    except Exception as err:
+        return {}, err
+
+
 @functools.lru_cache(maxsize=8)
 def _index(paths: tuple[Path, ...], defaults: bool) -> dict[str, Entry]:
     """lm-eval's own index of tasks, groups and tags (configs merged with their includes)."""
