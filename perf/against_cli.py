@@ -60,11 +60,12 @@ def timed(command: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def per_document_acc(folder: Path, pattern: str) -> list[float]:
-    """acc of each document in doc_id order, from the one samples file under `folder` matching `pattern`."""
+def per_document_acc(folder: Path, pattern: str) -> list[tuple[int, float]]:
+    """(doc_id, acc) of each document in doc_id order, from the one samples file under `folder` matching
+    `pattern`: the ids too, so that two runs scoring other documents cannot look equal."""
     [path] = list(folder.rglob(pattern))
     samples = [json.loads(line) for line in path.read_text().splitlines()]
-    return [float(s["acc"]) for s in sorted(samples, key=lambda s: s["doc_id"])]
+    return [(int(s["doc_id"]), float(s["acc"])) for s in sorted(samples, key=lambda s: s["doc_id"])]
 
 
 def one_benchmark(model: Path, benchmark: str, args: argparse.Namespace, work: Path) -> tuple[float, float, float]:

@@ -127,6 +127,7 @@ def test_general_text_is_sampled_text_of_one_length_reproducible_from_its_seed(d
     assert len(texts) == GENERAL_TEXTS and {len(t) for t in texts} == {GENERAL_TOKENS}
     assert {t[0] for t in texts} == {tok.bos_token_id} and len({tuple(t) for t in texts}) == GENERAL_TEXTS
     assert general_text(model, tok, seed=1) == texts and general_text(model, tok, seed=2) != texts
+    assert len(general_text(model, tok, seed=1, n=5)) == 5  # as many texts as the abilities' items
 
 
 def test_a_neuron_region_zeroes_exactly_those_rows_and_columns_and_restores_them(demo):
@@ -222,6 +223,9 @@ def test_scores_follow_their_formulas():
     assert len(set(draw)) == 50 and draw == random_neurons(1000, 50, seed=4) and draw != random_neurons(1000, 50, 5)
     with pytest.raises(BenchprofError, match="unknown neuron score"):
         neuron_scores(attribution, "A", "magic")
+    from benchprof.stages.neurons import SCORES
+
+    assert set(NEURON_SCORES) <= set(SCORES)  # every extract.score of whole neurons has its statistic and contrast
 
 
 def test_one_sided_p_from_a_two_sided_comparison():
@@ -318,6 +322,10 @@ def test_recovery_over_builds_is_a_t_interval_of_the_builds_ability_means():
     p_means = np.array([0.4, 0.3, 0.3])
     half = stats.t.ppf(0.975, 2) * p_means.std(ddof=1) / math.sqrt(3)
     assert precision == pytest.approx((p_means.mean(), p_means.mean() - half, p_means.mean() + half))
+    # near 1 the t interval runs past it: shown clipped, the mean untouched
+    near_one = [[{"option": "o", "ability": "A", "auroc": a, "top_neuron_precision": 0.5}] for a in (0.98, 1.0, 0.99)]
+    mean, low, high = recovery_over_builds(near_one)["o"][0]
+    assert mean == pytest.approx(0.99) and high == 1.0 and low < 0.99
 
 
 @pytest.mark.slow

@@ -68,3 +68,26 @@ def test_lm_evals_task_index_is_cached_per_version_and_read_back(tmp_path, monke
     builtin_index.cache_clear()
     assert set(builtin_tasks()) == set(first)
     builtin_index.cache_clear()
+
+
+def test_builtin_tasks_are_indexed_only_for_a_benchmark_read_from_the_hub(tmp_path):
+    """A local copy (evals.dataset_paths) or an ability loads without lm-eval's own index; arc_easy from the hub
+    needs it."""
+    from benchprof.core.loader import parse_config
+    from benchprof.stages.tasks import needs_builtin_tasks
+
+    def config(benchmarks: list[str], copies: dict[str, str]):
+        raw = {
+            "settings": {"output_dir": str(tmp_path / "out")},
+            "models": [{"name": "m"}],
+            "datasets": [{"name": "Long_Term_Knowledge"}],
+            "evals": {"benchmarks": benchmarks, "dataset_paths": copies},
+        }
+        return parse_config(raw, tmp_path / "config.yml")
+
+    copy = tmp_path / "arc_copy"
+    copy.mkdir()
+    assert not needs_builtin_tasks(config(["Long_Term_Knowledge"], {}))
+    assert not needs_builtin_tasks(config(["arc_easy", "Long_Term_Knowledge"], {"arc_easy": str(copy)}))
+    assert needs_builtin_tasks(config(["arc_easy"], {}))
+    assert needs_builtin_tasks(config(["arc_easy", "piqa"], {"arc_easy": str(copy)}))

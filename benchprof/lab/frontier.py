@@ -10,13 +10,15 @@ outputs computed over the ability's *train* split and evaluated on the *test* sp
 
 h_lj the neuron's activation (the input of down_proj), P the softmax over the options of their per-character
 log-likelihoods (what lm-eval's acc_norm ranks). −A is the first-order change of the objective when the
-neuron is zeroed, so a large A marks a neuron the right answer leans on. Options (`NEURON_SCORES`):
+neuron is zeroed, so a large A marks a neuron the right answer leans on. Options (`FRONTIER_SCORES`):
 
 - `act_grad`: the mean of A_a over a's train items (effective: what a's answers lean on most);
 - `act_grad_t`: its t statistic over items (neurons every item leans on, not a few items a lot);
 - `act_grad_contrast`: t_a − max_{b≠a} t_b over the other abilities of the contrast set (specific: what a
   leans on and no other ability does). The contrast set is every ability of the config by default, scored or
   not: an ability the model is at chance on still shows which neurons every prompt of the format leans on.
+- `act_contrast`, `act_grad_general`, `act_general`: the activation contrast and the two scores held against
+  general text the model samples itself (stages/neurons.py, whose module docstring gives every formula).
 
 Every (option, ability, size) region and `draws` random regions per size are zeroed in turn and the test
 splits scored in process (acc_norm as lm-eval's multiple-choice scores it, planted.item_scores). Results are
@@ -140,7 +142,7 @@ def train_statistics(
         texts_file = plan.out / "general" / "texts.json"
         if not texts_file.is_file():
             texts_file.parent.mkdir(exist_ok=True)
-            write_text(texts_file, json.dumps(general_text(model, tok, plan.seed)) + "\n")
+            write_text(texts_file, json.dumps(general_text(model, tok, plan.seed, plan.train_items)) + "\n")
         texts = json.loads(texts_file.read_text())
         for statistic in general:
             path = plan.out / statistic / f"{GENERAL}.npy"
@@ -336,7 +338,7 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
     statistics = {name: {a: compute(model, tok, r) for a, r in records.items()} for name, compute in STATISTICS.items()}
-    texts = general_text(model, tok, 0)
+    texts = general_text(model, tok, 0, items)
     for name in STATISTICS:
         statistics[name][GENERAL] = general_statistic(model, texts, name)
     rows = []

@@ -124,8 +124,8 @@ COMBINED = (  # (key in a row, header): the figures shown with their interval ov
 
 def combine(folders: list[Path], out: Path) -> None:
     """The recovery table over several builds: each figure's mean over the abilities per build, then its mean
-    over the builds with a 95% t interval (benchprof.lab.validation.mean_interval). Writes combined.json and
-    combined.md in `out`."""
+    over the builds with a 95% t interval (benchprof.lab.validation.mean_interval; share_interval, clipped to
+    [0, 1], for shares). Writes combined.json and combined.md in `out`."""
     results = []
     for folder in folders:
         path = folder / "validation.json"

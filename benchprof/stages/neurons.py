@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import NEURON_SCORES
 
 if TYPE_CHECKING:
     import numpy as np
@@ -242,34 +241,38 @@ def text_activity(
 
 
 GENERAL = "_general"  # the statistics' key of general text (general_text), beside the abilities' names
-GENERAL_TEXTS, GENERAL_TOKENS = 120, 128  # sequences the model samples, tokens each (as many as train items)
+GENERAL_TEXTS, GENERAL_TOKENS = 120, 128  # default sequences (as many as the frontier's train items), tokens each
 
 
-def general_text(model: torch.nn.Module, tok: PreTrainedTokenizerBase, seed: int) -> list[list[int]]:
-    """GENERAL_TEXTS token sequences of GENERAL_TOKENS that the model samples itself (temperature 1, no top-k or
-    top-p) after its BOS token (EOS when it has none): ordinary text of the distribution it was trained on, in no
-    ability's format, with no corpus to ship. Reproducible from seed on one machine."""
+def general_text(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, seed: int, n: int = GENERAL_TEXTS
+) -> list[list[int]]:
+    """n token sequences of GENERAL_TOKENS that the model samples itself (temperature 1, no top-k, top-p or
+    other logits processor) after its BOS token (EOS when it has none), EOS suppressed so every text has one
+    length: text of the distribution it was trained on, with no corpus to ship. Give n the number of items the
+    abilities' statistics read, so that the t statistics compared are on equal footing. Reproducible from seed on
+    one machine; the caller's random streams (CPU and the model's device) are left as they were."""
     import torch
+    from transformers import GenerationConfig
 
     start = tok.bos_token_id if tok.bos_token_id is not None else tok.eos_token_id
     device = next(model.parameters()).device
-    generator_state = torch.random.get_rng_state()
-    torch.manual_seed(seed)
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    config = GenerationConfig(
+        do_sample=True, temperature=1.0, top_k=0, top_p=1.0, eos_token_id=eos, pad_token_id=int(start or 0),
+        min_new_tokens=GENERAL_TOKENS - 1, max_new_tokens=GENERAL_TOKENS - 1,
+    )  # fmt: skip
     texts: list[list[int]] = []
-    try:
-        with torch.no_grad():
-            for first in range(0, GENERAL_TEXTS, 16):
-                n = min(16, GENERAL_TEXTS - first)
-                ids = model.generate(  # type: ignore[operator]
-                    input_ids=torch.full((n, 1), int(start or 0), device=device),
-                    attention_mask=torch.ones(n, 1, dtype=torch.long, device=device),
-                    do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                    min_new_tokens=GENERAL_TOKENS - 1, max_new_tokens=GENERAL_TOKENS - 1,  # every text one length
-                    pad_token_id=int(start or 0),
-                )  # fmt: skip
-                texts += ids.tolist()
-    finally:
-        torch.random.set_rng_state(generator_state)
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []), torch.no_grad():
+        torch.manual_seed(seed)
+        for first in range(0, n, 16):
+            size = min(16, n - first)
+            ids = model.generate(  # type: ignore[operator]
+                input_ids=torch.full((size, 1), int(start or 0), device=device),
+                attention_mask=torch.ones(size, 1, dtype=torch.long, device=device),
+                generation_config=config,
+            )
+            texts += ids.tolist()
     return texts
 
 
@@ -286,23 +289,39 @@ def general_statistic(
 STATISTICS = {"attribution": neuron_attribution, "activity": neuron_activity}
 
 
+# every neuron score: the per-item statistic it reads, and what it holds an ability against ("": nothing,
+# "abilities": the other abilities' statistics, "general": general text's); the formulas are neuron_scores'
+SCORES: dict[str, tuple[str, str]] = {
+    "act_grad": ("attribution", ""),
+    "act_grad_t": ("attribution", ""),
+    "act_grad_contrast": ("attribution", "abilities"),
+    "act_contrast": ("activity", "abilities"),
+    "act_grad_general": ("attribution", "general"),
+    "act_general": ("activity", "general"),
+}
+FRONTIER_SCORES = tuple(SCORES)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
+
+
+def score_spec(option: str) -> tuple[str, str]:
+    """(statistic, held against) of a neuron score, refused in one line when unknown."""
+    if option not in SCORES:
+        raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(SCORES)})")
+    return SCORES[option]
+
+
 def statistic_of(option: str) -> str:
     """The per-item statistic a neuron score reads: "activity" (neuron_activity) or "attribution"."""
-    return "activity" if option in ("act_contrast", "act_general") else "attribution"
+    return score_spec(option)[0]
 
 
 def reads_general(option: str) -> bool:
     """Whether a neuron score holds an ability against general text (general_text), not against other abilities."""
-    return option in GENERAL_SCORES
-
-
-GENERAL_SCORES = ("act_grad_general", "act_general")
-FRONTIER_SCORES = NEURON_SCORES + GENERAL_SCORES  # what the frontier and the planted recovery measure
+    return score_spec(option)[1] == "general"
 
 
 def contrasted(option: str) -> bool:
     """Whether a neuron score holds an ability against the other abilities (and so reads theirs too)."""
-    return option in ("act_grad_contrast", "act_contrast")
+    return score_spec(option)[1] == "abilities"
 
 
 def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:

@@ -169,7 +169,7 @@ def check_metrics(cfg: Config, problems: list[str]) -> None:
         else:
             path = (builtin_tasks() if is_standard(cfg, benchmark) else user_tasks(cfg)).get(benchmark)
             spec, unreadable = try_task_yaml(path) if path is not None else ({}, None)
-            if unreadable:  # check_datasets or lm-eval names it
+            if unreadable:  # check_user_tasks or lm-eval names it
                 continue
         known = [str(m["metric"]) for m in spec.get("metric_list") or [] if isinstance(m, dict) and "metric" in m]
         if known and override.split(",")[0] not in known:

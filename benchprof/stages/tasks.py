@@ -382,16 +382,20 @@ def write_tasks(cfg: Config, benchmarks: Sequence[str] | None = None) -> tuple[P
     return folder, mapping
 
 
+def needs_builtin_tasks(cfg: Config) -> bool:
+    """Whether lm-eval must index its own tasks to load the config's benchmarks: only for one of them read from the
+    hub. A local copy's task (evals.dataset_paths) needs none: its YAML here includes the original by path.
+    Indexing them reads about 14,000 YAMLs (5-14 s), for every evaluate command."""
+    return any(is_standard(cfg, b) and b not in cfg.evals.dataset_paths for b in cfg.evals.benchmarks)
+
+
 def task_manager(cfg: Config, include_path: Path) -> TaskManager:
     """An lm-eval TaskManager that knows our generated tasks and the user's (evals.include_path), and the
-    built-in ones only if a benchmark is one read from the hub. A local copy's task (evals.dataset_paths) needs
-    none: its YAML here includes the original by path. Indexing the built-in tasks reads about 14,000 YAMLs
-    (5-14 s), every evaluate command."""
+    built-in ones only where needs_builtin_tasks."""
     from lm_eval.tasks import TaskManager
 
-    needs_defaults = any(is_standard(cfg, b) and b not in cfg.evals.dataset_paths for b in cfg.evals.benchmarks)
     paths = [str(include_path)] + [str(p) for p in include_paths(cfg)]
-    return TaskManager(include_path=paths, include_defaults=needs_defaults)
+    return TaskManager(include_path=paths, include_defaults=needs_builtin_tasks(cfg))
 
 
 def benchmark_tasks(cfg: Config, benchmarks: list[str], where: str) -> tuple[dict[str, str], TaskManager]:
