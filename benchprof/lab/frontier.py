@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import NEURON_SCORES
-from benchprof.core.storage import write_text
+from benchprof.core.storage import atomic_path, write_text
 from benchprof.lab.frontier_report import EXECUTION, GROWS, FrontierPlan
 from benchprof.stages.neurons import (
     FRONTIER_SCORES,
@@ -111,13 +111,14 @@ def variants(
 
 
 def cached(path: Path, compute: Callable[..., NDArray[np.float32]], *args: Any) -> NDArray[np.float32]:
-    """compute(*args), read from its .npy file, or computed and written there first (atomically) when missing."""
+    """compute(*args), read from its .npy file, or computed and written there first (storage.atomic_path: a kill
+    leaves no half-written file) when missing."""
     import numpy as np
 
     if not path.is_file():
-        path.parent.mkdir(exist_ok=True)
-        np.save(path.with_suffix(".tmp.npy"), compute(*args))
-        path.with_suffix(".tmp.npy").replace(path)
+        values = compute(*args)
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            np.save(f, values)
     return np.load(path)
 
 
