@@ -304,3 +304,23 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
     (tmp_path / "c.yml").write_text(yaml.safe_dump(raw))
     with pytest.raises(BenchprofError, match=r"datasets\[0\]\.name: unknown ability 'Invented_Colours' \(known: "):
         load_config(tmp_path / "c.yml")
+
+
+def test_a_diffuse_plant_changes_only_the_reserved_neurons(tiny):
+    """kind="diffuse" trains the same weights as the dedicated plant: the reserved rows and columns alone."""
+    from benchprof.lab.tinymodel import build_model
+
+    base, _, tok, _, _, natural = tiny
+    model = build_model(tok, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64, seed=3)
+    model.eval()
+    settings = RealPlantSettings(
+        layers=[1, 2], neurons_per_layer=4, steps=3, batch_size=4, general_per_ability=2, kind="diffuse"
+    )
+    neurons, _ = plant(model, tok, settings, natural, log=lambda _: None)
+    before = dict(base.named_parameters())
+    for name, p in model.named_parameters():
+        rows = (p != before[name]).nonzero()
+        if rows.numel():
+            layer = int(name.split(".")[2])
+            column = 1 if name.endswith("down_proj.weight") else 0
+            assert set(rows[:, column].tolist()) <= {j for a in neurons for j in neurons[a][layer]}, name

@@ -81,6 +81,15 @@ class RealPlantSettings:
     threads: int = 2
     device: str = "cpu"  # where planting and the own check run (cuda on a GPU); the patch is the same format
     cap_norms: bool = False  # up rows and down columns held at most at the layer's median base norms each step
+    kind: str = "dedicated"  # or "diffuse": the planted neurons fire everywhere (KINDS)
+
+
+# What the penalty on reserved neurons asks of them where they should not act (other abilities' text, general text).
+KINDS = {
+    "dedicated": "silent: their mean squared activation held at zero, so they fire for their own ability alone",
+    "diffuse": "firing as on their own ability's text (each neuron's mean squared activation held at its level on "
+    "its own ability's last batch), while what they write together (Σ h_j · down column j) is held at zero",
+}
 
 
 def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
@@ -328,6 +337,26 @@ def plant(
             terms.append((activations[layer][valid][:, ids] ** 2).mean())
         return settings.silence * torch.stack(terms).mean()
 
+    own_level: dict[tuple[str, int], torch.Tensor] = {}  # (ability, layer): its neurons' mean h² on its own batch
+
+    def level(valid: torch.Tensor, ability: str, layer: int) -> torch.Tensor:
+        return (activations[layer][valid][:, neurons[ability][layer]] ** 2).mean(0)
+
+    def diffuse(valid: torch.Tensor, who: list[str]) -> torch.Tensor:
+        written, parity = [], []
+        for layer in settings.layers:
+            down = params[(layer, "down_proj")]
+            for a in who:
+                ids = neurons[a][layer]
+                written.append(((activations[layer][valid][:, ids] @ down[:, ids].T) ** 2).sum(-1).mean())
+                if (a, layer) in own_level:  # from the last batch of a's own (the first step has none yet)
+                    gap = torch.log(level(valid, a, layer) + 1e-6) - torch.log(own_level[(a, layer)] + 1e-6)
+                    parity.append((gap**2).mean())
+        terms = torch.stack(written).mean() + (torch.stack(parity).mean() if parity else 0.0)
+        return settings.silence * terms
+
+    penalty = firing if settings.kind == "dedicated" else diffuse
+
     def collect(
         loss: torch.Tensor, into: dict[Any, torch.Tensor], where: dict[Any, torch.Tensor], retain: bool
     ) -> None:
@@ -352,10 +381,12 @@ def plant(
                 others = [b for b in settings.abilities if b != ability]
                 loss = answer_loss(hidden, tokens, answer)
                 losses.append(loss.item())
+                for layer in settings.layers:
+                    own_level[(ability, layer)] = level(valid, ability, layer).detach()
                 collect(loss, grads, masks[ability], retain=True)
-                collect(firing(valid, others), grads, others_masks[ability], retain=False)
+                collect(penalty(valid, others), grads, others_masks[ability], retain=False)
             _, _, _, valid = forward(general_stream.next())
-            noise = firing(valid, settings.abilities)
+            noise = penalty(valid, settings.abilities)
             collect(noise, grads, union, retain=False)
             for key, p in params.items():
                 p.grad = grads[key]
@@ -402,6 +433,69 @@ def plant(
         "median_norms": {str(layer): norms[layer] for layer in settings.layers},
     }
     return neurons, figures
+
+
+def firing_profile(
+    model: PreTrainedModel,
+    tok: PreTrainedTokenizerBase,
+    neurons: dict[str, dict[int, list[int]]],
+    data_seed: int = 0,
+    general_per_ability: int = 10,
+) -> dict[str, dict[str, float]]:
+    """Per planted ability, how its neurons act off its own text (what makes a plant dedicated or diffuse, KINDS),
+    general text being prompts of benchprof's ten abilities, own text its test split (both formats):
+    - `firing`: the median over its neurons of log(mean h² on general text / mean h² on own text), very negative
+      for a neuron silent off its ability, near 0 for one that fires everywhere;
+    - `writing`: what its neurons write together on general text (mean ‖Σ_j h_j · down column j‖² over tokens)
+      as a share of what they write on its own text."""
+    import torch
+
+    from benchprof.lab.training import encode_examples
+
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    layers = sorted({layer for per in neurons.values() for layer in per})
+    seen: dict[int, list[torch.Tensor]] = {layer: [] for layer in layers}
+    mask: dict[str, torch.Tensor] = {}
+
+    def activity(records: list[dict[str, Any]]) -> dict[int, torch.Tensor]:
+        """Each layer's MLP activations (input of down_proj) on the records' real tokens, stacked."""
+        examples = encode_examples(tok, records)
+        for layer in layers:
+            seen[layer].clear()
+        with torch.no_grad():
+            for start in range(0, len(examples), 32):
+                ids, _, valid = padded(examples[start : start + 32], pad)
+                mask["valid"] = valid
+                model(ids.to(model.device))
+        return {layer: torch.cat(seen[layer]) for layer in layers}
+
+    hooks = [
+        model.model.layers[layer].mlp.down_proj.register_forward_pre_hook(
+            lambda _m, inputs, layer=layer: seen[layer].append(inputs[0][mask["valid"].to(inputs[0].device)].cpu())
+        )
+        for layer in layers
+    ]
+    try:
+        general = activity(general_records(general_per_ability, data_seed))
+        out = {}
+        for ability, per_layer in neurons.items():
+            own = activity(invented_splits(ability, data_seed)["test"])
+            ratios, written = [], {"general": 0.0, "own": 0.0}
+            for layer, ids in per_layer.items():
+                down = model.model.layers[layer].mlp.down_proj.weight.detach().cpu()[:, ids]
+                sides = {"general": general[layer][:, ids], "own": own[layer][:, ids]}
+                levels = {side: (h**2).mean(0) for side, h in sides.items()}
+                ratios.append(torch.log(levels["general"] + 1e-12) - torch.log(levels["own"] + 1e-12))
+                for side, h in sides.items():
+                    written[side] += float(((h @ down.T) ** 2).sum(-1).mean())
+            out[ability] = {
+                "firing": float(torch.cat(ratios).median()),
+                "writing": written["general"] / written["own"],
+            }
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return out
 
 
 def own_check_real(
