@@ -3,7 +3,8 @@
 one row per option and planted ability of each build, then, with several builds, the mean over builds of a
 build's mean over its abilities [95% t interval over builds, clipped to [0, 1]] (lab/validation.py share_interval).
 
-.venv/bin/python scripts/frontier_planted.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [items] [threads]
+.venv/bin/python scripts/frontier_planted.py /tmp/demo-planted[,/tmp/m1,/tmp/m2] [items] [threads] [options]
+(options: comma-separated neuron scores, default every one of stages/neurons.py FRONTIER_SCORES)
 """
 
 import sys
@@ -11,16 +12,18 @@ import time
 from pathlib import Path
 
 from benchprof.lab.frontier import planted_recovery, recovery_over_builds
+from benchprof.stages.neurons import FRONTIER_SCORES
 
 if __name__ == "__main__":
     folders = [Path(f) for f in sys.argv[1].split(",")]
     items = int(sys.argv[2]) if len(sys.argv) > 2 else 120
     threads = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    options = sys.argv[4].split(",") if len(sys.argv) > 4 else list(FRONTIER_SCORES)
     builds = []
     print("| build | option | ability | AUROC | top-neuron precision | chance |\n|---|---|---|---|---|---|")
     for folder in folders:
         started = time.time()
-        builds.append(planted_recovery(folder, items, threads))
+        builds.append(planted_recovery(folder, items, threads, options))
         for r in builds[-1]:
             figures = f"{r['auroc']:.3f} | {r['top_neuron_precision']:.3f} | {r['chance']:.4f}"
             print(f"| {folder.name} | {r['option']} | {r['ability']} | {figures} |")

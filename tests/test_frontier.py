@@ -25,7 +25,10 @@ from benchprof.stages.neurons import (
     GENERAL,
     GENERAL_TEXTS,
     GENERAL_TOKENS,
+    ITERATIVE,
+    ITERATIVE_ROUNDS,
     general_text,
+    iterative_contrast,
     model_neurons,
     neuron_attribution,
     neuron_ids_region,
@@ -298,10 +301,55 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     texts = json.loads((folder / "general" / "texts.json").read_text())
     assert len(texts) == 12 and (folder / "attribution" / f"{GENERAL}.npy").is_file()  # as many as train items
     assert json.loads((folder / "plan.json").read_text())["sizes"] == [2, 4, 16]
+    # the iterative selection: chosen once per (ability, size), kept beside the evaluations, not chosen again
+    iterative = [*args, "--options", ITERATIVE]
+    main(iterative)
+    lines = (folder / "evaluations.jsonl").read_bytes().splitlines()
+    added = [json.loads(line) for line in lines[len(grown.splitlines()) :]]
+    assert [(r["option"], r["size"]) for r in added] == [(ITERATIVE, n) for _ in abilities for n in (2, 4, 16)]
+    for r in added:
+        kept = json.loads((folder / ITERATIVE / f"{r['region']}-{r['size']}.json").read_text())
+        assert r["neurons"] == sorted(kept) and len(set(kept)) == r["size"]
+        contrast = next(
+            x for x in records if (x["option"], x["region"], x["size"]) == ("act_grad_contrast", r["region"], 16)
+        )
+        assert set(kept[: r["size"] // ITERATIVE_ROUNDS]) <= set(contrast["neurons"])  # its first round's top
+    main(iterative)
+    assert len((folder / "evaluations.jsonl").read_bytes().splitlines()) == len(lines)
     with pytest.raises(SystemExit):  # what each region's numbers mean may not change
         main([*args[:-1], "10"])
     with pytest.raises(SystemExit):
         main([*args[:2], "--ability", "Commonsense_Causal"])  # one ability has no "other" split
+
+
+def test_iterative_contrast_rescores_with_the_chosen_neurons_zeroed(demo):
+    """act_grad_contrast_iter: its first chunk is act_grad_contrast's top; each later chunk is the top of the
+    contrast recomputed with the neurons chosen before it zeroed by hand (a copy of the model, their gate and up
+    rows and down column set to 0), the others' t unchanged; the model is left as it was."""
+    import copy
+
+    model, tok = demo
+    abilities = ["Commonsense_Causal", "Long_Term_Knowledge", "Spatial_Reasoning"]
+    records = {a: generate(a, 6, 0, 5)[0] for a in abilities}
+    values = {a: neuron_attribution(model, tok, r) for a, r in records.items()}
+    own, size = abilities[0], 12
+    chosen, last = iterative_contrast(model, tok, values, own, records[own], size)
+    chunk = size // ITERATIVE_ROUNDS
+    assert len(set(chosen)) == size and np.isneginf(last[chosen]).all()
+    assert sorted(chosen[:chunk]) == top_neurons(neuron_scores(values, own, "act_grad_contrast"), chunk)
+    neurons, by_hand = model_neurons(model), copy.deepcopy(model)
+    for r in range(1, ITERATIVE_ROUNDS):
+        with torch.no_grad():
+            for i in chosen[(r - 1) * chunk : r * chunk]:
+                mlp, j = by_hand.model.layers[i // neurons.intermediate].mlp, i % neurons.intermediate
+                mlp.gate_proj.weight[j] = 0.0
+                mlp.up_proj.weight[j] = 0.0
+                mlp.down_proj.weight[:, j] = 0.0
+        again = neuron_attribution(by_hand, tok, records[own])
+        scores = neuron_scores({**values, own: again}, own, "act_grad_contrast")
+        scores[chosen[: r * chunk]] = -np.inf
+        assert sorted(chosen[r * chunk : (r + 1) * chunk]) == top_neurons(scores, chunk), r
+    assert np.array_equal(neuron_attribution(model, tok, records[own]), values[own])
 
 
 def test_recovery_over_builds_is_a_t_interval_of_the_builds_ability_means():

@@ -18,7 +18,9 @@ neuron is zeroed, so a large A marks a neuron the right answer leans on. Options
   leans on and no other ability does). The contrast set is every ability of the config by default, scored or
   not: an ability the model is at chance on still shows which neurons every prompt of the format leans on.
 - `act_contrast`, `act_grad_general`, `act_general`: the activation contrast and the two scores held against
-  general text the model samples itself (stages/neurons.py, whose module docstring gives every formula).
+  general text the model samples itself (stages/neurons.py, whose module docstring gives every formula);
+- `act_grad_contrast_iter`: act_grad_contrast chosen in rounds, re-scored with the neurons chosen so far zeroed
+  (neurons.iterative_contrast; each region's choice kept under frontier/act_grad_contrast_iter/).
 
 Every (option, ability, size) region and `draws` random regions per size are zeroed in turn and the test
 splits scored in process (acc_norm as lm-eval's multiple-choice scores it, planted.item_scores). Results are
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,10 +44,12 @@ from benchprof.lab.frontier_report import EXECUTION, GROWS, FrontierPlan
 from benchprof.stages.neurons import (
     FRONTIER_SCORES,
     GENERAL,
+    ITERATIVE,
     STATISTICS,
     Neurons,
     general_statistic,
     general_text,
+    iterative_contrast,
     model_neurons,
     neuron_ids_region,
     neuron_scores,
@@ -90,15 +94,22 @@ def evaluations(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def variants(
-    plan: FrontierPlan, neurons: Neurons, statistics: dict[str, dict[str, NDArray[np.float32]]]
+    plan: FrontierPlan,
+    neurons: Neurons,
+    statistics: dict[str, dict[str, NDArray[np.float32]]],
+    iterative: dict[tuple[str, int], list[int]],
 ) -> Iterator[tuple[str, str, int, int, list[int]]]:
     """(option, ability or draw name, size, draw, neuron ids) of every region the plan measures; `statistics`:
-    per statistic (neurons.statistic_of), every ability's values."""
+    per statistic (neurons.statistic_of), every ability's values; `iterative`: the iterative selection of each
+    (ability, size) not yet scored (iterative_selections)."""
     for option in plan.options:
         for ability in plan.abilities:
             scores = neuron_scores(statistics[statistic_of(option)], ability, option)
             for size in plan.sizes:
-                yield option, ability, size, 0, top_neurons(scores, size)
+                if option != ITERATIVE:
+                    yield option, ability, size, 0, top_neurons(scores, size)
+                elif (ability, size) in iterative:
+                    yield option, ability, size, 0, sorted(iterative[(ability, size)])
     for size in plan.sizes:
         for draw in range(plan.draws):
             yield (
@@ -151,6 +162,33 @@ def train_statistics(
     return statistics
 
 
+def iterative_selections(
+    plan: FrontierPlan,
+    model: torch.nn.Module,
+    tok: PreTrainedTokenizerBase,
+    attribution: dict[str, NDArray[np.float32]],
+    done: set[tuple[str, str, int]],
+) -> dict[tuple[str, int], list[int]]:
+    """act_grad_contrast_iter's neurons for every (ability, size) the plan has not scored yet
+    (neurons.iterative_contrast: three attributions of the ability's train items per region), each kept in
+    <frontier>/act_grad_contrast_iter/<ability>-<size>.json so that a killed run does not choose it again."""
+    from tqdm import tqdm
+
+    if ITERATIVE not in plan.options:
+        return {}
+    todo = [(a, n) for a in plan.abilities for n in plan.sizes if (ITERATIVE, a, n) not in done]
+    out = {}
+    for ability, size in tqdm(todo, desc="iterative selection", unit="region", leave=False):
+        path = plan.out / ITERATIVE / f"{ability}-{size}.json"
+        if not path.is_file():
+            records = read_split(plan, ability, "train", plan.train_items)
+            chosen, _ = iterative_contrast(model, tok, attribution, ability, records, size, plan.batch_items)
+            path.parent.mkdir(exist_ok=True)
+            write_text(path, json.dumps(chosen) + "\n")
+        out[(ability, size)] = json.loads(path.read_text())
+    return out
+
+
 def measure(plan: FrontierPlan) -> Path:
     """Measure the frontier of `plan` (resuming what frontier/evaluations.jsonl already holds) and write its
     summary; returns the folder."""
@@ -197,7 +235,8 @@ def measure(plan: FrontierPlan) -> Path:
                 "acc_norm": score(model, tok, tests),
             },
         )
-    todo = [v for v in variants(plan, neurons, statistics) if (v[0], v[1], v[2]) not in done]
+    iterative = iterative_selections(plan, model, tok, statistics.get("attribution", {}), done)
+    todo = [v for v in variants(plan, neurons, statistics, iterative) if (v[0], v[1], v[2]) not in done]
     for option, region, size, _draw, ids in tqdm(todo, desc="frontier", unit="region", leave=False):
         with ablated(model, neuron_ids_region(neurons, ids)):
             scores = score(model, tok, tests)
@@ -231,8 +270,9 @@ def frontier(
             At least two. act_grad_contrast holds each against every ability of `datasets:`.
         model: the model (name or tag); default the config's first.
         options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast and the two
-            against general text the model samples itself, act_grad_general and act_general (neurons.py); a rerun
-            may add options and sizes to those already measured in its folder.
+            against general text the model samples itself, act_grad_general and act_general, and act_grad_contrast
+            chosen in four rounds of zeroing and re-scoring, act_grad_contrast_iter (neurons.py; three more
+            attributions of the ability per region); a rerun may add options and sizes to those already measured.
         sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated.
         draws: random regions per size (at least 3 for a comparison with random).
         train_items: train items per ability the attribution reads.
@@ -325,12 +365,15 @@ def planted_truth(neurons: Neurons, layers: dict[str, list[int]]) -> NDArray[np.
     return truth
 
 
-def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[dict[str, Any]]:
+def planted_recovery(
+    folder: Path, items: int = 120, threads: int = 1, options: Sequence[str] = FRONTIER_SCORES
+) -> list[dict[str, Any]]:
     """How well each neuron score finds the neurons a planted model's abilities live in (planted.json of a
     folder `plant_real.py apply` wrote): per option and planted ability, the AUROC of its planted neurons in
     the score order and the precision of its top |R_a| neurons. Attribution on each planted ability's probe
     split (never planted) and, for the contrasts, on the ten generated abilities' train splits and on general text
-    the planted model samples itself (neurons.general_text, seed 0)."""
+    the planted model samples itself (neurons.general_text, seed 0). `options`: the neuron scores measured."""
+    import numpy as np
     import torch
 
     from benchprof.lab.validation import auroc
@@ -338,16 +381,22 @@ def planted_recovery(folder: Path, items: int = 120, threads: int = 1) -> list[d
     torch.set_num_threads(threads)
     info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
-    statistics = {name: {a: compute(model, tok, r) for a, r in records.items()} for name, compute in STATISTICS.items()}
-    texts = general_text(model, tok, 0, items)
-    for name in STATISTICS:
-        statistics[name][GENERAL] = general_statistic(model, texts, name)
+    read = list(dict.fromkeys(statistic_of(o) for o in options))
+    statistics = {name: {a: STATISTICS[name](model, tok, r) for a, r in records.items()} for name in read}
+    if any(reads_general(o) for o in options):
+        texts = general_text(model, tok, 0, items)
+        for name in read:
+            statistics[name][GENERAL] = general_statistic(model, texts, name)
     rows = []
-    for option in FRONTIER_SCORES:
+    for option in options:
         for ability, layers in info["neurons"].items():
             truth = planted_truth(neurons, layers)
             scores = neuron_scores(statistics[statistic_of(option)], ability, option)
             top = top_neurons(scores, int(truth.sum()))
+            if option == ITERATIVE:  # its order: the neurons in the order chosen, then the last round's scores
+                values = statistics["attribution"]
+                top, scores = iterative_contrast(model, tok, values, ability, records[ability], len(top))
+                scores[top] = scores[np.isfinite(scores)].max() + np.arange(len(top), 0, -1)
             rows.append({
                 "option": option, "ability": ability, "auroc": auroc(scores, truth),
                 "top_neuron_precision": float(truth[top].mean()), "chance": float(truth.mean()),

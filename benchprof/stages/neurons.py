@@ -298,8 +298,11 @@ SCORES: dict[str, tuple[str, str]] = {
     "act_contrast": ("activity", "abilities"),
     "act_grad_general": ("attribution", "general"),
     "act_general": ("activity", "general"),
+    "act_grad_contrast_iter": ("attribution", "abilities"),  # act_grad_contrast in rounds (iterative_contrast)
 }
 FRONTIER_SCORES = tuple(SCORES)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
+ITERATIVE = "act_grad_contrast_iter"  # the one selection that re-scores as it zeroes: no fixed ranking
+ITERATIVE_ROUNDS = 4  # its rounds: the region chosen in this many equal chunks
 
 
 def score_spec(option: str) -> tuple[str, str]:
@@ -344,7 +347,7 @@ def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: 
         raise BenchprofError(f"{option} needs at least two abilities")
     if reads_general(option) and GENERAL not in values:
         raise BenchprofError(f"{option} needs the statistic of general text (neurons.general_text)")
-    if option == "act_grad_contrast":
+    if option in ("act_grad_contrast", ITERATIVE):  # the iterative selection's first round
         return t_stat(values[ability]) - np.max([t_stat(v) for v in others], axis=0)
     if option == "act_grad_general":
         return t_stat(values[ability]) - t_stat(values[GENERAL])
@@ -364,6 +367,37 @@ def top_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
     import numpy as np
 
     return sorted(int(i) for i in np.argsort(-scores, kind="stable")[:n])
+
+
+def iterative_contrast(
+    model: torch.nn.Module,
+    tok: PreTrainedTokenizerBase,
+    values: dict[str, NDArray[np.float32]],
+    ability: str,
+    records: Sequence[dict[str, Any]],
+    size: int,
+    batch_items: int = 8,
+) -> tuple[list[int], NDArray[np.float64]]:
+    """act_grad_contrast_iter: `size` neurons chosen in ITERATIVE_ROUNDS equal chunks (zero, re-score, repeat).
+    The first chunk is act_grad_contrast's top; each later round zeroes the neurons chosen so far, recomputes the
+    ability's attribution on `records` (its train items) and adds the next chunk by t_a − max_b t_b, the other
+    abilities' t from `values` (the unablated model): neurons that act together can show up once the first of
+    them are gone. Returns the ids in the order chosen and the last round's scores (the chosen at −inf)."""
+    import numpy as np
+
+    from benchprof.stages.damage import ablated
+
+    neurons = model_neurons(model)
+    chosen: list[int] = []
+    scores = neuron_scores(values, ability, ITERATIVE)
+    for r in range(ITERATIVE_ROUNDS):
+        if chosen:
+            with ablated(model, neuron_ids_region(neurons, chosen)):
+                again = neuron_attribution(model, tok, records, batch_items)
+            scores = neuron_scores({**values, ability: again}, ability, ITERATIVE)
+        scores[chosen] = -np.inf
+        chosen += top_neurons(scores, size * (r + 1) // ITERATIVE_ROUNDS - len(chosen))
+    return chosen, scores
 
 
 def random_neurons(count: int, n: int, seed: int) -> list[int]:
