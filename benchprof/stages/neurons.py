@@ -28,6 +28,10 @@ distribution it was trained on with no ability's format. Its attribution is G(te
 
 - `act_grad_general`: t_a − t_general (what a's answers lean on and ordinary text does not);
 - `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
+
+One selection re-scores as it goes (a frontier option; iterative_contrast): `act_grad_contrast_iter` chooses a
+region of n neurons in ITERATIVE_ROUNDS chunks, each after zeroing the chunks before and recomputing a's
+attribution, so that neurons which act together can show up once the first of them are gone.
 """
 
 from __future__ import annotations
