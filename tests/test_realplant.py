@@ -306,21 +306,47 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
         load_config(tmp_path / "c.yml")
 
 
-def test_a_diffuse_plant_changes_only_the_reserved_neurons(tiny):
-    """kind="diffuse" trains the same weights as the dedicated plant: the reserved rows and columns alone."""
-    from benchprof.lab.tinymodel import build_model
+def test_the_small_plant_is_dedicated_its_neurons_silent_off_their_ability():
+    """realplant.firing_profile (examples batched, right-padded) against a brute force (each example alone) on the
+    shipped small plant, and what the docs say of it: each ability's planted neurons hardly fire on benchprof's ten
+    abilities' prompts (their mean h² there e^-3 of their level on their own text or less) and write almost nothing
+    there."""
+    from benchprof.lab.plantpatch import load_base
+    from benchprof.lab.realplant import firing_profile, general_records
+    from benchprof.lab.training import encode_examples
 
-    base, _, tok, _, _, natural = tiny
-    model = build_model(tok, hidden_size=32, num_layers=3, num_heads=2, intermediate_size=64, seed=3)
-    model.eval()
-    settings = RealPlantSettings(
-        layers=[1, 2], neurons_per_layer=4, steps=3, batch_size=4, general_per_ability=2, kind="diffuse"
-    )
-    neurons, _ = plant(model, tok, settings, natural, log=lambda _: None)
-    before = dict(base.named_parameters())
-    for name, p in model.named_parameters():
-        rows = (p != before[name]).nonzero()
-        if rows.numel():
-            layer = int(name.split(".")[2])
-            column = 1 if name.endswith("down_proj.weight") else 0
-            assert set(rows[:, column].tolist()) <= {j for a in neurons for j in neurons[a][layer]}, name
+    model, tok = load_base(ROOT / "benchprof" / "assets" / "demo-model", threads=2)
+    apply_patch(model, DEMO_PATCH)
+    info, _ = load_patch(DEMO_PATCH)
+    neurons, seed = patch_neurons(info), info["settings"]["data_seed"]
+    got = firing_profile(model, tok, neurons, seed, general_per_ability=4)
+    seen: dict[int, list[torch.Tensor]] = {}
+    hooks = [
+        model.model.layers[layer].mlp.down_proj.register_forward_pre_hook(
+            lambda _m, inputs, layer=layer: seen.setdefault(layer, []).append(inputs[0][0])
+        )
+        for layer in (1, 2, 3)
+    ]
+
+    def alone(records):
+        seen.clear()
+        with torch.no_grad():
+            for ids, _ in encode_examples(tok, records):
+                model(torch.tensor([ids]))
+        return {layer: torch.cat(h) for layer, h in seen.items()}
+
+    general = alone(general_records(4, seed))
+    for ability, layers in neurons.items():
+        own = alone(invented_splits(ability, seed)["test"])
+        ratios, written = [], [0.0, 0.0]
+        for layer, ids in layers.items():
+            down = model.model.layers[layer].mlp.down_proj.weight.detach()[:, ids]
+            g, o = general[layer][:, ids], own[layer][:, ids]
+            ratios.append(torch.log((g**2).mean(0) + 1e-12) - torch.log((o**2).mean(0) + 1e-12))
+            written[0] += float(((g @ down.T) ** 2).sum(-1).mean())
+            written[1] += float(((o @ down.T) ** 2).sum(-1).mean())
+        assert got[ability]["firing"] == pytest.approx(float(torch.cat(ratios).median()), abs=1e-3)
+        assert got[ability]["writing"] == pytest.approx(written[0] / written[1], rel=1e-3)
+        assert got[ability]["firing"] < -3.0 and got[ability]["writing"] < 0.01, (ability, got[ability])
+    for hook in hooks:
+        hook.remove()

@@ -10,12 +10,11 @@
 import json
 from pathlib import Path
 
-from benchprof import BenchprofError
 from benchprof.abilities import INVENTED
 from benchprof.core.config import listed, select
 from benchprof.core.console import quiet
 from benchprof.lab.plantpatch import PATCH_DIR, load_patch, write_planted_model
-from benchprof.lab.realplant import KINDS, RealPlantSettings, benchmark_check, build
+from benchprof.lab.realplant import RealPlantSettings, benchmark_check, build
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: real/ and configs/
 BASE = ROOT / "real" / "SmolLM2-135M-Instruct"
@@ -33,7 +32,6 @@ def build_patch(
     natural: str | tuple[str, ...] = "openbookqa,winogrande,boolq",
     abilities: str | tuple[str, ...] = ",".join(INVENTED),
     cap_norms: bool = False,
-    kind: str = "dedicated",
 ) -> None:
     """Plant, own-check and write the patch (about 57 minutes on 2 CPU cores; 57 s on an H100).
 
@@ -41,13 +39,9 @@ def build_patch(
     layers holding reserved neurons; neurons: reserved neurons per ability and layer; natural: the benchmark
     copies read as general text ("" for none: benchprof's ten abilities' prompts only); abilities: the invented
     abilities to plant; cap_norms: hold every planted up row and down column at most at the layer's median base
-    norm during training (the planted weights then cannot be found by their size); kind: "dedicated" (the
-    planted neurons silent outside their ability) or "diffuse" (they fire on every text as on their own, and only
-    what they write together is held at zero outside it: realplant.KINDS). The small planted model is
+    norm during training (the planted weights then cannot be found by their size). The small planted model is
     `--base benchprof/assets/demo-model --out benchprof/assets/demo-plant --layers 1,2,3 --natural ""
     --abilities Invented_Facts,Invented_Language --steps 480 --threads 1 --cap_norms` (docs/validation.md)."""
-    if kind not in KINDS:
-        raise BenchprofError(f"--kind: {kind!r} is not one of {', '.join(KINDS)}")
     settings = RealPlantSettings(
         steps=steps,
         threads=threads,
@@ -58,7 +52,6 @@ def build_patch(
         natural_sources=listed(natural),
         abilities=select(abilities, INVENTED, "--abilities"),
         cap_norms=cap_norms,
-        kind=kind,
     )
     build(settings, Path(base), Path(out))
 

@@ -81,15 +81,6 @@ class RealPlantSettings:
     threads: int = 2
     device: str = "cpu"  # where planting and the own check run (cuda on a GPU); the patch is the same format
     cap_norms: bool = False  # up rows and down columns held at most at the layer's median base norms each step
-    kind: str = "dedicated"  # or "diffuse": the planted neurons fire everywhere (KINDS)
-
-
-# What the penalty on reserved neurons asks of them where they should not act (other abilities' text, general text).
-KINDS = {
-    "dedicated": "silent: their mean squared activation held at zero, so they fire for their own ability alone",
-    "diffuse": "firing as on their own ability's text (each neuron's mean squared activation held at its level on "
-    "its own ability's last batch), while what they write together (Σ h_j · down column j) is held at zero",
-}
 
 
 def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
@@ -337,26 +328,6 @@ def plant(
             terms.append((activations[layer][valid][:, ids] ** 2).mean())
         return settings.silence * torch.stack(terms).mean()
 
-    own_level: dict[tuple[str, int], torch.Tensor] = {}  # (ability, layer): its neurons' mean h² on its own batch
-
-    def level(valid: torch.Tensor, ability: str, layer: int) -> torch.Tensor:
-        return (activations[layer][valid][:, neurons[ability][layer]] ** 2).mean(0)
-
-    def diffuse(valid: torch.Tensor, who: list[str]) -> torch.Tensor:
-        written, parity = [], []
-        for layer in settings.layers:
-            down = params[(layer, "down_proj")]
-            for a in who:
-                ids = neurons[a][layer]
-                written.append(((activations[layer][valid][:, ids] @ down[:, ids].T) ** 2).sum(-1).mean())
-                if (a, layer) in own_level:  # from the last batch of a's own (the first step has none yet)
-                    gap = torch.log(level(valid, a, layer) + 1e-6) - torch.log(own_level[(a, layer)] + 1e-6)
-                    parity.append((gap**2).mean())
-        terms = torch.stack(written).mean() + (torch.stack(parity).mean() if parity else 0.0)
-        return settings.silence * terms
-
-    penalty = firing if settings.kind == "dedicated" else diffuse
-
     def collect(
         loss: torch.Tensor, into: dict[Any, torch.Tensor], where: dict[Any, torch.Tensor], retain: bool
     ) -> None:
@@ -381,12 +352,10 @@ def plant(
                 others = [b for b in settings.abilities if b != ability]
                 loss = answer_loss(hidden, tokens, answer)
                 losses.append(loss.item())
-                for layer in settings.layers:
-                    own_level[(ability, layer)] = level(valid, ability, layer).detach()
                 collect(loss, grads, masks[ability], retain=True)
-                collect(penalty(valid, others), grads, others_masks[ability], retain=False)
+                collect(firing(valid, others), grads, others_masks[ability], retain=False)
             _, _, _, valid = forward(general_stream.next())
-            noise = penalty(valid, settings.abilities)
+            noise = firing(valid, settings.abilities)
             collect(noise, grads, union, retain=False)
             for key, p in params.items():
                 p.grad = grads[key]
@@ -442,7 +411,7 @@ def firing_profile(
     data_seed: int = 0,
     general_per_ability: int = 10,
 ) -> dict[str, dict[str, float]]:
-    """Per planted ability, how its neurons act off its own text (what makes a plant dedicated or diffuse, KINDS),
+    """Per planted ability, how its neurons act off its own text (a dedicated plant's fire on their ability alone),
     general text being prompts of benchprof's ten abilities, own text its test split (both formats):
     - `firing`: the median over its neurons of log(mean h² on general text / mean h² on own text), very negative
       for a neuron silent off its ability, near 0 for one that fires everywhere;
