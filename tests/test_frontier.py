@@ -301,21 +301,34 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     texts = json.loads((folder / "general" / "texts.json").read_text())
     assert len(texts) == 12 and (folder / "attribution" / f"{GENERAL}.npy").is_file()  # as many as train items
     assert json.loads((folder / "plan.json").read_text())["sizes"] == [2, 4, 16]
-    # the iterative selection: chosen once per (ability, size), kept beside the evaluations, not chosen again
+    # the iterative selection: chosen once per (ability, size) and kept beside the evaluations; a selection kept
+    # by a run killed before its region was scored is scored as kept, not chosen again (here one planted by hand)
     iterative = [*args, "--options", ITERATIVE]
+    planted = {"rounds": ITERATIVE_ROUNDS, "neurons": [7, 3, 11, 5]}
+    (folder / ITERATIVE).mkdir()
+    (folder / ITERATIVE / f"{abilities[1]}-4.json").write_text(json.dumps(planted))
     main(iterative)
     lines = (folder / "evaluations.jsonl").read_bytes().splitlines()
     added = [json.loads(line) for line in lines[len(grown.splitlines()) :]]
     assert [(r["option"], r["size"]) for r in added] == [(ITERATIVE, n) for _ in abilities for n in (2, 4, 16)]
     for r in added:
         kept = json.loads((folder / ITERATIVE / f"{r['region']}-{r['size']}.json").read_text())
-        assert r["neurons"] == sorted(kept) and len(set(kept)) == r["size"]
+        assert kept["rounds"] == ITERATIVE_ROUNDS and r["neurons"] == sorted(kept["neurons"])
+        if (r["region"], r["size"]) == (abilities[1], 4):
+            assert kept == planted
+            continue
+        assert len(set(kept["neurons"])) == r["size"]
         contrast = next(
             x for x in records if (x["option"], x["region"], x["size"]) == ("act_grad_contrast", r["region"], 16)
         )
-        assert set(kept[: r["size"] // ITERATIVE_ROUNDS]) <= set(contrast["neurons"])  # its first round's top
+        first = kept["neurons"][: max(1, r["size"] // ITERATIVE_ROUNDS)]  # size 2: chunks of 0, 1, 0, 1
+        assert set(first) <= set(contrast["neurons"])  # its first round's top
     main(iterative)
     assert len((folder / "evaluations.jsonl").read_bytes().splitlines()) == len(lines)
+    planted["rounds"] = ITERATIVE_ROUNDS + 1  # a selection made in other rounds is another option's: refused
+    (folder / ITERATIVE / f"{abilities[1]}-4.json").write_text(json.dumps(planted))
+    with pytest.raises(SystemExit):
+        main(iterative)
     with pytest.raises(SystemExit):  # what each region's numbers mean may not change
         main([*args[:-1], "10"])
     with pytest.raises(SystemExit):

@@ -45,6 +45,7 @@ from benchprof.stages.neurons import (
     FRONTIER_SCORES,
     GENERAL,
     ITERATIVE,
+    ITERATIVE_ROUNDS,
     STATISTICS,
     Neurons,
     general_statistic,
@@ -170,22 +171,31 @@ def iterative_selections(
     done: set[tuple[str, str, int]],
 ) -> dict[tuple[str, int], list[int]]:
     """act_grad_contrast_iter's neurons for every (ability, size) the plan has not scored yet
-    (neurons.iterative_contrast: three attributions of the ability's train items per region), each kept in
-    <frontier>/act_grad_contrast_iter/<ability>-<size>.json so that a killed run does not choose it again."""
+    (neurons.iterative_contrast: up to three more attributions of the ability's train items per region), each kept
+    in <frontier>/act_grad_contrast_iter/<ability>-<size>.json with its rounds, so that a killed run does not
+    choose it again. A folder whose selections were made in another number of rounds is refused in one line: its
+    regions (scored or not) are another option's."""
     from tqdm import tqdm
 
     if ITERATIVE not in plan.options:
         return {}
+    folder = plan.out / ITERATIVE
+    for kept in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        if json.loads(kept.read_text()).get("rounds") != ITERATIVE_ROUNDS:
+            raise BenchprofError(
+                f"frontier: {kept} was chosen in other rounds than this benchprof's {ITERATIVE_ROUNDS}; "
+                f"move {plan.out} aside (or set another settings.output_dir) to measure again"
+            )
     todo = [(a, n) for a in plan.abilities for n in plan.sizes if (ITERATIVE, a, n) not in done]
     out = {}
     for ability, size in tqdm(todo, desc="iterative selection", unit="region", leave=False):
-        path = plan.out / ITERATIVE / f"{ability}-{size}.json"
+        path = folder / f"{ability}-{size}.json"
         if not path.is_file():
             records = read_split(plan, ability, "train", plan.train_items)
             chosen, _ = iterative_contrast(model, tok, attribution, ability, records, size, plan.batch_items)
-            path.parent.mkdir(exist_ok=True)
-            write_text(path, json.dumps(chosen) + "\n")
-        out[(ability, size)] = json.loads(path.read_text())
+            folder.mkdir(exist_ok=True)
+            write_text(path, json.dumps({"rounds": ITERATIVE_ROUNDS, "neurons": chosen}) + "\n")
+        out[(ability, size)] = json.loads(path.read_text())["neurons"]
     return out
 
 
@@ -208,7 +218,10 @@ def measure(plan: FrontierPlan) -> Path:
         if {k: v for k, v in recorded.items() if k not in EXECUTION + GROWS} != {
             k: v for k, v in plan.record().items() if k not in GROWS
         }:
-            raise BenchprofError(f"frontier: {plan.out} holds another plan's results (plan.json); give another --out")
+            raise BenchprofError(
+                f"frontier: {plan.out} holds another plan's results (plan.json); move it aside or set another "
+                f"settings.output_dir"
+            )
         # options and sizes add regions beside those measured: the plan grows to cover both
         plan = replace(
             plan,
@@ -396,7 +409,7 @@ def planted_recovery(
             if option == ITERATIVE:  # its order: the neurons in the order chosen, then the last round's scores
                 values = statistics["attribution"]
                 top, scores = iterative_contrast(model, tok, values, ability, records[ability], len(top))
-                scores[top] = scores[np.isfinite(scores)].max() + np.arange(len(top), 0, -1)
+                scores[top] = scores[np.isfinite(scores)].max() + np.arange(len(top), 0, -1)  # first chosen highest
             rows.append({
                 "option": option, "ability": ability, "auroc": auroc(scores, truth),
                 "top_neuron_precision": float(truth[top].mean()), "chance": float(truth.mean()),

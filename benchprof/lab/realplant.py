@@ -415,8 +415,8 @@ def firing_profile(
     general text being prompts of benchprof's ten abilities, own text its test split (both formats):
     - `firing`: the median over its neurons of log(mean h² on general text / mean h² on own text), very negative
       for a neuron silent off its ability, near 0 for one that fires everywhere;
-    - `writing`: what its neurons write together on general text (mean ‖Σ_j h_j · down column j‖² over tokens)
-      as a share of what they write on its own text."""
+    - `writing`: what its neurons write on general text (per layer the mean over tokens of ‖Σ_j h_j · down column
+      j‖², summed over the planted layers) as a share of the same on its own text."""
     import torch
 
     from benchprof.lab.training import encode_examples

@@ -30,8 +30,8 @@ distribution it was trained on with no ability's format. Its attribution is G(te
 - `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
 
 One selection re-scores as it goes (a frontier option; iterative_contrast): `act_grad_contrast_iter` chooses a
-region of n neurons in ITERATIVE_ROUNDS chunks, each after zeroing the chunks before and recomputing a's
-attribution, so that neurons which act together can show up once the first of them are gone.
+region of n neurons in ITERATIVE_ROUNDS chunks of about n/4, each after zeroing the chunks before and recomputing
+a's attribution, so that neurons which act together can show up once the first of them are gone.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ SCORES: dict[str, tuple[str, str]] = {
 }
 FRONTIER_SCORES = tuple(SCORES)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
 ITERATIVE = "act_grad_contrast_iter"  # the one selection that re-scores as it zeroes: no fixed ranking
-ITERATIVE_ROUNDS = 4  # its rounds: the region chosen in this many equal chunks
+ITERATIVE_ROUNDS = 4  # its rounds, part of its definition: the region chosen in this many chunks
 
 
 def score_spec(option: str) -> tuple[str, str]:
@@ -382,11 +382,12 @@ def iterative_contrast(
     size: int,
     batch_items: int = 8,
 ) -> tuple[list[int], NDArray[np.float64]]:
-    """act_grad_contrast_iter: `size` neurons chosen in ITERATIVE_ROUNDS equal chunks (zero, re-score, repeat).
-    The first chunk is act_grad_contrast's top; each later round zeroes the neurons chosen so far, recomputes the
-    ability's attribution on `records` (its train items) and adds the next chunk by t_a − max_b t_b, the other
-    abilities' t from `values` (the unablated model): neurons that act together can show up once the first of
-    them are gone. Returns the ids in the order chosen and the last round's scores (the chosen at −inf)."""
+    """act_grad_contrast_iter: `size` neurons chosen in ITERATIVE_ROUNDS chunks as equal as whole neurons allow
+    (zero, re-score, repeat). The first chunk is act_grad_contrast's top; each later one is chosen after zeroing
+    the neurons chosen so far and recomputing the ability's attribution on `records` (its train items), by
+    t_a − max_b t_b with the other abilities' t from `values` (the unablated model): neurons that act together
+    can show up once the first of them are gone. A round whose chunk is empty (size < ITERATIVE_ROUNDS) is
+    skipped. Returns the ids in the order chosen (by score within a chunk) and the last scores (chosen at −inf)."""
     import numpy as np
 
     from benchprof.stages.damage import ablated
@@ -395,12 +396,16 @@ def iterative_contrast(
     chosen: list[int] = []
     scores = neuron_scores(values, ability, ITERATIVE)
     for r in range(ITERATIVE_ROUNDS):
+        take = size * (r + 1) // ITERATIVE_ROUNDS - len(chosen)
+        if take == 0:
+            continue
         if chosen:
             with ablated(model, neuron_ids_region(neurons, chosen)):
                 again = neuron_attribution(model, tok, records, batch_items)
             scores = neuron_scores({**values, ability: again}, ability, ITERATIVE)
         scores[chosen] = -np.inf
-        chosen += top_neurons(scores, size * (r + 1) // ITERATIVE_ROUNDS - len(chosen))
+        chosen += [int(i) for i in np.argsort(-scores, kind="stable")[:take]]  # as top_neurons, in score order
+    scores[chosen] = -np.inf
     return chosen, scores
 
 
