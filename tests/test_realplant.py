@@ -307,12 +307,13 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
 
 
 def test_the_small_plant_is_dedicated_its_neurons_silent_off_their_ability():
-    """realplant.firing_profile (examples batched, right-padded) against a brute force (each example alone) on the
+    """firing.firing_profile (examples batched, right-padded) against a brute force (each example alone) on the
     shipped small plant, and what the docs say of it: each ability's planted neurons hardly fire on benchprof's ten
     abilities' prompts (the median neuron's mean h² there e^-3 of its level on its own text or less) and write
     almost nothing there."""
+    from benchprof.lab.firing import firing_profile
     from benchprof.lab.plantpatch import load_base
-    from benchprof.lab.realplant import firing_profile, general_records
+    from benchprof.lab.realplant import general_records
     from benchprof.lab.training import encode_examples
 
     model, tok = load_base(ROOT / "benchprof" / "assets" / "demo-model", threads=2)
