@@ -404,12 +404,14 @@ def planted_recovery(
     for option in options:
         for ability, layers in info["neurons"].items():
             truth = planted_truth(neurons, layers)
-            scores = neuron_scores(statistics[statistic_of(option)], ability, option)
-            top = top_neurons(scores, int(truth.sum()))
+            size = int(truth.sum())
             if option == ITERATIVE:  # its order: the neurons in the order chosen, then the last round's scores
                 values = statistics["attribution"]
-                top, scores = iterative_contrast(model, tok, values, ability, records[ability], len(top))
-                scores[top] = scores[np.isfinite(scores)].max() + np.arange(len(top), 0, -1)  # first chosen highest
+                top, scores = iterative_contrast(model, tok, values, ability, records[ability], size)
+                scores[top] = scores[np.isfinite(scores)].max() + np.arange(size, 0, -1)  # first chosen highest
+            else:
+                scores = neuron_scores(statistics[statistic_of(option)], ability, option)
+                top = top_neurons(scores, size)
             rows.append({
                 "option": option, "ability": ability, "auroc": auroc(scores, truth),
                 "top_neuron_precision": float(truth[top].mean()), "chance": float(truth.mean()),

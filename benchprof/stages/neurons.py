@@ -366,11 +366,16 @@ def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: 
     raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(FRONTIER_SCORES)})")
 
 
-def top_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
-    """The n highest-scoring neuron ids, ties to the lower id (a stable sort of −score)."""
+def ranked_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
+    """The n highest-scoring neuron ids, highest first, ties to the lower id (a stable sort of −score)."""
     import numpy as np
 
-    return sorted(int(i) for i in np.argsort(-scores, kind="stable")[:n])
+    return [int(i) for i in np.argsort(-scores, kind="stable")[:n]]
+
+
+def top_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
+    """The n highest-scoring neuron ids (ranked_neurons), sorted by id: a region."""
+    return sorted(ranked_neurons(scores, n))
 
 
 def iterative_contrast(
@@ -404,7 +409,7 @@ def iterative_contrast(
                 again = neuron_attribution(model, tok, records, batch_items)
             scores = neuron_scores({**values, ability: again}, ability, ITERATIVE)
         scores[chosen] = -np.inf
-        chosen += [int(i) for i in np.argsort(-scores, kind="stable")[:take]]  # as top_neurons, in score order
+        chosen += ranked_neurons(scores, take)
     scores[chosen] = -np.inf
     return chosen, scores
 
