@@ -11,7 +11,7 @@ import sys
 import time
 from pathlib import Path
 
-from benchprof.lab.frontier import planted_recovery, recovery_over_builds
+from benchprof.lab.frontier_planted import planted_recovery, recovery_over_builds
 from benchprof.stages.neurons import FRONTIER_SCORES
 
 if __name__ == "__main__":

@@ -144,18 +144,15 @@ def test_the_stages_of_a_verbose_command_are_verbose_too(tmp_path, capfd):
     assert not logs.exists()
 
 
-def test_a_log_on_a_full_disk_is_one_line_before_any_work(tmp_path, capsys):
-    """/dev/full answers every write with ENOSPC, as a full disk does: the stage's log cannot be written, so the
-    command stops with one line naming the log (a 30-42-line traceback from the log writer before)."""
-    import os
-
+def test_a_log_on_a_full_disk_is_one_line_before_any_work(tmp_path):
+    """A log that no write reaches (a real file-size limit, RLIMIT_FSIZE in the child, reached by the log as it
+    stands, as a full disk refuses every write): the command stops with one line naming the log (a 30-42-line
+    traceback from the log writer before), and no data is written."""
     import yaml
-
-    from benchprof.cli import main
 
     logs = tmp_path / "outputs" / "tiny" / "logs"
     logs.mkdir(parents=True)
-    os.symlink("/dev/full", logs / "data.log")
+    (logs / "data.log").write_text("an earlier run's lines\n")
     raw = {
         "models": [{"name": "some/model", "tag": "tiny"}],
         "datasets": [{"name": "Spatial_Reasoning"}],
@@ -163,12 +160,17 @@ def test_a_log_on_a_full_disk_is_one_line_before_any_work(tmp_path, capsys):
         "data": {"dir": "data", "train_size": 4, "test_size": 4},
     }
     (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
-    with pytest.raises(SystemExit) as exit_info:
-        main(["data", str(tmp_path / "config.yml")])
-    assert exit_info.value.code == 2
-    assert capsys.readouterr().err.splitlines() == [
-        f"benchprof: error: {logs / 'data.log'}: cannot write (No space left on device); no partial file left; "
-        "rerun to resume"
+    size = (logs / "data.log").stat().st_size
+    child = textwrap.dedent(f"""
+        import resource
+        from benchprof.cli import main
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({size}, resource.RLIM_INFINITY))
+        main(["data", {str(tmp_path / "config.yml")!r}])
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"benchprof: error: {logs / 'data.log'}: cannot write (File too large); no partial file left; rerun to resume"
     ]
     assert not (tmp_path / "data").exists()  # stopped before the stage's work
 

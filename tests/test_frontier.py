@@ -16,7 +16,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from benchprof import BenchprofError
 from benchprof.abilities import generate
 from benchprof.core.config import NEURON_SCORES
-from benchprof.core.storage import read_csv
+from benchprof.core.storage import read_csv, read_records
 from benchprof.lab.frontier_report import one_sided
 from benchprof.stages.choices import mc_rows, option_logliks
 from benchprof.stages.damage import ablated
@@ -257,7 +257,7 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     args = ["frontier", str(config), "--sizes", "2,16", "--train_items", "12", "--test_items", "20"]
     main(args)
     folder = tmp_path / "out" / "demo" / "frontier"
-    records = [json.loads(line) for line in (folder / "evaluations.jsonl").read_text().splitlines()]
+    records = read_records(folder / "evaluations.jsonl")
     assert len(records) == 1 + len(NEURON_SCORES) * 2 * 2 + 2 * 3  # original, options x abilities x sizes, draws
     rows = read_csv(folder / "frontier.csv")
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
@@ -281,56 +281,48 @@ def test_frontier_command_on_the_demo_model(tmp_path):
     assert (folder / "evaluations.jsonl").read_bytes() == before
     assert read_csv(folder / "frontier.csv") == rows
     # another size grows the plan: its regions are added, the measured ones kept byte for byte
-    main(
-        [
-            "frontier",
-            str(config),
-            "--options",
-            "act_contrast,act_grad_general",
-            "--sizes",
-            "4",
-            "--train_items",
-            "12",
-            "--test_items",
-            "20",
-        ]
-    )
+    main(["frontier", str(config), "--options", "act_contrast,act_grad_general", "--sizes", "4", *args[-4:]])
     grown = (folder / "evaluations.jsonl").read_bytes()
     # size 4 for every option and draw, and the new option at all three sizes
     assert grown.startswith(before) and len(grown.splitlines()) == len(records) + len(NEURON_SCORES) * 2 + 3 + 3 * 2
     texts = json.loads((folder / "general" / "texts.json").read_text())
-    assert len(texts) == 12 and (folder / "attribution" / f"{GENERAL}.npy").is_file()  # as many as train items
+    assert len(texts) == 12 and (folder / "attribution" / GENERAL / "values.npy").is_file()  # as many as train items
     assert json.loads((folder / "plan.json").read_text())["sizes"] == [2, 4, 16]
-    # the iterative selection: chosen once per (ability, size) and kept beside the evaluations; a selection kept
-    # by a run killed before its region was scored is scored as kept, not chosen again (here one planted by hand)
+    # the iterative selection: chosen once per (ability, size) and kept beside the evaluations with its inputs
     iterative = [*args, "--options", ITERATIVE]
-    planted = {"rounds": ITERATIVE_ROUNDS, "neurons": [7, 3, 11, 5]}
-    (folder / ITERATIVE).mkdir()
-    (folder / ITERATIVE / f"{abilities[1]}-4.json").write_text(json.dumps(planted))
     main(iterative)
     lines = (folder / "evaluations.jsonl").read_bytes().splitlines()
-    added = [json.loads(line) for line in lines[len(grown.splitlines()) :]]
-    assert [(r["option"], r["size"]) for r in added] == [(ITERATIVE, n) for _ in abilities for n in (2, 4, 16)]
-    for r in added:
-        kept = json.loads((folder / ITERATIVE / f"{r['region']}-{r['size']}.json").read_text())
-        assert kept["rounds"] == ITERATIVE_ROUNDS and r["neurons"] == sorted(kept["neurons"])
-        if (r["region"], r["size"]) == (abilities[1], 4):
-            assert kept == planted
-            continue
-        assert len(set(kept["neurons"])) == r["size"]
-        contrast = next(
-            x for x in records if (x["option"], x["region"], x["size"]) == ("act_grad_contrast", r["region"], 16)
-        )
-        first = kept["neurons"][: max(1, r["size"] // ITERATIVE_ROUNDS)]  # size 2: chunks of 0, 1, 0, 1
-        assert set(first) <= set(contrast["neurons"])  # its first round's top
+    scored = {tuple(r["neurons"]) for r in read_records(folder / "evaluations.jsonl")}
+    added = {tuple(r["neurons"]) for r in read_records(folder / "evaluations.jsonl")[len(grown.splitlines()) :]}
+    assert {r["option"] for r in read_records(folder / "evaluations.jsonl")[len(grown.splitlines()) :]} == {ITERATIVE}
+    for ability in abilities:
+        for size in (2, 4, 16):
+            kept = json.loads((folder / ITERATIVE / f"{ability}-{size}.json").read_text())
+            assert kept["rounds"] == ITERATIVE_ROUNDS and len(set(kept["neurons"])) == size
+            # scored once: a region another option chose already (the same neurons) is not scored again
+            assert tuple(sorted(kept["neurons"])) in scored
+            contrast = next(
+                x for x in records if (x["option"], x["region"], x["size"]) == ("act_grad_contrast", ability, 16)
+            )
+            first = kept["neurons"][: max(1, size // ITERATIVE_ROUNDS)]  # size 2: chunks of 0, 1, 0, 1
+            assert set(first) <= set(contrast["neurons"])  # its first round's top
+    assert len(added) == len(lines) - len(grown.splitlines())  # no region scored twice
+    rows = read_csv(folder / "frontier.csv")
+    assert sum(r["option"] == ITERATIVE for r in rows) == 2 * 3
     main(iterative)
     assert len((folder / "evaluations.jsonl").read_bytes().splitlines()) == len(lines)
-    planted["rounds"] = ITERATIVE_ROUNDS + 1  # a selection made in other rounds is another option's: refused
-    (folder / ITERATIVE / f"{abilities[1]}-4.json").write_text(json.dumps(planted))
-    with pytest.raises(SystemExit):
-        main(iterative)
-    with pytest.raises(SystemExit):  # what each region's numbers mean may not change
-        main([*args[:-1], "10"])
+    # a selection kept by a run killed before its region was scored is scored as kept, not chosen again (here one
+    # changed by hand under the same inputs); one whose inputs are another plan's is chosen again
+    selection = folder / ITERATIVE / f"{abilities[1]}-4.json"
+    kept = json.loads(selection.read_text())
+    selection.write_text(json.dumps({**kept, "neurons": [7, 3, 11, 5]}))
+    main(iterative)
+    last = read_records(folder / "evaluations.jsonl")[-1]
+    assert (last["option"], last["region"], last["neurons"]) == (ITERATIVE, abilities[1], [3, 5, 7, 11])
+    assert len((folder / "evaluations.jsonl").read_bytes().splitlines()) == len(lines) + 1
+    selection.write_text(json.dumps({**kept, "inputs": {**kept["inputs"], "rounds": ITERATIVE_ROUNDS + 1}}))
+    main(iterative)
+    assert json.loads(selection.read_text()) == kept  # chosen again from the same inputs: the same neurons
     with pytest.raises(SystemExit):
         main([*args[:2], "--ability", "Commonsense_Causal"])  # one ability has no "other" split
 
@@ -368,7 +360,7 @@ def test_iterative_contrast_rescores_with_the_chosen_neurons_zeroed(demo):
 def test_recovery_over_builds_is_a_t_interval_of_the_builds_ability_means():
     from scipy import stats
 
-    from benchprof.lab.frontier import recovery_over_builds
+    from benchprof.lab.frontier_planted import recovery_over_builds
 
     builds = [
         [
@@ -396,7 +388,7 @@ def test_planted_recovery_on_the_small_planted_model(tmp_path):
     from scipy import stats
 
     from benchprof.abilities.invented import invented_splits
-    from benchprof.lab.frontier import planted_recovery
+    from benchprof.lab.frontier_planted import planted_recovery
     from benchprof.lab.plant_command import apply
 
     folder = tmp_path / "planted"

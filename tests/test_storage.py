@@ -416,3 +416,67 @@ def test_an_older_sampled_record_becomes_a_full_one_at_the_first_stage_check(tmp
     same_size_edit(path, between)
     assert sampled_hash(path) == old  # sampling cannot see this edit ...
     assert not is_current(output, {"x": 1})  # ... the full record does
+
+
+def test_a_record_cut_short_by_a_size_limit_is_dropped_and_never_glued_to_the_next(tmp_path):
+    """append_record under a real file-size limit (RLIMIT_FSIZE, in a child process): the append that crosses it
+    fails in one line and leaves half a line; the next append ends that line first, and read_records returns the
+    whole records only. A `{}` line, a line edited by hand and text that is no JSON are dropped as well."""
+    import json
+    import subprocess
+    import sys
+    import textwrap
+
+    from benchprof.core.storage import RECORD_CHECK, append_record, read_records
+
+    log = tmp_path / "evaluations.jsonl"
+    append_record(log, {"region": "first", "acc_norm": [0.25, 1.0]})
+    child = textwrap.dedent(f"""
+        import resource
+        from benchprof import BenchprofError
+        from benchprof.core.storage import append_record
+        resource.setrlimit(resource.RLIMIT_FSIZE, ({log.stat().st_size + 40}, resource.RLIM_INFINITY))
+        try:
+            append_record({str(log)!r}, {{"region": "cut", "acc_norm": [0.5] * 100}})
+        except BenchprofError as err:
+            print(err)
+    """)
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.count("\n") == 1 and done.stdout.startswith(f"{log}: cannot append (File too large)")
+    assert not log.read_bytes().endswith(b"\n")  # half a line was written
+    append_record(log, {"region": "next", "acc_norm": [0.0]})
+    assert [r["region"] for r in read_records(log)] == ["first", "next"]
+    edited = json.loads(log.read_text().splitlines()[0])
+    edited["acc_norm"] = [1.0, 1.0]
+    with open(log, "a") as f:
+        f.write("{}\n" + json.dumps(edited) + "\nnot json\n")
+    assert [r["region"] for r in read_records(log)] == ["first", "next"]
+    assert all(RECORD_CHECK not in r for r in read_records(log))
+
+
+def test_no_lock_log_or_record_is_written_through_a_link(tmp_path):
+    """A link where benchprof writes a lock, a stage's log or an append-only record is refused in one line: the file
+    outside keeps its bytes, the link stays (it is not deleted either)."""
+    from benchprof import BenchprofError
+    from benchprof.core.console import quiet
+    from benchprof.core.locks import folder_lock
+    from benchprof.core.storage import append_record
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me\n")
+    model_dir = tmp_path / "outputs" / "tiny"
+    (model_dir / "logs").mkdir(parents=True)
+    for link in (model_dir / ".lock", model_dir / "logs" / "frontier.log", model_dir / "evaluations.jsonl"):
+        link.symlink_to(outside)
+        with pytest.raises(BenchprofError, match=rf"^{link}: a link; benchprof writes no file through a link"):
+            if link.name == ".lock":
+                with folder_lock(model_dir, "benchprof aggregate"):
+                    pass
+            elif link.suffix == ".log":
+                with quiet("frontier", [link]):
+                    print("never written")
+            else:
+                append_record(link, {"region": "x"})
+        assert link.is_symlink() and outside.read_text() == "keep me\n"
+        link.unlink()

@@ -26,6 +26,7 @@ REGIONS: tuple[str, ...] = ("top", "bottom", "random")
 MAX_SPLIT = 1_000_000  # items of a generated split
 MAX_FEWSHOT = 1_000  # few-shot examples of a benchmark
 MAX_BOOTSTRAP = 100_000  # resamples of aggregate's intervals
+MAX_THREADS = 4096  # torch threads of one process (settings.threads, a command's --threads)
 # extract.score: which per-weight score ranks the weights (formulas: benchprof/stages/weight_scores.py), or which
 # neuron score ranks whole MLP neurons (benchprof/stages/neurons.py)
 ScoreName = Literal[
@@ -324,7 +325,7 @@ def listed(value: object) -> list[str]:
 def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
     """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
 
-    Raises BenchprofError naming the flag for a value that is not in `known`, or for a command line's
+    Raises BenchprofError naming the flag for a value that is not in `known` or is given twice, or for a command line's
     empty selection (`--k=`, `--ability ,`), which would otherwise do nothing and succeed. An empty list
     from Python selects none on purpose (`evaluate(cfg, k=[])`: the original model only).
     """
@@ -349,6 +350,8 @@ def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any]
             raise BenchprofError(f"{flag}: {shown(raw)} is not valid") from None
         if value not in known:
             raise BenchprofError(f"{flag}: {shown(value)} is not one of {', '.join(map(str, known))}")
+        if value in out:  # each value names work to do once: a repeat would run it twice, or count it twice
+            raise BenchprofError(f"{flag}: {shown(value)} is given twice")
         out.append(value)
     return out
 
@@ -550,8 +553,10 @@ def validate(cfg: Config) -> None:
     for key in ("train_size", "test_size"):
         if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
             raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
-    if not 0 <= cfg.settings.threads <= 4096:
-        raise ConfigError(f"settings.threads: {shown(cfg.settings.threads)} must lie in [0, 4096] (0: automatic)")
+    if not 0 <= cfg.settings.threads <= MAX_THREADS:
+        raise ConfigError(
+            f"settings.threads: {shown(cfg.settings.threads)} must lie in [0, {MAX_THREADS}] (0: automatic)"
+        )
     for key, seed in (
         ("settings.seed", cfg.settings.seed),
         ("data.seed", cfg.data.seed),

@@ -43,7 +43,7 @@ class _Log:
     files are opened, and kept in `error` when a write fails later (a print must not raise), for `quiet`."""
 
     def __init__(self, paths: list[Path]):
-        from benchprof.core.storage import write_error
+        from benchprof.core.storage import writable_folder, write_error
 
         self.files: dict[Path, TextIO] = {}
         self.error: BenchprofError | None = None
@@ -51,14 +51,19 @@ class _Log:
         self.spool: io.BufferedRandom | None = None  # file descriptor 2's output while no log file exists yet
         self.later = [path for path in paths if not path.parent.parent.is_dir()]
         for path in paths:
-            if path not in self.later:
-                try:
-                    path.parent.mkdir(exist_ok=True)
-                    # line-buffered, so that what is written to file descriptor 2 directly lands in order
-                    self.files[path] = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (closed in close())
-                except OSError as err:
-                    self.close(bad_input=True)
-                    raise write_error(path, err) from None
+            try:
+                if path in self.later:  # written at the end: refused now if it cannot be, before any work
+                    writable_folder(path.parent)
+                    continue
+                path.parent.mkdir(exist_ok=True)
+                # line-buffered, so that what is written to file descriptor 2 directly lands in order
+                self.files[path] = _append_text(path)
+            except OSError as err:
+                self.close(bad_input=True)
+                raise write_error(path, err) from None
+            except BenchprofError:
+                self.close(bad_input=True)
+                raise
 
     def failed(self, path: Path, err: OSError) -> None:
         """Keep the first write error; the file is closed and written no more."""
@@ -75,7 +80,7 @@ class _Log:
         """A new file descriptor for file descriptor 2 to point at: the first log file, appended as written
         (it survives a crash), or where no log file exists yet a spool, written into the log at the end."""
         if self.files:
-            return os.open(next(iter(self.files)), os.O_WRONLY | os.O_APPEND)
+            return os.dup(self.files[next(iter(self.files))].fileno())
         self.spool = tempfile.TemporaryFile()  # noqa: SIM115 (closed in close())
         return os.dup(self.spool.fileno())
 
@@ -107,11 +112,20 @@ class _Log:
         for path in self.later:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                with open(path, "a", encoding="utf-8") as handle:
+                with _append_text(path) as handle:
                     handle.write("".join(self.pending))
             except OSError as err:
                 self.failed(path, err)
+            except BenchprofError as err:  # a link put there while the stage ran
+                self.error = self.error or err
         return ""
+
+
+def _append_text(path: Path) -> TextIO:
+    """A log file opened to append text, line-buffered, never through a link (storage.open_for_append)."""
+    from benchprof.core.storage import open_for_append
+
+    return open(open_for_append(path), "a", encoding="utf-8", buffering=1)  # noqa: SIM115 (the caller closes it)
 
 
 class _Stream:

@@ -217,7 +217,7 @@ class Layout:
 
     @property
     def frontier_dir(self) -> Path:
-        """lab/frontier.py's folder: plan.json, attribution/<ability>.npy, evaluations.jsonl, frontier.{csv,md,png}."""
+        """lab/frontier.py's folder (FrontierLayout)."""
         return self.model_dir / "frontier"
 
     @property
@@ -313,6 +313,44 @@ class Layout:
         """An evaluation's result JSON records its own inputs; the samples file sits beside it."""
         path = self.eval_file(variant, benchmark)
         return Output("eval", f"{variant.label()} {benchmark}", path, (path, self.samples_file(variant, benchmark)))
+
+
+@dataclass(frozen=True)
+class FrontierLayout:
+    """Paths under a frontier's folder (`benchprof frontier`, lab/frontier.py). Each cache is a folder with its
+    manifest (storage.write_manifest: the inputs it was computed from), or a JSON file that records its own."""
+
+    folder: Path
+
+    @property
+    def plan_file(self) -> Path:
+        """What the folder measures (options, sizes, ...) and a summary of its last run's inputs."""
+        return self.folder / "plan.json"
+
+    @property
+    def records_file(self) -> Path:
+        """One self-verifying line per region scored (storage.append_record), keyed by its inputs."""
+        return self.folder / "evaluations.jsonl"
+
+    def statistic_output(self, statistic: str, source: str) -> Output:
+        """A statistic (attribution, activity) of one ability's train items or of general text: values.npy."""
+        folder = self.folder / safe_name(statistic, "statistic") / safe_name(source, "ability")
+        return Output("frontier", f"{statistic} {source}", manifest_path(folder), (folder / "values.npy",))
+
+    def texts_output(self) -> Output:
+        """The general text the model samples itself: texts.json."""
+        folder = self.folder / "general"
+        return Output("frontier", "general text", manifest_path(folder), (folder / "texts.json",))
+
+    def selection_output(self, option: str, ability: str, size: int) -> Output:
+        """A region chosen by a selection that is no fixed ranking (the iterative one): a JSON of its neurons
+        and its inputs."""
+        path = self.folder / safe_name(option, "option") / f"{safe_name(ability, 'ability')}-{int(size)}.json"
+        return Output("frontier", f"{option} {ability} {size}", path, (path,))
+
+    def report_files(self) -> tuple[Path, Path, Path]:
+        """frontier.csv, frontier.md, frontier.png."""
+        return self.folder / "frontier.csv", self.folder / "frontier.md", self.folder / "frontier.png"
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ starts, which share its locks.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 from benchprof import BenchprofError
 from benchprof.core.layout import lock_path
-from benchprof.core.storage import make_folder, shared_mode, write_error
+from benchprof.core.storage import link_error, make_folder, shared_mode, write_error
 
 LOCK_HOLDER = "BENCHPROF_LOCK_HOLDER"  # the pid whose locks a child process (worker, rank) may share
 _held: dict[Path, int] = {}  # lock file -> the descriptor this process holds it through
@@ -90,10 +91,10 @@ def job_lock(lock: Path, command: str) -> Iterator[bool]:
 def _take_lock(lock: Path, command: str) -> dict[str, Any] | None:
     """Hold `lock` for this process and return None, or return the record of the live process holding it."""
     while True:
-        try:
-            fd = os.open(lock, os.O_CREAT | os.O_RDWR, shared_mode())
+        try:  # never through a link: it would put the lock record into a file outside the outputs tree
+            fd = os.open(lock, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, shared_mode())
         except OSError as err:  # a read-only or full disk, a file in the folder's place
-            raise write_error(lock, err) from None
+            raise (link_error(lock) if err.errno == errno.ELOOP else write_error(lock, err)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

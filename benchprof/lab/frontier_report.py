@@ -1,7 +1,6 @@
 """The frontier's numbers and their tables: per (option, size, ability) the own-split AIS, the mean AIS on the
 other abilities' splits, the specificity (own − other), each against the random regions of the same size, and
-the goal each ability reaches (frontier.py measures; this module reads its records, and declares the plan both
-share).
+the goal each ability reaches (frontier.py measures; this module reads its records).
 
 Statistics (stats/): AIS = (s − s_ablated) / s on acc_norm; intervals are paired percentile bootstraps over a
 split's items (1,000 resamples, each split resampled on its own generator). "vs random" is the predictive
@@ -16,47 +15,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchprof.core.config import NEURON_SCORES
+from benchprof.core.layout import FrontierLayout
 from benchprof.core.storage import write_csv, write_text
-
-EXECUTION = ("threads", "batch_items")  # how a plan runs, not what it measures
-GROWS = ("options", "sizes")  # a rerun may add options and sizes: more regions, none of the measured ones changed
-
-
-@dataclass(frozen=True)
-class FrontierPlan:
-    """What one frontier measures: the model, the abilities and their data, the options and sizes."""
-
-    model: str  # a model folder
-    data_dir: Path  # <dir>/<Ability>/{train,test}.jsonl (benchprof data)
-    abilities: tuple[str, ...]  # whose regions are zeroed and whose test splits are scored
-    out: Path
-    options: tuple[str, ...] = NEURON_SCORES
-    sizes: tuple[int, ...] = (4, 32, 256, 1024)  # neurons per region
-    draws: int = 3  # random regions per size
-    contrast: tuple[str, ...] = ()  # the other abilities act_grad_contrast holds a against (default: `abilities`)
-    train_items: int = 120  # items of each train split the attribution reads
-    test_items: int = 100  # items of each test split scored
-    seed: int = 0
-    threads: int = 1
-    batch_items: int = 8
-
-    def record(self) -> dict[str, Any]:
-        """What the plan measures, as JSON (frontier/plan.json); how it runs (threads, batch) changes no number."""
-        return {
-            k: (str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v)
-            for k, v in asdict(self).items()
-            if k not in EXECUTION
-        }
-
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
+
+    from benchprof.lab.frontier_plan import FrontierPlan
 
 ALPHA = 0.05
 GOAL_OWN, GOAL_RANDOM = 0.20, 0.05  # own AIS at least, random regions' mean AIS below (issue goal)
@@ -213,7 +182,7 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]]) -> str:
         return "*" if starred(r, key) else ""
 
     lines = [
-        f"# Frontier: {plan.model}",
+        f"# Frontier: {plan.model_given or plan.model}",
         "",
         f"Abilities {', '.join(plan.abilities)}; attribution on {plan.train_items} train items each, acc_norm on "
         f"{plan.test_items} test items each; {plan.draws} random regions per size. AIS = relative drop; own: the "
@@ -250,7 +219,7 @@ def write_report(plan: FrontierPlan, records: list[dict[str, Any]], weights_per_
     from benchprof.profile.plots import frontier_plot
 
     rows = rows_of(plan, records, weights_per_neuron, total)
-    csv_path, md_path, png_path = plan.out / "frontier.csv", plan.out / "frontier.md", plan.out / "frontier.png"
+    csv_path, md_path, png_path = FrontierLayout(plan.out).report_files()
     write_csv(csv_path, COLUMNS, rows, digits=6)
     write_text(md_path, markdown(plan, rows))
     frontier_plot(summary(rows), png_path)

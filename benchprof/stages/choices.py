@@ -83,6 +83,9 @@ def option_logliks(model: torch.nn.Module, rows: Sequence[McRow]) -> torch.Tenso
     return torch.zeros(len(rows), device=device).index_add(0, torch.tensor(row_of, device=device), picked)
 
 
+SCORER = "acc and acc_norm per item, lm-eval's multiple-choice scoring, v1"  # what item_scores computes
+
+
 def item_scores(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: list[dict[str, Any]], batch_rows: int = 128
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

@@ -248,6 +248,14 @@ GENERAL = "_general"  # the statistics' key of general text (general_text), besi
 GENERAL_TEXTS, GENERAL_TOKENS = 120, 128  # default sequences (as many as the frontier's train items), tokens each
 
 
+GENERAL_METHOD = f"sampled at temperature 1 after BOS, {GENERAL_TOKENS} tokens, v1"  # what general_text returns
+# what each statistic of general text measures (general_statistic; the frontier's cache records it)
+GENERAL_OBJECTIVES = {
+    "attribution": "sum h * d mean log P(next token) / dh, v1",
+    "activity": "mean h^2 over tokens, v1",
+}
+
+
 def general_text(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, seed: int, n: int = GENERAL_TEXTS
 ) -> list[list[int]]:

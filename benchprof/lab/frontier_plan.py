@@ -1,0 +1,264 @@
+"""What one frontier measures (FrontierPlan, every value checked before any work) and what its results are computed
+from (FrontierInputs): the content of the model's files and of each ability's train and test items, never a path.
+
+Every cache of the frontier (a statistic, general text, an iterative selection) records the inputs it was computed
+from in a manifest, and every evaluation record carries the hash of its own (the model, the test items, the neurons
+zeroed): a change of data or weights recomputes exactly what depends on it, and a moved or copied project reuses
+everything (frontier_cache.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from benchprof import BenchprofError
+from benchprof.core.config import NEURON_SCORES
+from benchprof.core.storage import value_hash
+
+EXECUTION = ("threads", "batch_items")  # how a plan runs, not what it measures
+MAX_DRAWS = 1000  # random regions per size
+
+
+@dataclass(frozen=True)
+class FrontierPlan:
+    """What one frontier measures: the model, the abilities and their data, the options and sizes."""
+
+    model: str  # a model folder (or hub id), as loaded
+    data_dir: Path  # <dir>/<Ability>/{train,test}.jsonl (benchprof data)
+    abilities: tuple[str, ...]  # whose regions are zeroed and whose test splits are scored
+    out: Path
+    options: tuple[str, ...] = NEURON_SCORES
+    sizes: tuple[int, ...] = (4, 32, 256, 1024)  # neurons per region
+    draws: int = 3  # random regions per size
+    contrast: tuple[str, ...] = ()  # the other abilities act_grad_contrast holds a against (default: `abilities`)
+    train_items: int = 120  # items of each train split the attribution reads
+    test_items: int = 100  # items of each test split scored
+    seed: int = 0
+    threads: int = 1
+    batch_items: int = 8
+    model_given: str = ""  # the model and the data folder as the config names them (plan.json, frontier.md):
+    data_given: str = ""  # relative to the config, so that a result records no path of the machine it was made on
+
+    def record(self) -> dict[str, Any]:
+        """What the plan measures, as plan.json holds it: the model and data folder as the config names them; how
+        it runs (threads, batch) changes no number and is left out."""
+        shown = {"model": self.model_given or self.model, "data_dir": self.data_given or str(self.data_dir)}
+        skipped = (*EXECUTION, "out", "model_given", "data_given")
+        return {
+            k: shown.get(k, list(v) if isinstance(v, tuple) else v) for k, v in asdict(self).items() if k not in skipped
+        }
+
+    def grown(self, recorded: dict[str, Any] | None, neuron_count: int) -> FrontierPlan:
+        """This plan with the options and sizes an earlier run in its folder measured (plan.json's `recorded`) added:
+        a rerun may add options and sizes beside those measured, so the report covers both. Values no longer valid
+        (an unknown option, a size above `neuron_count`) are not carried over."""
+        from benchprof.stages.neurons import FRONTIER_SCORES
+
+        if not recorded:
+            return self
+        options = [o for o in recorded.get("options", []) if o in FRONTIER_SCORES]
+        sizes = [n for n in recorded.get("sizes", []) if isinstance(n, int) and 1 <= n <= neuron_count]
+        return replace(
+            self,
+            options=tuple(dict.fromkeys([*options, *self.options])),
+            sizes=tuple(sorted({*sizes, *self.sizes})),
+        )
+
+
+def read_plan(path: Path) -> dict[str, Any] | None:
+    """plan.json of an earlier run, or None when it is missing or unreadable (its runs' options and sizes are then
+    not carried over; nothing measured is lost, the records carry their own inputs)."""
+    try:
+        recorded = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return recorded if isinstance(recorded, dict) else None
+
+
+def smallest_split(data_dir: Path, abilities: tuple[str, ...], split: str) -> tuple[int, str]:
+    """(items, ability) of the smallest of these abilities' splits, counted as their files' lines (0 for a missing
+    file): read before any work, so that an item count no split holds is refused at once."""
+    from benchprof.core.layout import data_file
+
+    def lines(ability: str) -> int:
+        path = data_file(data_dir / ability, split)
+        return sum(1 for line in path.read_bytes().splitlines() if line.strip()) if path.is_file() else 0
+
+    return min((lines(a), a) for a in abilities)
+
+
+DEFAULT_ITEMS = {"train": 120, "test": 100}  # items per split read by default (fewer where a split holds fewer)
+
+
+def item_counts(data_dir: Path, held: dict[str, tuple[str, ...]], given: dict[str, object]) -> dict[str, int]:
+    """--train_items and --test_items: per split, the number given, else DEFAULT_ITEMS or the smallest of `held`'s
+    splits where that holds fewer; refused in one line, before any work, where a split holds fewer than asked."""
+    counts = {}
+    for split, value in given.items():
+        smallest, name = smallest_split(data_dir, held[split], split)
+        flag = f"--{split}_items"
+        if smallest == 0:
+            raise BenchprofError(f"frontier: {name} has no {split} split in {data_dir}; run `benchprof data` first")
+        counts[split] = min(DEFAULT_ITEMS[split], smallest) if value is None else whole_number(value, flag)
+        if counts[split] > smallest:
+            raise BenchprofError(
+                f"{flag}: {counts[split]} is more than {name}'s {split} split holds ({smallest} items)"
+            )
+    return counts
+
+
+def read_split(plan: FrontierPlan, ability: str, split: str, n: int, flag: str) -> list[dict[str, Any]]:
+    """The first n records of an ability's split (data.read_jsonl, each record checked), refused in one line when
+    the file is missing or holds fewer than n items (`flag` names the option that asked for n)."""
+    from benchprof.core.layout import data_file
+    from benchprof.stages.data import read_jsonl
+
+    path = data_file(plan.data_dir / ability, split)
+    if not path.is_file():
+        raise BenchprofError(f"frontier: {path}: not found; run `benchprof data` for {ability} first")
+    records = read_jsonl(path)
+    if len(records) < n:
+        raise BenchprofError(f"{flag}: {n} is more than {ability}'s {split} split holds ({len(records)} items)")
+    return records[:n]
+
+
+@dataclass(frozen=True)
+class FrontierInputs:
+    """What the frontier's numbers are computed from: the checkpoint's content (modeling.model_identity) and the
+    items each ability contributes. Each cache's and each record's inputs are built here, so that one change
+    reaches every result that depends on it and no other."""
+
+    model: dict[str, Any]
+    train: dict[str, list[dict[str, Any]]]  # every ability's (scored and contrast) first train_items items
+    tests: dict[str, list[dict[str, Any]]]  # every scored ability's first test_items items
+
+    def statistic_inputs(self, statistic: str, ability: str) -> dict[str, Any]:
+        """A statistic (attribution or activity) of one ability's train items."""
+        from benchprof.stages.neurons import OBJECTIVES
+
+        return {
+            "stage": "frontier statistic",
+            "objective": OBJECTIVES[statistic],
+            "model": self.model,
+            "items": value_hash(self.train[ability]),
+            "n_items": len(self.train[ability]),
+        }
+
+    def texts_inputs(self, seed: int, n: int) -> dict[str, Any]:
+        """The general text the model samples itself (neurons.general_text)."""
+        from benchprof.stages.neurons import GENERAL_METHOD
+
+        return {"stage": "frontier general text", "method": GENERAL_METHOD, "model": self.model, "seed": seed, "n": n}
+
+    def general_inputs(self, statistic: str, texts: list[list[int]]) -> dict[str, Any]:
+        """A statistic of the general text."""
+        from benchprof.stages.neurons import GENERAL_OBJECTIVES
+
+        return {
+            "stage": "frontier statistic",
+            "objective": GENERAL_OBJECTIVES[statistic],
+            "model": self.model,
+            "texts": value_hash(texts),
+        }
+
+    def selection_inputs(self, option: str, ability: str, size: int, contrast: tuple[str, ...]) -> dict[str, Any]:
+        """An iterative selection: the ability's train items (re-scored in rounds) and the contrast's (held fixed)."""
+        from benchprof.stages.neurons import ATTRIBUTION_OBJECTIVE, ITERATIVE_ROUNDS
+
+        return {
+            "stage": "frontier selection",
+            "option": option,
+            "rounds": ITERATIVE_ROUNDS,
+            "objective": ATTRIBUTION_OBJECTIVE,
+            "model": self.model,
+            "ability": ability,
+            "size": size,
+            "items": {b: value_hash(self.train[b]) for b in dict.fromkeys((ability, *contrast))},
+        }
+
+    def evaluation_key(self, neurons: list[int]) -> str:
+        """What one evaluation record's numbers are a function of: the model, every scored test item and the
+        neurons zeroed (none: the original model). Whichever option chose a region, the same neurons score the same."""
+        from benchprof.stages.choices import SCORER
+
+        return value_hash({"model": self.model, "tests": self.tests, "neurons": sorted(neurons), "scorer": SCORER})
+
+    def summary(self) -> dict[str, Any]:
+        """Short hashes of each input, as plan.json records them: what changed since the last run (changed_since)."""
+        return {
+            "model": value_hash(self.model),
+            "train": {a: value_hash(r) for a, r in self.train.items()},
+            "test": {a: value_hash(r) for a, r in self.tests.items()},
+        }
+
+
+def load_inputs(plan: FrontierPlan, cache_dir: Path) -> FrontierInputs:
+    """The plan's inputs: its items (refused in one line where a split holds fewer than asked) and the checkpoint's
+    identity (files hashed once, their records kept in `cache_dir`, the model's outputs folder)."""
+    from benchprof.core.modeling import model_identity
+
+    train = {
+        a: read_split(plan, a, "train", plan.train_items, "--train_items")
+        for a in dict.fromkeys(plan.abilities + plan.contrast)
+    }
+    tests = {a: read_split(plan, a, "test", plan.test_items, "--test_items") for a in plan.abilities}
+    return FrontierInputs(model_identity(plan.model, cache_dir), train, tests)
+
+
+def changed_since(recorded: dict[str, Any] | None, inputs: FrontierInputs) -> list[str]:
+    """Which inputs differ from those plan.json recorded at the last run ("model", "<Ability> train", ...)."""
+    before = (recorded or {}).get("inputs")
+    if not isinstance(before, dict):
+        return []
+    now = inputs.summary()
+    changed = ["model"] if before.get("model") != now["model"] else []
+    for split in ("train", "test"):
+        old = before.get(split)
+        old = old if isinstance(old, dict) else {}
+        changed += [f"{a} {split}" for a, h in now[split].items() if a in old and old[a] != h]
+    return changed
+
+
+def neuron_count(model: str) -> int:
+    """MLP neurons of a model (layers x intermediate size), from its config alone, without loading its weights."""
+    config_file = Path(model) / "config.json"
+    try:
+        if config_file.is_file():
+            config = json.loads(config_file.read_text())
+            config = config.get("text_config", config)
+            return int(config["num_hidden_layers"]) * int(config["intermediate_size"])
+        from transformers import AutoConfig
+
+        loaded = AutoConfig.from_pretrained(model)
+        return int(loaded.num_hidden_layers) * int(loaded.intermediate_size)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise BenchprofError(f"frontier: {model}: cannot read its layers and MLP size ({err})") from None
+
+
+def whole_number(value: object, flag: str, low: int = 1, high: int | None = None) -> int:
+    """An option's whole number in [low, high], refused in one line otherwise."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise BenchprofError(f"{flag}: {str(value)[:40]!r} is not a whole number") from None
+    if number < low or (high is not None and number > high):
+        bound = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise BenchprofError(f"{flag}: must be {bound}, got {number}")
+    return number
+
+
+def region_sizes(value: object, count: int) -> tuple[int, ...]:
+    """--sizes: distinct neuron counts, each at least 1 and at most the model's `count` neurons."""
+    from benchprof.core.config import listed
+
+    given = listed(value)
+    if not given:
+        raise BenchprofError("--sizes: an empty selection; give one or more region sizes in neurons")
+    sizes = [whole_number(v, "--sizes", 1, count) for v in given]
+    repeated = next((n for i, n in enumerate(sizes) if n in sizes[:i]), None)
+    if repeated is not None:
+        raise BenchprofError(f"--sizes: {repeated} is given twice")
+    return tuple(sorted(sizes))

@@ -1,0 +1,147 @@
+"""lab/frontier_cache.py and frontier_plan.py on the demo model: the frontier's caches and records are tied to what
+they were computed from. Each broken condition is made for real (data regenerated with another seed, weights
+scaled in the checkpoint, a file truncated, a line cut, a link, a moved project), and the rerun's rows are held to
+those of a fresh run on the same inputs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchprof.cli import main
+from benchprof.core.storage import read_csv, read_records
+from benchprof.stages.neurons import ITERATIVE
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "benchprof" / "assets" / "demo-model"
+ABILITIES = ["Commonsense_Causal", "Long_Term_Knowledge"]
+FLAGS = ["--options", "act_grad,act_grad_contrast", "--sizes", "2,16", "--draws", "2"]
+FLAGS += ["--train_items", "12", "--test_items", "20"]
+pytestmark = pytest.mark.slow
+
+
+def project(folder: Path, model: Path = DEMO) -> Path:
+    """A config in `folder` whose data and outputs lie beside it (relative paths), its data generated."""
+    folder.mkdir(parents=True, exist_ok=True)
+    config = folder / "demo.yml"
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": "out", "seed": 3},
+            "models": [{"name": str(model), "tag": "demo"}],
+            "datasets": [{"name": a} for a in ABILITIES],
+            "data": {"dir": "data", "train_size": 12, "test_size": 20},
+        })
+    )  # fmt: skip
+    main(["data", str(config)])
+    return config
+
+
+def frontier(config: Path, *extra: str) -> list[dict[str, str]]:
+    main(["frontier", str(config), *FLAGS, *extra])
+    return read_csv(config.parent / "out" / "demo" / "frontier" / "frontier.csv")
+
+
+def fresh(config: Path, tmp_path: Path, name: str, *extra: str) -> list[dict[str, str]]:
+    """The rows of a run in an empty outputs folder on the same data and model as `config`."""
+    other = tmp_path / name
+    other.mkdir()
+    shutil.copytree(config.parent / "data", other / "data")
+    (other / "demo.yml").write_text(config.read_text())
+    return frontier(other / "demo.yml", *extra)
+
+
+def test_changed_data_or_weights_give_the_rows_of_a_fresh_run(tmp_path, capsys):
+    config = project(tmp_path / "p", model=shutil.copytree(DEMO, tmp_path / "model"))
+    before = frontier(config)
+    main(["data", str(config), "--seed", "99", "--force"])  # every split changes
+    capsys.readouterr()
+    after = frontier(config, "--sizes", "2,4,16")  # and a size is added on the new items
+    assert "inputs changed since the last run: Commonsense_Causal train" in capsys.readouterr().out
+    assert after == fresh(config, tmp_path, "fresh_data", "--sizes", "2,4,16") and after != before
+    # two layers' down_proj scaled by 0.3 in the checkpoint itself
+    from safetensors.torch import load_file, save_file
+
+    weights_file = tmp_path / "model" / "model.safetensors"
+    weights = load_file(weights_file)
+    for layer in (1, 2):
+        weights[f"model.layers.{layer}.mlp.down_proj.weight"] *= 0.3
+    save_file(weights, weights_file, metadata={"format": "pt"})
+    capsys.readouterr()
+    scaled = frontier(config)
+    assert "changed since the last run: model" in capsys.readouterr().out
+    assert scaled == fresh(config, tmp_path, "fresh_weights", "--sizes", "2,4,16") and scaled != after
+
+
+def test_a_record_cut_short_or_invalid_is_redone_never_glued(tmp_path):
+    """The append that crosses a real file-size limit (a child process under RLIMIT_FSIZE) stops the run in one
+    line; the rerun drops the cut line and redoes its region. A line cut by hand and a `{}` line the same."""
+    config = project(tmp_path / "p")
+    rows = frontier(config)
+    folder = config.parent / "out" / "demo" / "frontier"
+    log = folder / "evaluations.jsonl"
+    whole = log.read_bytes()
+    count = len(read_records(log))
+    log.unlink()
+    child = (
+        "import resource, sys\n"
+        "from benchprof.cli import main\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({len(whole) // 2}, resource.RLIM_INFINITY))\n"
+        f"main(['frontier', {str(config)!r}, *{FLAGS!r}])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+    assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"benchprof: error: {log}: cannot append (File too large)")
+    assert 0 < len(read_records(log)) < count and not log.read_bytes().endswith(b"\n")
+    assert frontier(config) == rows and len(read_records(log)) == count
+    cut = log.read_bytes()
+    log.write_bytes(cut[:-10] + b"\n{}\n")  # the last line cut by hand, and an empty record after it
+    assert frontier(config) == rows and len(read_records(log)) == count
+    assert log.read_bytes().startswith(cut[:-10] + b"\n{}\n")  # kept, and never read as records
+
+
+def test_damaged_caches_are_recomputed_and_a_moved_project_reuses_everything(tmp_path, capsys):
+    config = project(tmp_path / "p")
+    rows = frontier(config, "--options", f"act_grad,{ITERATIVE}")
+    folder = config.parent / "out" / "demo" / "frontier"
+    values = folder / "attribution" / ABILITIES[0] / "values.npy"
+    values.write_bytes(values.read_bytes()[:100])  # truncated
+    (folder / "plan.json").write_text("{not json")
+    selection = folder / ITERATIVE / f"{ABILITIES[0]}-16.json"
+    kept = json.loads(selection.read_text())
+    selection.write_text(json.dumps({**kept, "neurons": [*kept["neurons"][:-1], 10**6]}))  # an id out of range
+    dangling = folder / ITERATIVE / f"{ABILITIES[1]}-2.json"
+    dangling.unlink()
+    dangling.symlink_to(tmp_path / "nowhere.json")
+    capsys.readouterr()
+    assert frontier(config, "--options", f"act_grad,{ITERATIVE}") == rows
+    assert "0 regions scored" in capsys.readouterr().out  # the same selections, so the same records
+    assert json.loads(selection.read_text()) == kept and not dangling.is_symlink()
+    assert not (tmp_path / "nowhere.json").exists()
+    plan = (folder / "plan.json").read_text()
+    assert str(tmp_path) not in plan and json.loads(plan)["data_dir"] == "data"
+    shutil.move(config.parent, tmp_path / "moved")  # the project elsewhere: every result still holds
+    capsys.readouterr()
+    assert frontier(tmp_path / "moved" / "demo.yml", "--options", f"act_grad,{ITERATIVE}") == rows
+    out = capsys.readouterr().out
+    assert "0 regions scored" in out and "changed" not in out
+
+
+def test_data_refuses_an_outputs_folder_it_cannot_write_before_writing_anything(tmp_path, capsys):
+    config = tmp_path / "demo.yml"
+    (tmp_path / "out").write_text("a file where the outputs folder should be")
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": "out"}, "models": [{"name": str(DEMO), "tag": "demo"}],
+            "datasets": [{"name": ABILITIES[0]}], "data": {"dir": "data", "train_size": 4, "test_size": 4},
+        })
+    )  # fmt: skip
+    with pytest.raises(SystemExit) as code:
+        main(["data", str(config)])
+    assert code.value.code != 0 and not (tmp_path / "data").exists()
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a file, not a folder" in err
