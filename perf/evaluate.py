@@ -110,7 +110,8 @@ def per_variant_checkpoints(cfg, layout, out: Path) -> None:
     from benchprof.core.modeling import fingerprint, load_model
     from benchprof.stages import tasks
     from benchprof.stages.damage import load_region, save_checkpoint
-    from benchprof.stages.evaluate import Job, JobInputs, run_job
+    from benchprof.stages.eval_jobs import Job, JobInputs
+    from benchprof.stages.evaluate import run_job
 
     spec = cfg.models[0]
     include_path, mapping = tasks.write_tasks(cfg)

@@ -91,8 +91,8 @@ def child(mode: str, path: Path, k: float, out: Path, score: str) -> None:
     import numpy as np
     import torch
 
-    from benchprof.stages.extract import exact_regions
     from benchprof.stages.weight_scores import held
+    from benchprof.stages.weight_selection import exact_regions
 
     scores = open_for(path, score)
     n = math.floor(k * int(scores.metadata["total_params"]))

@@ -334,7 +334,7 @@ def test_two_plans_sharing_an_output_dir_never_share_task_files(tmp_path):
     task folder, named by its content, holding their own composite; the same config finds the same folder,
     and a moved project's plan keeps the job hashes (the folder's path is not in them)."""
     from benchprof.stages.data import write_data
-    from benchprof.stages.evaluate import task_hash
+    from benchprof.stages.eval_jobs import task_hash
     from benchprof.stages.tasks import plan_tasks, write_tasks
 
     def config(size: int, where: Path):

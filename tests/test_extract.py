@@ -16,14 +16,9 @@ from benchprof.core.layout import Layout
 from benchprof.core.loader import load_config
 from benchprof.core.regions import read_region, region_metadata
 from benchprof.core.storage import save_tensors
-from benchprof.stages.extract import (
-    chunk_length,
-    chunked_count,
-    exact_regions,
-    extract,
-    open_scores,
-    order_keys,
-)
+from benchprof.stages.extract import extract
+from benchprof.stages.weight_scores import open_scores, order_keys
+from benchprof.stages.weight_selection import chunk_length, chunked_count, exact_regions
 
 ROOT = Path(__file__).resolve().parents[1]
 ABILITY = "Spatial_Reasoning"

@@ -294,7 +294,7 @@ def test_the_scorer_is_validated_and_enters_the_job_inputs(tmp_path):
     with pytest.raises(ConfigError, match="evals.scorer: 'fast' is not one of shared_prefix, lm_eval"):
         parse_config({**raw, "evals": {"scorer": "fast"}}, tmp_path / "c.yml")
     from benchprof.core.layout import Layout, Variant
-    from benchprof.stages.evaluate import Job, JobInputs
+    from benchprof.stages.eval_jobs import Job, JobInputs
 
     inputs = {}
     for scorer in ("shared_prefix", "lm_eval"):

@@ -1,4 +1,5 @@
-"""config.yml's schema: typed dataclasses, each value checked (`build`, `validate`).
+"""config.yml's schema: typed dataclasses, each value checked (schema.build casts the types, `validate`
+checks what a type does not say, one check per section).
 
 The top-level sections `settings`, `models`, `datasets` and `evals` keep the shape of the authors'
 config; `data`, `finetune`, `extract` and `aggregate` hold what benchprof adds. Every value is
@@ -11,16 +12,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import types
 import typing
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, Union
+from typing import Any, Literal
 
-from benchprof import BenchprofError
 from benchprof.abilities import ABILITIES, KNOWN_ABILITIES
 from benchprof.core.layout import SHARED_FOLDERS, name_problem, shown
+from benchprof.core.schema import ConfigError, cast
 
 REGIONS: tuple[str, ...] = ("top", "bottom", "random")
 MAX_SPLIT = 1_000_000  # items of a generated split
@@ -46,17 +45,8 @@ WEIGHT_SCORES: tuple[str, ...] = tuple(s for s in SCORES if s not in NEURON_SCOR
 RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
 
 
-# a command-line narrowing such as --ability or --k: one value, a list, or "a,b"; None for all
-Selection = str | int | float | Sequence[str | int | float] | None
-T = TypeVar("T")
-
-
 FP16_WHY = "fp16 gradients of the split-wide mean loss underflow: at 200k tokens the importance is 55% off"
 FP16_REFUSED = f"finetune.dtype: float16 is refused for the importance pass ({FP16_WHY}); use bfloat16, float32 or auto"
-
-
-class ConfigError(BenchprofError):
-    """A config value is missing or wrong; the message names the YAML key."""
 
 
 PAPER_K_VALUES = (0.00001, 0.00004, 0.00016, 0.00064, 0.00256, 0.01024)  # the paper's k sweep: the default k_values
@@ -255,7 +245,8 @@ class Config:
     finetune: FinetuneSettings = field(default_factory=FinetuneSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
     aggregate: AggregateSettings = field(default_factory=AggregateSettings)
-    path: Path = Path("config.yml")  # where it was read from; relative paths resolve against its folder
+    # where it was read from (not a YAML key); relative paths resolve against its folder
+    path: Path = field(default=Path("config.yml"), metadata={"yaml": False})
 
     def resolve(self, relative: str) -> Path:
         """A path from the config, made absolute against the config file's folder."""
@@ -301,7 +292,7 @@ class Config:
         for section, values in sections.items():
             current = getattr(self, section)
             hints = typing.get_type_hints(type(current))
-            given = {key: _cast(value, hints[key], f"--{key}") for key, value in values.items() if value is not None}
+            given = {key: cast(value, hints[key], f"--{key}") for key, value in values.items() if value is not None}
             updated[section] = dataclasses.replace(current, **given)
         cfg = dataclasses.replace(self, **updated)
         validate(cfg)
@@ -316,146 +307,47 @@ class Config:
         raise ConfigError(f"models: no model named {shown(name_or_tag)}")
 
 
-def listed(value: object) -> list[str]:
-    """A comma-separated command-line option as a list of its non-empty items (fire reads 1,2,3 as a tuple)."""
-    items = value if isinstance(value, (tuple, list)) else str(value).split(",")
-    return [str(x).strip() for x in items if str(x).strip()]
-
-
-def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any], T] = str) -> list[T]:  # type: ignore[assignment]
-    """Narrow `known` to the values given on the command line (one value, a list or 'a,b').
-
-    Raises BenchprofError naming the flag for a value that is not in `known` or is given twice, or for a command line's
-    empty selection (`--k=`, `--ability ,`), which would otherwise do nothing and succeed. An empty list
-    from Python selects none on purpose (`evaluate(cfg, k=[])`: the original model only).
-    """
-    if given is None:
-        return list(known)
-    values: list[str | int | float]
-    if isinstance(given, str):
-        values = [v.strip() for v in given.split(",") if v.strip()]
-    elif isinstance(given, (list, tuple)):
-        values = list(given)
-        if not values:
-            return []
-    else:
-        values = [given]  # type: ignore[list-item]  # one number
-    if not values:
-        raise BenchprofError(f"{flag}: an empty selection; leave {flag} out for all ({', '.join(map(str, known))})")
-    out: list[T] = []
-    for raw in values:
-        try:
-            value = cast(raw)
-        except ValueError:
-            raise BenchprofError(f"{flag}: {shown(raw)} is not valid") from None
-        if value not in known:
-            raise BenchprofError(f"{flag}: {shown(value)} is not one of {', '.join(map(str, known))}")
-        if value in out:  # each value names work to do once: a repeat would run it twice, or count it twice
-            raise BenchprofError(f"{flag}: {shown(value)} is given twice")
-        out.append(value)
-    return out
-
-
-def _cast(value: Any, hint: Any, key: str) -> Any:
-    """Check `value` against the type hint `hint` and cast where YAML is loose (1e-5 as a string)."""
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (Union, types.UnionType):
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        return _cast(value, inner[0], key)
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{key}: {shown(value)} is not one of {', '.join(map(str, args))}")
-        return value
-    if origin is list:
-        if not isinstance(value, list):
-            raise ConfigError(f"{key}: expected a list, got {type(value).__name__} {shown(value)}")
-        return [_cast(v, args[0], f"{key}[{i}]") for i, v in enumerate(value)]
-    if origin is dict:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{key}: expected a mapping, got {type(value).__name__}")
-        return {str(k): _cast(v, args[1], f"{key}.{k}") for k, v in value.items()}
-    if hint is Any:
-        return value
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{key}: expected true or false, got {shown(value)}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise ConfigError(f"{key}: expected an integer, got {shown(value)}")
-        try:
-            return int(value)
-        except ValueError:
-            raise ConfigError(f"{key}: expected an integer, got {shown(value)}") from None
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ConfigError(f"{key}: expected a number, got {shown(value)}")
-        try:
-            return float(value)  # YAML 1.1 reads 1e-5 as a string
-        except ValueError:
-            raise ConfigError(f"{key}: expected a number, got {shown(value)}") from None
-    if hint is str:
-        if isinstance(value, (list, dict)) or value is None:
-            raise ConfigError(f"{key}: expected a string, got {shown(value)}")
-        return str(value)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return build(hint, value, key)
-    raise ConfigError(f"{key}: unsupported type {hint}")  # a bug in this module, not in the YAML
-
-
-def build(cls: type, raw: Any, key: str) -> Any:
-    """Build dataclass `cls` from the mapping `raw`, rejecting unknown keys."""
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{key}: expected a mapping, got {type(raw).__name__} {shown(raw)}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name for f in dataclasses.fields(cls) if not (cls is Config and f.name == "path")}
-    kwargs = {}
-    for name, value in raw.items():
-        sub = f"{key}.{name}" if key else str(name)
-        if name not in known:
-            raise ConfigError(f"{sub}: unknown key (known: {', '.join(sorted(known))})")
-        if name == "cuda_visible_devices" and isinstance(value, (int, list)):
-            value = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-        kwargs[name] = _cast(value, hints[name], sub)
-    missing = [
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in kwargs
-    ]
-    if missing:
-        raise ConfigError(f"{key + '.' if key else ''}{missing[0]}: required key is missing")
-    return cls(**kwargs)
-
-
 def validate(cfg: Config) -> None:
-    if not cfg.settings.k_values:
+    """Check what a value's type does not say (schema.build checks the types), one check per section in this
+    order (a config with several bad values names the first found); a bad value raises ConfigError naming its key."""
+    for check in (_settings, _models, _datasets, _evals, _extract, _data, _finetune, _aggregate):
+        check(cfg)
+
+
+def _seed(key: str, seed: int) -> None:
+    if not 0 <= seed < 2**32:  # numpy, torch and lm-eval take 32-bit seeds; a larger one fails at evaluate
+        raise ConfigError(f"{key}: {shown(seed)} must lie in [0, 2**32)")
+
+
+def _folder(key: str, folder: str) -> None:
+    if not folder.strip():  # it would resolve to the config's folder; say so with "."
+        raise ConfigError(f"{key}: an empty path (write . for the config's folder)")
+
+
+def _settings(cfg: Config) -> None:
+    """`settings:` the k values, the layers left out, batch sizes, the outputs folder, threads, the seed."""
+    settings = cfg.settings
+    if not settings.k_values:
         raise ConfigError("settings.k_values: at least one region size k is required")
-    if not cfg.datasets:
-        raise ConfigError("datasets: at least one ability to profile is required")
-    if not cfg.evals.benchmarks:
-        raise ConfigError("evals.benchmarks: at least one benchmark is required")
-    for i, shots in enumerate(cfg.evals.num_fewshot):
-        if shots < 0:
-            raise ConfigError(f"evals.num_fewshot[{i}]: {shots} must be >= 0")
-    for i, k in enumerate(cfg.settings.k_values):
+    for i, k in enumerate(settings.k_values):
         if not 0.0 < k < 1.0:
             raise ConfigError(f"settings.k_values[{i}]: {k} must lie in (0, 1)")
-    if len(set(cfg.settings.k_values)) != len(cfg.settings.k_values):
+    if len(set(settings.k_values)) != len(settings.k_values):
         raise ConfigError("settings.k_values: duplicate values")
     for key in ("front_removal", "back_removal"):
-        if getattr(cfg.settings, key) < 0:
+        if getattr(settings, key) < 0:
             raise ConfigError(f"settings.{key}: must be >= 0")
     for key in ("train_batch_size", "eval_batch_size"):
-        if getattr(cfg.settings, key) < 1:
+        if getattr(settings, key) < 1:
             raise ConfigError(f"settings.{key}: must be >= 1")
-    for key, folder in (("settings.output_dir", cfg.settings.output_dir), ("data.dir", cfg.data.dir)):
-        if not folder.strip():  # it would resolve to the config's folder; say so with "."
-            raise ConfigError(f"{key}: an empty path (write . for the config's folder)")
+    _folder("settings.output_dir", settings.output_dir)
+    if not 0 <= settings.threads <= MAX_THREADS:
+        raise ConfigError(f"settings.threads: {shown(settings.threads)} must lie in [0, {MAX_THREADS}] (0: automatic)")
+    _seed("settings.seed", settings.seed)
+
+
+def _models(cfg: Config) -> None:
+    """`models:` at least one, each named, each with its own tag that can name a folder."""
     if not cfg.models:
         raise ConfigError("models: at least one model is required")
     for i, m in enumerate(cfg.models):
@@ -469,6 +361,12 @@ def validate(cfg: Config) -> None:
     tags = [m.tag for m in cfg.models]
     if len(set(tags)) != len(tags):
         raise ConfigError("models: two models share the tag; set models[i].tag")
+
+
+def _datasets(cfg: Config) -> None:
+    """`datasets:` at least one, each a known ability once, with known record fields."""
+    if not cfg.datasets:
+        raise ConfigError("datasets: at least one ability to profile is required")
     for i, d in enumerate(cfg.datasets):
         if d.name not in KNOWN_ABILITIES:
             known = ", ".join(KNOWN_ABILITIES)
@@ -481,7 +379,16 @@ def validate(cfg: Config) -> None:
                 raise ConfigError(f"datasets[{i}].key: unknown field {shown(record_field)} (known: {known})")
     if len(set(cfg.abilities())) != len(cfg.datasets):
         raise ConfigError("datasets: an ability is listed twice")
+
+
+def _evals(cfg: Config) -> None:
+    """`evals:` the benchmarks (names, few-shot, limits), the task folders and dataset copies, the composites."""
     ev = cfg.evals
+    if not ev.benchmarks:
+        raise ConfigError("evals.benchmarks: at least one benchmark is required")
+    for i, shots in enumerate(ev.num_fewshot):
+        if shots < 0:
+            raise ConfigError(f"evals.num_fewshot[{i}]: {shots} must be >= 0")
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
         raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
     for i, name in enumerate(ev.benchmarks):
@@ -506,8 +413,7 @@ def validate(cfg: Config) -> None:
             if key == "limits" and int(value) < 1:
                 raise ConfigError(f"evals.limits.{name}: must be >= 1")
     for i, folder in enumerate(ev.include_path):
-        if not folder.strip():  # it would resolve to the config's folder; say so with "."
-            raise ConfigError(f"evals.include_path[{i}]: an empty path (write . for the config's folder)")
+        _folder(f"evals.include_path[{i}]", folder)
         if not cfg.resolve(folder).exists():
             raise ConfigError(f"evals.include_path: {cfg.resolve(folder)}: no such folder or file")
     for name, local in ev.dataset_paths.items():
@@ -516,84 +422,99 @@ def validate(cfg: Config) -> None:
         if not cfg.resolve(local).exists():
             raise ConfigError(f"evals.dataset_paths.{name}: {cfg.resolve(local)}: no such folder or file")
     for name, spec in ev.composites.items():
-        if problem := name_problem(str(name)):  # it names the composite's task files
-            raise ConfigError(f"evals.composites: {shown(name)} {problem}")
-        parts = spec.get("abilities") if isinstance(spec, dict) else None
-        if not isinstance(parts, list) or not parts:
-            raise ConfigError(f"evals.composites.{name}.abilities: a non-empty list of abilities is required")
-        for a in parts:
-            if a not in KNOWN_ABILITIES:
-                raise ConfigError(f"evals.composites.{name}.abilities: unknown ability {shown(a)}")
-        unknown = set(spec) - {"abilities", "size"}
-        if unknown:
-            raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
-        size = spec.get("size")
-        if "size" in spec and (isinstance(size, bool) or not isinstance(size, int) or size < len(parts)):
-            raise ConfigError(
-                f"evals.composites.{name}.size: {shown(size)} must be a whole number of items, at least one per "
-                f"ability (>= {len(parts)}); leave it out for as many of each as the smallest test split has"
-            )
-    if cfg.extract.random_draws < 1:
-        raise ConfigError(f"extract.random_draws: {cfg.extract.random_draws} must be at least 1")
-    if not cfg.extract.regions:
-        raise ConfigError(f"extract.regions: at least one region is required (known: {', '.join(REGIONS)})")
-    for r in cfg.extract.regions:
-        if r not in REGIONS:
-            raise ConfigError(f"extract.regions: unknown region {shown(r)} (known: {', '.join(REGIONS)})")
-    if not {"top", "random"} & set(cfg.extract.regions):  # each benchmark's profile figure draws those two
-        raise ConfigError("extract.regions: top or random is required; the profile figures draw those")
-    if cfg.extract.score in NEURON_SCORES and cfg.extract.selection != "exact":
-        raise ConfigError(f"extract.selection: a neuron score ({cfg.extract.score}) ranks whole neurons; use exact")
-    if cfg.extract.score not in ("importance", "act_grad", "act_grad_t") and len(cfg.datasets) < 2:
-        raise ConfigError(
-            f"extract.score: {shown(cfg.extract.score)} compares abilities; it needs at least two in datasets"
-        )
-    if cfg.extract.chunk_size < 1:
-        raise ConfigError("extract.chunk_size: must be >= 1")
-    for key in ("train_size", "test_size"):
-        if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
-            raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
-    if not 0 <= cfg.settings.threads <= MAX_THREADS:
-        raise ConfigError(
-            f"settings.threads: {shown(cfg.settings.threads)} must lie in [0, {MAX_THREADS}] (0: automatic)"
-        )
-    for key, seed in (
-        ("settings.seed", cfg.settings.seed),
-        ("data.seed", cfg.data.seed),
-        ("extract.random_seed", cfg.extract.random_seed),
-        ("aggregate.seed", cfg.aggregate.seed),
-    ):
-        if not 0 <= seed < 2**32:  # numpy, torch and lm-eval take 32-bit seeds; a larger one fails at evaluate
-            raise ConfigError(f"{key}: {shown(seed)} must lie in [0, 2**32)")
+        _composite(name, spec)
     for i, name in enumerate(ev.benchmarks):
         if not 0 <= ev.fewshot(name) <= MAX_FEWSHOT:
             raise ConfigError(f"evals.num_fewshot[{i}]: {shown(ev.fewshot(name))} must lie in [0, {MAX_FEWSHOT}]")
-    if cfg.finetune.max_samples is not None and cfg.finetune.max_samples < 1:
+
+
+def _composite(name: str, spec: dict[str, Any]) -> None:
+    """One entry of evals.composites: a task of items from several abilities' test splits."""
+    if problem := name_problem(str(name)):  # it names the composite's task files
+        raise ConfigError(f"evals.composites: {shown(name)} {problem}")
+    parts = spec.get("abilities") if isinstance(spec, dict) else None
+    if not isinstance(parts, list) or not parts:
+        raise ConfigError(f"evals.composites.{name}.abilities: a non-empty list of abilities is required")
+    for a in parts:
+        if a not in KNOWN_ABILITIES:
+            raise ConfigError(f"evals.composites.{name}.abilities: unknown ability {shown(a)}")
+    unknown = set(spec) - {"abilities", "size"}
+    if unknown:
+        raise ConfigError(f"evals.composites.{name}.{sorted(unknown)[0]}: unknown key (known: abilities, size)")
+    size = spec.get("size")
+    if "size" in spec and (isinstance(size, bool) or not isinstance(size, int) or size < len(parts)):
+        raise ConfigError(
+            f"evals.composites.{name}.size: {shown(size)} must be a whole number of items, at least one per "
+            f"ability (>= {len(parts)}); leave it out for as many of each as the smallest test split has"
+        )
+
+
+def _extract(cfg: Config) -> None:
+    """`extract:` the regions and their random draws, the score against the selection and the datasets."""
+    extract = cfg.extract
+    if extract.random_draws < 1:
+        raise ConfigError(f"extract.random_draws: {extract.random_draws} must be at least 1")
+    if not extract.regions:
+        raise ConfigError(f"extract.regions: at least one region is required (known: {', '.join(REGIONS)})")
+    for r in extract.regions:
+        if r not in REGIONS:
+            raise ConfigError(f"extract.regions: unknown region {shown(r)} (known: {', '.join(REGIONS)})")
+    if not {"top", "random"} & set(extract.regions):  # each benchmark's profile figure draws those two
+        raise ConfigError("extract.regions: top or random is required; the profile figures draw those")
+    if extract.score in NEURON_SCORES and extract.selection != "exact":
+        raise ConfigError(f"extract.selection: a neuron score ({extract.score}) ranks whole neurons; use exact")
+    if extract.score not in ("importance", "act_grad", "act_grad_t") and len(cfg.datasets) < 2:
+        raise ConfigError(
+            f"extract.score: {shown(extract.score)} compares abilities; it needs at least two in datasets"
+        )
+    if extract.chunk_size < 1:
+        raise ConfigError("extract.chunk_size: must be >= 1")
+    _seed("extract.random_seed", extract.random_seed)
+
+
+def _data(cfg: Config) -> None:
+    """`data:` the folder, the split sizes, the seed."""
+    _folder("data.dir", cfg.data.dir)
+    for key in ("train_size", "test_size"):
+        if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
+            raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
+    _seed("data.seed", cfg.data.seed)
+
+
+def _finetune(cfg: Config) -> None:
+    """`finetune:` samples, dtype (never float16), processes, sequence length."""
+    finetune = cfg.finetune
+    if finetune.max_samples is not None and finetune.max_samples < 1:
         raise ConfigError("finetune.max_samples: must be >= 1")
-    if cfg.finetune.dtype == "float16":
+    if finetune.dtype == "float16":
         raise ConfigError(FP16_REFUSED)
-    if cfg.finetune.processes is not None and cfg.finetune.processes < 1:
+    if finetune.processes is not None and finetune.processes < 1:
         raise ConfigError("finetune.processes: must be >= 1")
-    if cfg.finetune.max_length < 8:
+    if finetune.max_length < 8:
         raise ConfigError("finetune.max_length: must be >= 8")
-    rk = cfg.aggregate.report_k
-    if rk is not None and rk not in cfg.settings.k_values:
-        raise ConfigError(f"aggregate.report_k: {rk} is not one of settings.k_values")
-    if not 0 <= cfg.aggregate.bootstrap <= MAX_BOOTSTRAP:  # 1e12 resamples would fill memory at the last stage
-        raise ConfigError(f"aggregate.bootstrap: {shown(cfg.aggregate.bootstrap)} must lie in [0, {MAX_BOOTSTRAP:,}]")
-    if cfg.aggregate.threshold < 0:
-        raise ConfigError(f"aggregate.threshold: {cfg.aggregate.threshold} must be >= 0 (the AIS that draws a ribbon)")
-    if not 0.0 < cfg.aggregate.alpha < 1.0:
-        raise ConfigError(f"aggregate.alpha: {cfg.aggregate.alpha} must lie in (0, 1)")
-    for name, metric in cfg.aggregate.metrics.items():
+
+
+def _aggregate(cfg: Config) -> None:
+    """`aggregate:` the seed, report_k, resamples, threshold, alpha, each benchmark's metric and chance level."""
+    aggregate, benchmarks = cfg.aggregate, cfg.evals.benchmarks
+    _seed("aggregate.seed", aggregate.seed)
+    if aggregate.report_k is not None and aggregate.report_k not in cfg.settings.k_values:
+        raise ConfigError(f"aggregate.report_k: {aggregate.report_k} is not one of settings.k_values")
+    if not 0 <= aggregate.bootstrap <= MAX_BOOTSTRAP:  # 1e12 resamples would fill memory at the last stage
+        raise ConfigError(f"aggregate.bootstrap: {shown(aggregate.bootstrap)} must lie in [0, {MAX_BOOTSTRAP:,}]")
+    if aggregate.threshold < 0:
+        raise ConfigError(f"aggregate.threshold: {aggregate.threshold} must be >= 0 (the AIS that draws a ribbon)")
+    if not 0.0 < aggregate.alpha < 1.0:
+        raise ConfigError(f"aggregate.alpha: {aggregate.alpha} must lie in (0, 1)")
+    for name, metric in aggregate.metrics.items():
         if not metric.strip():  # an empty override would silently fall back to the default metric
             raise ConfigError(f"aggregate.metrics.{name}: an empty metric name")
-        if name not in ev.benchmarks:  # the metric of each benchmark's task: preflight.preflight
+        if name not in benchmarks:  # the metric of each benchmark's task: preflight.preflight
             raise ConfigError(f"aggregate.metrics.{name}: not one of evals.benchmarks")
-    for name, level in cfg.aggregate.chance.items():
-        if name not in ev.benchmarks:  # it would be ignored in silence
+    for name, level in aggregate.chance.items():
+        if name not in benchmarks:  # it would be ignored in silence
             raise ConfigError(f"aggregate.chance.{name}: not one of evals.benchmarks")
         if not 0.0 <= level < 1.0:
             raise ConfigError(f"aggregate.chance.{name}: {level} must lie in [0, 1)")
-    if cfg.aggregate.min_correct < 1:
-        raise ConfigError(f"aggregate.min_correct: {cfg.aggregate.min_correct} must be at least 1")
+    if aggregate.min_correct < 1:
+        raise ConfigError(f"aggregate.min_correct: {aggregate.min_correct} must be at least 1")

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchprof.core.config import Config, ConfigError, build, validate
+from benchprof.core.config import Config, validate
+from benchprof.core.schema import ConfigError, build
 
 BENCHMARK_ENTRY_KEYS = ("name", "num_fewshot", "limit", "metric")
 

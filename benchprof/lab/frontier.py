@@ -216,8 +216,8 @@ def frontier(
             split where that holds fewer.
         threads: torch threads (1 to 4096); default settings.threads (automatic: the usable cores).
     """
-    from benchprof.core.config import select
     from benchprof.core.layout import Layout
+    from benchprof.core.selection import select
 
     spec = cfg.selected_models(model)[0]
     abilities = select(ability, cfg.abilities(), "--ability")

@@ -252,7 +252,7 @@ def whole_number(value: object, flag: str, low: int = 1, high: int | None = None
 
 def region_sizes(value: object, count: int) -> tuple[int, ...]:
     """--sizes: distinct neuron counts, each at least 1 and at most the model's `count` neurons."""
-    from benchprof.core.config import listed
+    from benchprof.core.selection import listed
 
     given = listed(value)
     if not given:

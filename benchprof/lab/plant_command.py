@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from benchprof.abilities import INVENTED
-from benchprof.core.config import listed, select
 from benchprof.core.console import quiet
+from benchprof.core.selection import listed, select
 from benchprof.lab.plantpatch import PATCH_DIR, load_patch, write_planted_model
 from benchprof.lab.realplant import RealPlantSettings, benchmark_check, build
 

@@ -1,7 +1,7 @@
 """The paper's findings as outputs: how many abilities each benchmark draws on (breadth), which benchmarks rely on
 the same mixture of abilities (similarity), and which of these findings hold in every model (comparison).
 
-Part of the aggregate stage and, like it, opens no evaluation itself: `aggregate.load_scores` hands over each
+Part of the aggregate stage and, like it, opens no evaluation itself: `profile_scores.load_scores` hands over each
 benchmark's per-item scores (`JointCell`) and the profile with its q-values. The statistics are stats/profiles.py's
 (`breadth_bootstrap`, `positive_mass_entropy`, `profile_similarity`), the tables report.py's and compare_report.py's,
 the figures plots.py's; docs/analyses.md defines every number.

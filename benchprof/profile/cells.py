@@ -291,20 +291,28 @@ class Cell:
         return clusters, strata
 
 
+@dataclass(frozen=True)
+class CellScores:
+    """One cell's scores on one metric: the original's, each region's, and the `pool` of random draws at k its
+    top-random row is measured against (every ability's; None: this cell's own draws)."""
+
+    metric: str
+    original: Score
+    ablated: dict[str, Score]  # region -> score
+    pool: list[Score] | None = None
+
+
 def cell_rows(
     profile: Profile,
     cell: Cell,
-    metric: str,
-    original: Score,
-    ablated: dict[str, Score],
+    scores: CellScores,
     samples_out: dict[CellKey, NDArray[np.float64]] | None = None,
     row_spread: dict[int, float] | None = None,
-    pool: list[Score] | None = None,
 ) -> list[AisRow]:
     """The rows of one (ability, k, benchmark) cell on one metric: one per region present, plus top-random.
 
-    top-random = AIS(top) − the mean AIS of the `pool` of random draws at k (every ability's; default
-    this cell's own draws), its interval and test the top region against the distribution of the draws
+    top-random = AIS(top) − the mean AIS of the pool of random draws (CellScores.pool), its interval and test
+    the top region against the distribution of the draws
     (stats.control.top_against_random: is it outside what random regions of its size do?); its two-level
     bootstrap samples (stats.resampling.two_level_bootstrap) still feed the top-random specificity rows. Each
     region row gets its paired test against the original (stats.paired.paired_test). `samples_out[(ability,
@@ -314,6 +322,7 @@ def cell_rows(
 
     row_spread = {} if row_spread is None else row_spread
     ability, k, benchmark, resamples = cell.ability, cell.k, cell.benchmark, cell.resamples
+    metric, original, ablated, pool = scores.metric, scores.original, scores.ablated, scores.pool
 
     def new_row(region: str, score_ablated: float | None, ais: float) -> AisRow:
         return AisRow(profile.model, ability, benchmark, k, region, metric, original.value, score_ablated, ais)

@@ -1,5 +1,5 @@
 """A model's benchmark profile as Python objects: what `aggregate` computes, `report` writes and `plots`
-draws (`aggregate.load_scores` returns one). ais.csv has one column per AisRow field; ais.json is the
+draws (`profile_scores.load_scores` returns one). ais.csv has one column per AisRow field; ais.json is the
 Profile itself.
 """
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import Config, ModelSpec, Selection, select
+from benchprof.core.config import Config, ModelSpec
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.regions import Region, read_region, region_metadata
+from benchprof.core.selection import Selection, select
 
 if TYPE_CHECKING:
     import torch

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -27,13 +26,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import Config, ModelSpec, Selection, select
+from benchprof.core.config import Config, ModelSpec
 from benchprof.core.console import drop_model_object_warning
-from benchprof.core.layout import Layout, Variant, task_yaml_file
-from benchprof.core.regions import region_metadata
+from benchprof.core.layout import Layout, Variant
 from benchprof.core.results import write_result
+from benchprof.core.selection import Selection
 from benchprof.core.storage import is_current
-from benchprof.stages.damage import eval_dtype, require_masks, variants
+from benchprof.stages.damage import eval_dtype, require_masks
+from benchprof.stages.eval_jobs import Job, JobInputs, job_list, parse_shard, shard_jobs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,156 +41,6 @@ if TYPE_CHECKING:
     from lm_eval.tasks import TaskManager
     from numpy.typing import NDArray
     from tqdm import tqdm
-
-
-@dataclass(frozen=True)
-class Job:
-    variant: Variant
-    benchmark: str
-
-
-def job_list(
-    cfg: Config,
-    ability: Selection = None,
-    k: Selection = None,
-    region: Selection = None,
-    benchmark: Selection = None,
-    original: bool = True,
-) -> list[Job]:
-    """The jobs in their fixed order: original first, then variants in config order; benchmarks inner."""
-    benchmarks = select(benchmark, cfg.evals.benchmarks, "--benchmark")
-    todo = ([Variant()] if original else []) + variants(cfg, ability, k, region)
-    return [Job(v, b) for v in todo for b in benchmarks]
-
-
-def parse_shard(shard: str) -> tuple[int, int]:
-    """'i/n' -> (i, n), with 0 <= i < n."""
-    try:
-        i, n = (int(x) for x in str(shard).split("/"))
-    except ValueError:
-        raise BenchprofError(f"--shard: expected i/n such as 0/4, got {shard!r}") from None
-    if not 0 <= i < n:
-        raise BenchprofError(f"--shard: {shard!r} needs 0 <= i < n")
-    return i, n
-
-
-def shard_jobs(jobs: list[Job], i: int, n: int) -> list[Job]:
-    return [job for j, job in enumerate(jobs) if j % n == i]
-
-
-def model_signature(cfg: Config, spec: ModelSpec, update_cache: bool = True) -> dict[str, Any]:
-    """The checkpoint's identity from its content (modeling.model_identity), hashes cached per model."""
-    from benchprof.core.modeling import model_identity
-
-    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, update_cache)
-
-
-def task_hash(
-    include_path: Path, task: str, planned: dict[Path, str] | None = None, user_yaml: Path | None = None
-) -> str:
-    """A generated task's YAML and data files, or a user task's files (tasks.task_files), hashed; a standard
-    lm-eval task is named by its name only. Names, not locations, enter the hash: a moved project stays current.
-
-    `planned` (tasks.plan_tasks' files) stands in for files not written yet (`benchprof status`); `user_yaml`:
-    the YAML of a task under evals.include_path.
-    """
-    import hashlib
-
-    from benchprof.core.storage import file_hash, value_hash
-    from benchprof.stages.tasks import task_files
-
-    if user_yaml is not None:
-        return value_hash({name: file_hash(path) for name, path in sorted(task_files(user_yaml).items())})
-
-    planned = planned or {}
-
-    def content_hash(path: Path) -> str | None:
-        if path in planned:
-            return hashlib.sha256(planned[path].encode("utf-8")).hexdigest()[:16]  # as io.file_hash
-        return file_hash(path) if path.is_file() else None
-
-    yaml_path = task_yaml_file(include_path, task)
-    if yaml_path in planned:
-        text = planned[yaml_path]
-    elif yaml_path.is_file():
-        text = yaml_path.read_text()
-    else:
-        return task
-    spec = json.loads(text)  # benchprof writes its task YAMLs as JSON
-    if "group" in spec:  # a group over local copies (mmlu): its own spec and each subtask's hash
-        subtasks = [task_hash(include_path, t, planned) for t in spec["task"]]
-        return value_hash([value_hash(spec), subtasks])
-    data_files = spec["dataset_kwargs"]["data_files"]
-    if "include" not in spec:  # an ability split or composite: one test file
-        data = Path(data_files["test"])
-        # the YAML holds the data file's absolute path: hash it without, so a moved project stays current
-        spec["dataset_kwargs"]["data_files"]["test"] = data.name
-        return value_hash([value_hash(spec), content_hash(data)])
-    # a task re-pointed at a local copy of its data: the task's own files and the copy's
-    original = Path(spec["include"])
-    files: dict[str, str | None] = {name: file_hash(path) for name, path in sorted(task_files(original).items())}
-    for split, paths in data_files.items():
-        files.update({f"{split}/{Path(p).name}": content_hash(Path(p)) for p in paths})
-    spec["include"] = original.name
-    spec["dataset_kwargs"]["data_files"] = {split: [Path(p).name for p in paths] for split, paths in data_files.items()}
-    return value_hash([value_hash(spec), files])
-
-
-class JobInputs:
-    """The inputs of each job (hashed into its JSON), computed once per run and mask."""
-
-    def __init__(
-        self,
-        cfg: Config,
-        spec: ModelSpec,
-        layout: Layout,
-        include_path: Path,
-        mapping: dict[str, str],
-        backend: str,
-        limit: int | None,  # --limit for every benchmark; None: each its own (evals.limit_for)
-        planned: dict[Path, str] | None = None,
-        update_cache: bool = True,  # False: the model's hash cache is read only (`benchprof status` writes nothing)
-    ):
-        self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
-        self.backend, self.limit, self.planned = backend, limit, planned
-        self.model = model_signature(cfg, spec, update_cache)
-        self.dtype = eval_dtype(cfg, spec)
-        self._masks: dict[Variant, tuple[str | None, str | None]] = {}
-        self._tasks: dict[str, str] = {}
-
-    def mask(self, variant: Variant) -> tuple[str | None, str | None]:
-        from benchprof.core.storage import file_hash
-
-        if variant.is_original:
-            return None, None
-        if variant not in self._masks:
-            path = self.layout.mask_file(*variant.parts())
-            self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
-        return self._masks[variant]
-
-    def __call__(self, job: Job) -> dict[str, Any]:
-        from benchprof.stages.tasks import user_tasks
-
-        task = self.mapping[job.benchmark]
-        if task not in self._tasks:
-            user_yaml = user_tasks(self.cfg).get(task) if task == job.benchmark else None
-            self._tasks[task] = task_hash(self.include_path, task, self.planned, user_yaml)
-        mask, mask_fingerprint = self.mask(job.variant)
-        return {
-            "benchmark": job.benchmark,
-            "task": task,
-            "task_hash": self._tasks[task],
-            "num_fewshot": self.cfg.evals.fewshot(job.benchmark),
-            "limit": self.limit if self.limit is not None else self.cfg.evals.limit_for(job.benchmark),
-            "seed": self.cfg.settings.seed,
-            "backend": self.backend,
-            "scorer": self.cfg.evals.scorer if self.backend == "hf" else None,
-            "model": self.model,
-            "dtype": self.dtype,
-            "variant": job.variant.label(),
-            "mask": mask,
-            "mask_fingerprint": mask_fingerprint,
-        }
 
 
 @functools.lru_cache(maxsize=1024)

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import FP16_REFUSED, FP16_WHY, Config, FinetuneSettings, ModelSpec, select
+from benchprof.core.config import FP16_REFUSED, FP16_WHY, Config, FinetuneSettings, ModelSpec
 from benchprof.core.layout import Layout
+from benchprof.core.selection import select
 from benchprof.core.storage import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 
 if TYPE_CHECKING:

@@ -454,7 +454,7 @@ def attribution_inputs(
     """What one ability's statistic file (attribution or activity) is computed from (its manifest's inputs): the
     checkpoint's content (modeling.model_identity, read without loading it), the train split and how many of its
     items, the objective. `records`: the ability's train_items when the caller has read them already."""
-    from benchprof.stages.evaluate import model_signature
+    from benchprof.stages.eval_jobs import model_signature
     from benchprof.stages.finetune import data_identity
 
     records = train_items(cfg, ability) if records is None else records

@@ -1,7 +1,7 @@
 """`benchprof status`: what a config's run has done, what is stale and what is pending.
 
 Status rebuilds each output's inputs the way its stage does (finetune.importance_inputs,
-extract.region_inputs, evaluate.JobInputs, from the data files, importance headers and mask
+extract.region_inputs, eval_jobs.JobInputs, from the data files, importance headers and mask
 hashes) and compares them with the inputs recorded in its manifest or eval JSON. Model weights are
 not loaded: the model fingerprint recorded by finetune is taken as current unless --fingerprint.
 An output is *done* when its recorded inputs match and its files exist, *stale* when it exists
@@ -180,7 +180,7 @@ def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dic
 def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item], data: dict[str, Item]) -> list[Item]:
     from benchprof.core.layout import Layout
     from benchprof.stages import tasks
-    from benchprof.stages.evaluate import JobInputs, job_list
+    from benchprof.stages.eval_jobs import JobInputs, job_list
 
     layout = Layout(cfg.output_root, spec.tag)
     planned_error = ""
