@@ -204,6 +204,11 @@ def test_scores_follow_their_formulas():
     )
     np.testing.assert_allclose(neuron_scores(attribution, "B", "act_grad_contrast"), want)
     want_contrast = want
+    leaned_against = t(attribution["B"].astype(float)) - np.maximum(
+        np.abs(t(attribution["A"].astype(float))), np.abs(t(attribution["C"].astype(float)))
+    )
+    np.testing.assert_allclose(neuron_scores(attribution, "B", "act_grad_contrast_abs"), leaned_against)
+    assert np.all(leaned_against <= want + 1e-12)  # a neuron the others lean against never ranks higher
     activity = {a: rng.exponential(size=(6, 10)).astype(np.float32) for a in ("A", "B", "C")}
     others = np.maximum(activity["A"].astype(float).mean(0), activity["C"].astype(float).mean(0))
     want = np.log(activity["B"].astype(float).mean(0) + 1e-12) - np.log(others + 1e-12)

@@ -12,6 +12,7 @@ May import: the package root (BenchprofError) only: the abilities are data, belo
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Callable
 from types import ModuleType
@@ -46,6 +47,9 @@ MODULES: dict[str, ModuleType] = {
     "Temporal_Reasoning": temporal,
 }
 ABILITIES: tuple[str, ...] = tuple(MODULES)  # the paper's ten
+# what the generators draw: part of every generated folder's inputs, so a changed generator writes new data
+# (2: problem keys, transfer splits, the easy Temporal_Reasoning with years)
+GENERATORS_VERSION = 2
 # plus the abilities planted into a real model (invented.py), which no pretrained model has: every ability
 # whose splits benchprof writes and whose test split is a local task
 KNOWN_ABILITIES: tuple[str, ...] = ABILITIES + INVENTED
@@ -70,8 +74,14 @@ def split_sizes(ability: str, train_size: int, test_size: int, seed: int) -> tup
     return min(train_size, len(fixed["probe"])), min(test_size, len(fixed["test"]))
 
 
+# how a generated ability's test items are kept apart from its train items: "question", no (context, question) pair
+# in both (every earlier version's splits, byte for byte); "problem", no problem in both (Item.problem: the item
+# with names and wording masked), so a test item never repeats a train problem with a name or a phrase changed
+SPLIT_BY = ("question", "problem")
+
+
 def splits(
-    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper"
+    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper", split_by: str = "question"
 ) -> tuple[list[dict], list[dict]]:
     """(train, test) records of any known ability. A generated ability draws them at `difficulty` (`generate`;
     LEVELS). An invented
@@ -81,7 +91,7 @@ def splits(
     if ability in INVENTED:
         fixed = invented_splits(ability, seed)
         return fixed["probe"][:train_size], fixed["test"][:test_size]
-    return generate(ability, train_size, test_size, seed, difficulty)
+    return generate(ability, train_size, test_size, seed, difficulty, split_by)
 
 
 def _module(ability: str) -> ModuleType:
@@ -96,18 +106,33 @@ def fact_texts(ability: str) -> list[str]:
 
 
 def generate(
-    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper"
+    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper", split_by: str = "question"
 ) -> tuple[list[dict], list[dict]]:
     """Generate (train, test) records of `ability` at `difficulty` (LEVELS), deterministically from `seed`.
 
-    No (context, question) repeats within or across the splits; each split has its answers spread
-    evenly over the four option positions. The test split depends only on (seed, test_size), so
-    changing train_size keeps the evaluation items."""
+    No (context, question) repeats within or across the splits; with split_by "problem" no problem either
+    (SPLIT_BY; a record then carries its `problem`). Each split has its answers spread evenly over the four option
+    positions. The test split depends only on (seed, test_size) under "question", so changing train_size keeps the
+    evaluation items; under "problem" on (seed, the share of problems the test split gets)."""
+    train, test, base = draw_splits(ability, train_size, test_size, seed, difficulty, split_by)
+    problem = split_by == "problem"
+    return (
+        _layout(ability, "train", train, random.Random(f"{base}/train"), problem),
+        _layout(ability, "test", test, random.Random(f"{base}/test"), problem),
+    )
+
+
+def draw_splits(
+    ability: str, train_size: int, test_size: int, seed: int, difficulty: str = "paper", split_by: str = "question"
+) -> tuple[list[Item], list[Item], str]:
+    """(train items, test items, the seed base of their layout) as `generate` draws them."""
     module = _module(ability)
     if train_size < 0 or test_size < 0:
         raise BenchprofError(f"{ability}: split sizes must be >= 0, got train {train_size}, test {test_size}")
     if difficulty not in LEVELS:
         raise BenchprofError(f"unknown difficulty {difficulty!r}; known: {', '.join(LEVELS)}")
+    if split_by not in SPLIT_BY:
+        raise BenchprofError(f"unknown split_by {split_by!r}; known: {', '.join(SPLIT_BY)}")
     easy = difficulty == "easy" and has_easy_level(ability)
     wanted = train_size + test_size
     if not easy and hasattr(module, "capacity") and wanted > module.capacity():
@@ -118,26 +143,101 @@ def generate(
     # str seeds go through sha512 in random.seed: stable across runs, unlike hash().
     # the paper level's seeds are those of every earlier version: its splits stay byte-identical
     base = f"benchprof/{ability}/{seed}" + ("/easy" if easy else "")
-    items = _unique_draws(ability, module.draw_easy if easy else module.draw, random.Random(base), wanted)
-    test, train = items[:test_size], items[test_size:]
-    return (
-        _layout(ability, "train", train, random.Random(f"{base}/train")),
-        _layout(ability, "test", test, random.Random(f"{base}/test")),
-    )
+    draw = module.draw_easy if easy else module.draw
+    if split_by == "question":
+        items = _unique_draws(ability, draw, random.Random(base), wanted)
+        return items[test_size:], items[:test_size], base
+    base += "/problems"
+    in_test = _test_side(base, test_size / wanted if wanted else 0.0)
+    test = _unique_draws(ability, draw, random.Random(f"{base}/test"), test_size, in_test, "test")
+    train = _unique_draws(ability, draw, random.Random(f"{base}/train"), train_size, lambda i: not in_test(i), "train")
+    return train, test, base
 
 
-def _unique_draws(ability: str, draw: Callable[[random.Random], Item], rng: random.Random, wanted: int) -> list[Item]:
+def _test_side(base: str, share: float) -> Callable[[Item], bool]:
+    """Whether an item's problem falls on the test side: each problem on one side, by a hash of it and `base`,
+    `share` of them on the test side."""
+
+    def in_test(item: Item) -> bool:
+        digest = hashlib.sha256(f"{base}/{problem_of(item)}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") < share * 2**64
+
+    return in_test
+
+
+def has_transfer(ability: str) -> bool:
+    """Whether `ability` has a transfer split (its module has `draw_transfer`)."""
+    return hasattr(MODULES.get(ability), "draw_transfer")
+
+
+TRANSFER = "transfer"  # the split of formats its train split never uses; as a benchmark: "<Ability>_transfer"
+
+
+def transfer_benchmark(ability: str) -> str:
+    """The benchmark name of an ability's transfer split."""
+    return f"{ability}_{TRANSFER}"
+
+
+def split_of(benchmark: str) -> tuple[str, str] | None:
+    """(ability, split) of a benchmark that is a generated split: an ability's name (its test split) or
+    "<Ability>_transfer" (its transfer split); None for any other benchmark."""
+    if benchmark in KNOWN_ABILITIES:
+        return benchmark, "test"
+    ability = benchmark.removesuffix(f"_{TRANSFER}")
+    return (ability, TRANSFER) if ability != benchmark and has_transfer(ability) else None
+
+
+def transfer_split(
+    ability: str,
+    size: int,
+    train_size: int,
+    test_size: int,
+    seed: int,
+    difficulty: str = "paper",
+    split_by: str = "question",
+) -> list[dict]:
+    """`size` records of `ability`'s transfer split (draw_transfer: formats, templates or problem kinds its train
+    split never uses) for the splits `generate` draws with the same values: no item asks a problem of the train
+    split (Item.problem: a transfer item that asks a train problem in another format names it the same way)."""
+    if not has_transfer(ability):
+        raise BenchprofError(f"{ability}: no transfer split (its generator has no draw_transfer)")
+    train, _, base = draw_splits(ability, train_size, test_size, seed, difficulty, split_by)
+    seen = {problem_of(i) for i in train}
+    draw = MODULES[ability].draw_transfer
+
+    def keep(item: Item) -> bool:
+        return problem_of(item) not in seen
+
+    items = _unique_draws(ability, draw, random.Random(f"{base}/{TRANSFER}"), size, keep, TRANSFER)
+    return _layout(ability, TRANSFER, items, random.Random(f"{base}/{TRANSFER}/layout"), split_by == "problem")
+
+
+def problem_of(item: Item) -> str:
+    """What an item asks with names and wording masked: its `problem`, else its cluster (a table fact)."""
+    return item.problem or item.cluster
+
+
+def _unique_draws(
+    ability: str,
+    draw: Callable[[random.Random], Item],
+    rng: random.Random,
+    wanted: int,
+    keep: Callable[[Item], bool] | None = None,
+    split: str = "",
+) -> list[Item]:
+    """`wanted` items of distinct (context, question), each one `keep` accepts (all by default)."""
     items: list[Item] = []
     seen: set[tuple[str, str]] = set()
     misses, max_misses = 0, 20 * wanted + 20_000
     while len(items) < wanted:
         item = draw(rng)
         key = (item.context, item.question)
-        if key in seen:
+        if key in seen or (keep is not None and not keep(item)):
             misses += 1
             if misses > max_misses:
+                where = f" among the problems of its {split} split" if split else ""
                 raise BenchprofError(
-                    f"{ability}: found only {len(items)} unique questions "
+                    f"{ability}: found only {len(items)} unique questions{where} "
                     f"(the maximum for this generator), asked for {wanted}"
                 )
             continue
@@ -146,7 +246,9 @@ def _unique_draws(ability: str, draw: Callable[[random.Random], Item], rng: rand
     return items
 
 
-def _layout(ability: str, split: str, items: list[Item], rng: random.Random) -> list[dict[str, Any]]:
+def _layout(
+    ability: str, split: str, items: list[Item], rng: random.Random, problem: bool = False
+) -> list[dict[str, Any]]:
     """Records with the answer at a balanced position: label i % 4, shuffled over the items."""
     labels = [i % N_OPTIONS for i in range(len(items))]
     rng.shuffle(labels)
@@ -173,4 +275,6 @@ def _layout(ability: str, split: str, items: list[Item], rng: random.Random) -> 
                 "cluster": f"{item.question_type}:{item.cluster}",
             }
         )
+        if problem:  # what the split keeps apart from the other split's
+            records[-1]["problem"] = f"{item.question_type}:{problem_of(item)}"
     return records

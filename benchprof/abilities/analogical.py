@@ -124,3 +124,17 @@ def draw_easy(rng: random.Random) -> Item:
     unrelated = sorted({v for n, r in rels.items() if n not in EASY_RELATIONS for vs in r.values() for v in vs} - near)
     question = fill(rng.choice(COMPLETE), a=a, b=b, c=c)
     return Item(QT, "", question, d, tuple(rng.sample(unrelated, 3)), f"easy_{name}:{c}")
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: the easy level's analogies written as arrows, with no relation word
+    ("dog -> dogs, cat -> ?"); the problem (relation and C) is named as the easy level names it."""
+    rels = relations()
+    name = rng.choice(EASY_RELATIONS)
+    a, b, c, d = _pairs(rng, rels[name])
+    near = {c, a, b, *rels[name][c], *_links(c, "")}
+    unrelated = sorted({v for n, r in rels.items() if n not in EASY_RELATIONS for vs in r.values() for v in vs} - near)
+    item = Item(QT, f"{a} -> {b}, {c} -> ?", "Which word goes in place of the question mark?", d, ())
+    return item._replace(
+        distractors=tuple(rng.sample(unrelated, 3)), cluster=f"arrow_{name}:{c}", problem=f"easy_{name}:{c}"
+    )

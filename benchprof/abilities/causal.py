@@ -48,3 +48,21 @@ def facts() -> list[str]:
         capital_first(f"{row['cause']}, so {row['effect']}.".format(name=NAMES[i % len(NAMES)]))
         for i, row in enumerate(table("causes"))
     ]
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: one sentence to complete with "so" (an effect) or "because" (a cause),
+    no question; the problem (the cause -> effect row) is named as the train split's cluster names it."""
+    rows = table("causes")
+    row = rng.choice(rows)
+    name = rng.choice(NAMES)
+    others = [r for r in rows if r["topic"] != row["topic"]]
+    if rng.random() < 0.5:
+        given, asked, joint = "cause", "effect", "so"
+    else:
+        given, asked, joint = "effect", "cause", "because"
+    answer = row[asked].format(name=name) + "."
+    wrong = pick(rng, answer, [r[asked].format(name=name) + "." for r in others])
+    question = f"Complete the sentence: {capital_first(row[given].format(name=name))}, {joint} ..."
+    fact = f"{row['topic']}:{rows.index(row)}"
+    return Item(QUESTION_TYPES[0], "", question, answer, wrong, f"complete_{fact}", problem=fact)

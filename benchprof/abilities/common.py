@@ -45,7 +45,9 @@ class Item(NamedTuple):
     """One generated question before layout: the answer and exactly three wrong options.
 
     `cluster` names the template and the fact the answer rests on ("plural:key"; see `made_up` for
-    problems made up on the spot): the bootstrap resamples items sharing it together."""
+    problems made up on the spot): the bootstrap resamples items sharing it together. `problem` names what the
+    item asks with its names and wording masked (made_up); empty, the cluster is the problem (a table fact asked
+    in any template). Splits drawn by problem (`generate(..., split_by="problem")`) share none."""
 
     question_type: str
     context: str
@@ -53,6 +55,7 @@ class Item(NamedTuple):
     answer: str
     distractors: tuple[str, ...]
     cluster: str = ""
+    problem: str = ""
 
 
 class Spec(NamedTuple):
@@ -117,12 +120,31 @@ def draw_spec(rng: random.Random, specs: Sequence[Spec]) -> Item:
     return Item(spec.question_type, spec.context, spec.question, answer, wrong, spec.cluster)
 
 
-def made_up(item: Item, template: str) -> Item:
+def made_up(item: Item, template: str, problem: str | None = None) -> Item:
     """`item` (a problem made up from drawn values, no table fact) with its cluster: the generator's
     `template` and the problem itself, a hash of its context and answer; so items that differ only in
-    how the question is worded share a cluster, and the others are clusters of their own."""
-    problem = hashlib.sha256(f"{item.context}\n{item.answer}".encode()).hexdigest()[:12]
-    return item._replace(cluster=f"{template.strip('_')}:{problem}")
+    how the question is worded share a cluster, and the others are clusters of their own.
+
+    Its `problem` is what it asks with names and wording masked: `problem` when the generator names it (the drawn
+    values that decide the answer, e.g. "add:3:4" whatever the things counted), else its context with every name
+    of NAMES masked, and its answer."""
+    digest = hashlib.sha256(f"{item.context}\n{item.answer}".encode()).hexdigest()[:12]
+    if problem is None:
+        problem = f"{masked_names(item.context)}\n{masked_names(item.answer)}"
+    return item._replace(cluster=f"{template.strip('_')}:{digest}", problem=problem_key(template, problem))
+
+
+def problem_key(template: str, problem: str) -> str:
+    """An Item.problem: the template and a hash of the problem (an item of another format asking the same problem,
+    a transfer item, names it the same way)."""
+    return f"{template.strip('_')}:{hashlib.sha256(problem.encode()).hexdigest()[:12]}"
+
+
+def masked_names(text: str) -> str:
+    """`text` with every name of NAMES (whole words) written as "X": the same problem told of someone else."""
+    import re
+
+    return re.sub(r"\b(" + "|".join(NAMES) + r")\b", "X", text)
 
 
 def relation_specs(

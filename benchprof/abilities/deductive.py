@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import random
 
-from benchprof.abilities.common import NAMES, Item, article, made_up, pick
+from benchprof.abilities.common import NAMES, Item, article, made_up, pick, problem_key
 
 QUESTION_TYPES = ("logic_puzzle",)
 QT = QUESTION_TYPES[0]
@@ -149,4 +149,20 @@ def draw_easy(rng: random.Random) -> Item:
     rules = [f"All {k}s {verb} {p}." for k, p in zip(kinds, props[:2])]
     rng.shuffle(rules)
     context = " ".join(rules + [f"{name} is {article(kinds[0])}."])
-    return made_up(Item(QT, context, ask.format(n=name), props[0], tuple(props[1:])), "easy_syllogism")
+    item = Item(QT, context, ask.format(n=name), props[0], tuple(props[1:]))
+    # the made-up kinds are names too: the problem is which property follows, beside which other rule
+    return made_up(item, "easy_syllogism", problem=f"{props[0]}:{props[1]}")
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: the easy syllogism's rules as a list of labels ("Rules: wug: red; dap:
+    blue. Ann is a wug."), no sentence saying what all of a kind are; the problem (which property follows, beside
+    which other rule) named as the easy level's."""
+    name = rng.choice(NAMES)
+    kinds = rng.sample(NONSENSE, 2)
+    props, _, ask = _properties(rng)
+    rules = [f"{k}: {p}" for k, p in zip(kinds, props[:2])]
+    rng.shuffle(rules)
+    context = "Rules: " + "; ".join(rules) + f". {name} is {article(kinds[0])}."
+    problem = problem_key("easy_syllogism", f"{props[0]}:{props[1]}")
+    return Item(QT, context, ask.format(n=name), props[0], tuple(props[1:]), f"list:{problem}", problem)

@@ -165,3 +165,15 @@ def draw_easy(rng: random.Random) -> Item:
     others = [w for group in WORDS if group is not words for w in group]
     question = rng.choice(("What comes next?", "What is the next word?"))
     return made_up(Item(QT, ", ".join(terms[:-1]), question, terms[-1], tuple(rng.sample(others, 3))), "easy_repeat")
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """Problem kinds the train split never uses: counting by 2, 3 or 5, or down by 1; wrong options far from the
+    answer and never in the context."""
+    step = rng.choice((2, 3, 5, -1))
+    start = rng.randint(1, 20) * abs(step) + (30 if step < 0 else 0)
+    numbers = [start + step * i for i in range(5)]
+    last = numbers[-1]
+    far = [n for n in range(max(1, last - 40), last + 40) if abs(n - last) > 4 and n not in numbers]
+    item = Item(QT, _seq(numbers[:-1]), rng.choice(NEXT), str(last), tuple(str(n) for n in rng.sample(far, 3)))
+    return made_up(item, f"steps_{step}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import random
 from functools import cache
 
-from benchprof.abilities.common import Item, Spec, capital_first, draw_spec, relation_specs, table
+from benchprof.abilities.common import Item, Spec, capital_first, draw_spec, pick, relation_specs, table
 
 QUESTION_TYPES = ("world_fact",)
 QT = QUESTION_TYPES[0]
@@ -178,3 +178,24 @@ def facts() -> list[str]:
     out += [f"{book} was written by {author}." for book, author in table("books")]
     out += [capital_first(f"{place} is in {country}.") for place, country in table("landmarks")]
     return out
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: a fact as a sentence to complete ("The capital of France is ..."), no
+    question; the problem (the fact) named as the train split's cluster names it."""
+    kind = rng.randrange(6)
+    if kind in (0, 4, 5):
+        field, text = {0: ("capital", "The capital of {k} is"), 4: ("continent", "{k} is in the continent of"),
+                       5: ("language", "Most people in {k} speak")}[kind]  # fmt: skip
+        rows = [r for r in table("countries") if r[field]]
+        pairs, relation = [(r["country"], r[field]) for r in rows], field
+    elif kind == 1:
+        pairs, text, relation = [(n, s) for n, s, _ in table("elements")], "The chemical symbol for {k} is", "symbol"
+    elif kind == 2:
+        pairs, text, relation = [tuple(p) for p in table("books")], "{k} was written by", "author"
+    else:
+        pairs, text, relation = [tuple(p) for p in table("landmarks")], "{k} is in", "landmark"
+    key, answer = rng.choice(pairs)
+    wrong = pick(rng, answer, [v for k, v in pairs if k != key and v != answer])
+    question = f"Complete the sentence: {capital_first(text.format(k=key))} ..."
+    return Item(QUESTION_TYPES[0], "", question, answer, wrong, f"complete_{relation}:{key}", f"{relation}:{key}")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from benchprof.abilities.common import NAMES, Item, made_up, near_numbers
+from benchprof.abilities.common import NAMES, Item, made_up, near_numbers, problem_key
 
 QUESTION_TYPES = ("arithmetic_word_problem",)
 QT = QUESTION_TYPES[0]
@@ -100,10 +100,25 @@ def draw_easy(rng: random.Random) -> Item:
     a, b = rng.randint(2, 9), rng.randint(1, 9)
     if rng.random() < 0.5:
         context = f"{n} has {a} {many}. {n} gets {b} more."
-        question, answer = f"How many {many} does {n} have now?", a + b
+        question, answer, operation = f"How many {many} does {n} have now?", a + b, "add"
     else:
         a = a + b
         context = f"{n} has {a} {many}. {n} gives away {b}."
-        question, answer = f"How many {many} does {n} have left?", a - b
+        question, answer, operation = f"How many {many} does {n} have left?", a - b, "take"
     far = [x for x in range(0, 30) if abs(x - answer) >= 4 and x not in (a, b)]
-    return made_up(Item(QT, context, question, str(answer), tuple(str(x) for x in rng.sample(far, 3))), "easy_sum")
+    item = Item(QT, context, question, str(answer), tuple(str(x) for x in rng.sample(far, 3)))
+    return made_up(item, "easy_sum", problem=f"{operation}:{a}:{b}")  # the things counted are wording
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: sums written bare ("What is 7 + 5?"), no story, with the first number up
+    to 20 (the easy level's reaches 9); a problem the easy level also asks is named as it names it."""
+    a, b = rng.randint(2, 20), rng.randint(1, 9)
+    if rng.random() < 0.5:
+        question, answer, operation = f"What is {a} + {b}?", a + b, "add"
+    else:
+        a = a + b
+        question, answer, operation = f"What is {a} - {b}?", a - b, "take"
+    far = [x for x in range(0, 30) if abs(x - answer) >= 4 and x not in (a, b)]
+    problem = problem_key("easy_sum", f"{operation}:{a}:{b}")
+    return Item(QT, "", question, str(answer), tuple(str(x) for x in rng.sample(far, 3)), f"bare:{problem}", problem)

@@ -15,6 +15,7 @@ from benchprof.abilities.common import (
     draw_spec,
     made_up,
     pick,
+    problem_key,
     relation_specs,
     table,
 )
@@ -155,6 +156,7 @@ def _roles(rng: random.Random) -> Item:
     opener = rng.choice(OPENERS)
     if rng.random() < 0.7:
         base, past, participle, gerund = rng.choice(VERBS)
+        action = base
         if rng.random() < 0.5:
             context = f"{opener}the {agent} {past} the {patient}."
         else:
@@ -167,6 +169,7 @@ def _roles(rng: random.Random) -> Item:
         ]
     else:
         gift = rng.choice(GIFTS)
+        action = f"give {gift}"
         form = rng.randrange(3)
         if form == 0:
             context = f"{opener}the {agent} gave the {patient} {article(gift)}."
@@ -182,13 +185,16 @@ def _roles(rng: random.Random) -> Item:
         ]
     question, answer = rng.choice(asks)
     wrong = pick(rng, f"the {answer}", [f"the {n}" for n in (agent, patient, *others)])
-    return Item(QT, capital_first(context), question, f"the {answer}", wrong)
+    # the opener, the voice and the question's words are wording; who did what to whom, and who is asked, is not
+    problem = f"{action}:{agent}:{patient}:{'agent' if answer == agent else 'patient'}"
+    return Item(QT, capital_first(context), question, f"the {answer}", wrong, problem=problem)
 
 
 def draw(rng: random.Random) -> Item:
     if rng.random() < 0.5:
         return draw_spec(rng, specs())
-    return made_up(_roles(rng), "roles")
+    item = _roles(rng)
+    return made_up(item, "roles", problem=item.problem)
 
 
 def facts() -> list[str]:
@@ -206,3 +212,18 @@ def facts() -> list[str]:
     out += [capital_first(f"{a} means the same as {b}.") for a, b in table("synonyms")]
     out += [capital_first(f"you use {article(tool)} to {use}.") for tool, use in table("tools")]
     return out
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: a gift told as a journey ("The ball went from the baker to the
+    horse."), asked who has it now or had it first; the problem named as the train split's giving items name it."""
+    agent, patient, *others = rng.sample(ACTORS, 4)
+    gift = rng.choice(GIFTS)
+    context = f"The {gift} went from the {agent} to the {patient}."
+    if rng.random() < 0.5:
+        question, answer, role = f"Who has the {gift} now?", patient, "patient"
+    else:
+        question, answer, role = f"Who had the {gift} first?", agent, "agent"
+    wrong = pick(rng, f"the {answer}", [f"the {n}" for n in (agent, patient, *others)])
+    problem = problem_key("roles", f"give {gift}:{agent}:{patient}:{role}")
+    return Item(QT, context, question, f"the {answer}", wrong, f"journey:{problem}", problem)

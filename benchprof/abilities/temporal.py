@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from benchprof.abilities.common import NAMES, Item, made_up, pick
+from benchprof.abilities.common import NAMES, Item, made_up, pick, problem_key
 
 QUESTION_TYPES = ("temporal_order",)
 QT = QUESTION_TYPES[0]
@@ -156,8 +156,25 @@ def facts() -> list[str]:
 
 
 def draw_easy(rng: random.Random) -> Item:
-    """The easy level: the day or month one step after or before a named one; wrong options are at least
-    two steps from the answer and never the named one."""
+    """The easy level, one step from two facts: the day or month right after or before a named one (38 problems),
+    or the year (400); wrong options are never the named one and at least two steps from the answer."""
+    return (_easy_step if rng.random() < 0.5 else _easy_year)(rng)
+
+
+def _easy_year(rng: random.Random) -> Item:
+    """The year one year after or before a named one; the wrong options are at least three years away."""
+    name = rng.choice(NAMES)
+    year, shift = rng.randint(1900, 2099), rng.choice((1, -1))
+    context = rng.choice(("", f"{name} was born in {year}.", f"It is the year {year}."))
+    question = f"Which year comes right after {year}?" if shift == 1 else f"Which year comes just before {year}?"
+    answer = year + shift
+    far = [y for y in range(year - 12, year + 13) if abs(y - answer) >= 3 and y != year]
+    item = Item(QT, context, question, str(answer), tuple(str(y) for y in rng.sample(far, 3)))
+    return made_up(item, "easy_years", problem=f"year:{year}:{shift}")
+
+
+def _easy_step(rng: random.Random) -> Item:
+    """The day or month one step after or before a named one."""
     cycle = rng.choice((DAYS, MONTHS))
     unit = "day" if cycle is DAYS else "month"
     start = rng.randrange(len(cycle))
@@ -172,4 +189,27 @@ def draw_easy(rng: random.Random) -> Item:
     answer = cycle[(start + shift) % len(cycle)]
     far = [c for i, c in enumerate(cycle) if min((i - start) % len(cycle), (start - i) % len(cycle)) > 1]
     far = [c for c in far if c != cycle[(start + 2 * shift) % len(cycle)]]
-    return made_up(Item(QT, context, question, answer, tuple(rng.sample(far, 3))), f"easy_{unit}s")
+    item = Item(QT, context, question, answer, tuple(rng.sample(far, 3)))
+    return made_up(item, f"easy_{unit}s", problem=f"{unit}:{start}:{shift}")  # who was born then is wording
+
+
+def draw_transfer(rng: random.Random) -> Item:
+    """A format the train split never uses: the easy level's step as a sentence to complete ("The day after Monday
+    is ...", "The year before 1987 is ..."), no question; each problem named as the easy level's."""
+    shift = rng.choice((1, -1))
+    if rng.random() < 0.5:
+        year = rng.randint(1900, 2099)
+        question = f"Complete the sentence: The year {'after' if shift == 1 else 'before'} {year} is ..."
+        years = [y for y in range(year - 12, year + 13) if abs(y - year - shift) >= 3 and y != year]
+        problem = problem_key("easy_years", f"year:{year}:{shift}")
+        wrong = tuple(str(y) for y in rng.sample(years, 3))
+        return Item(QT, "", question, str(year + shift), wrong, f"complete:{problem}", problem)
+    cycle = rng.choice((DAYS, MONTHS))
+    unit = "day" if cycle is DAYS else "month"
+    start = rng.randrange(len(cycle))
+    question = f"Complete the sentence: The {unit} {'after' if shift == 1 else 'before'} {cycle[start]} is ..."
+    answer = cycle[(start + shift) % len(cycle)]
+    far = [c for i, c in enumerate(cycle) if min((i - start) % len(cycle), (start - i) % len(cycle)) > 1]
+    far = [c for c in far if c != cycle[(start + 2 * shift) % len(cycle)]]
+    problem = problem_key(f"easy_{unit}s", f"{unit}:{start}:{shift}")
+    return Item(QT, "", question, answer, tuple(rng.sample(far, 3)), f"complete:{problem}", problem)

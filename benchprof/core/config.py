@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from benchprof.abilities import ABILITIES, KNOWN_ABILITIES
+from benchprof.abilities import ABILITIES, KNOWN_ABILITIES, TRANSFER, split_of
 from benchprof.core.layout import SHARED_FOLDERS, name_problem, shown
 from benchprof.core.schema import ConfigError, cast
 
@@ -127,6 +127,12 @@ class DataSettings:
     # "paper": the paper's kinds of question; "easy": one step, two facts, wrong options far from the answer and
     # out of the context, for a small model (abilities.LEVELS)
     difficulty: Literal["paper", "easy"] = "paper"
+    # what a test item may not share with a train item (abilities.SPLIT_BY): "question", its (context, question),
+    # as every earlier version; "problem", its problem with names and wording masked (no test item repeats one)
+    split_by: Literal["question", "problem"] = "question"
+    # items of each ability's transfer split (<Ability>_transfer, a benchmark): formats its train split never uses,
+    # asking no problem of its train split; 0: none
+    transfer_size: int = 0
 
 
 @dataclass
@@ -392,7 +398,7 @@ def _evals(cfg: Config) -> None:
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
         raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
     for i, name in enumerate(ev.benchmarks):
-        if (name in KNOWN_ABILITIES or name in ev.composites) and ev.fewshot(name) > 0:
+        if (split_of(name) is not None or name in ev.composites) and ev.fewshot(name) > 0:
             raise ConfigError(
                 f"evals.num_fewshot[{i}]: {name} is a generated task with its test split only, so its "
                 f"{ev.fewshot(name)} examples would come from the split it scores; use 0"
@@ -402,6 +408,9 @@ def _evals(cfg: Config) -> None:
             raise ConfigError(f"evals.benchmarks[{i}]: {shown(name)} {problem}")
     if len(set(ev.benchmarks)) != len(ev.benchmarks):
         raise ConfigError("evals.benchmarks: a benchmark is listed twice")
+    for i, name in enumerate(ev.benchmarks):
+        if (split := split_of(name)) is not None and split[1] == TRANSFER and cfg.data.transfer_size < 1:
+            raise ConfigError(f"evals.benchmarks[{i}]: {name} is a transfer split; set data.transfer_size to make it")
     if ev.limit is not None and ev.limit < 1:
         raise ConfigError("evals.limit: must be >= 1")
     if ev.tensor_parallel_size < 1:
@@ -478,6 +487,8 @@ def _data(cfg: Config) -> None:
     for key in ("train_size", "test_size"):
         if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
             raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
+    if not 0 <= cfg.data.transfer_size <= MAX_SPLIT:
+        raise ConfigError(f"data.transfer_size: {cfg.data.transfer_size} must lie in [0, {MAX_SPLIT:,}] (0: none)")
     _seed("data.seed", cfg.data.seed)
 
 

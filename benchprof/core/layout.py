@@ -129,9 +129,9 @@ def data_file(folder: Path, split: str) -> Path:
     return Path(folder) / f"{split}.jsonl"
 
 
-def data_output(folder: Path, ability: str) -> Output:
-    """Generated ability data: train.jsonl and test.jsonl in the ability's data folder."""
-    return Output("data", ability, manifest_path(folder), tuple(data_file(folder, s) for s in DATA_SPLITS))
+def data_output(folder: Path, ability: str, splits: Sequence[str] = DATA_SPLITS) -> Output:
+    """Generated ability data: train.jsonl and test.jsonl (and transfer.jsonl, when made) in the ability's folder."""
+    return Output("data", ability, manifest_path(folder), tuple(data_file(folder, s) for s in splits))
 
 
 def tasks_dir(root: Path) -> Path:

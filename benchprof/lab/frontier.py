@@ -20,7 +20,8 @@ neuron is zeroed, so a large A marks a neuron the right answer leans on. Options
 - `act_contrast`, `act_grad_general`, `act_general`: the activation contrast and the two scores held against
   general text the model samples itself (stages/neurons.py, whose module docstring gives every formula);
 - `act_grad_contrast_iter`: act_grad_contrast chosen in rounds, re-scored with the neurons chosen so far zeroed
-  (neurons.iterative_contrast; each region's choice kept under frontier/act_grad_contrast_iter/).
+  (neurons.iterative_contrast; each region's choice kept under frontier/act_grad_contrast_iter/);
+- `act_grad_contrast_abs`: t_a − max_{b≠a} |t_b|, which leaves out the neurons the other abilities lean against.
 
 Every (option, ability, size) region and `draws` random regions per size are zeroed in turn and the test
 splits scored in process (acc_norm as lm-eval's multiple-choice scores it, choices.item_scores). Each result is
@@ -189,6 +190,7 @@ def frontier(
     draws: int = 3,
     train_items: int | None = None,
     test_items: int | None = None,
+    transfer_items: int | None = None,
     threads: int | None = None,
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
@@ -206,7 +208,8 @@ def frontier(
         options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast and the two
             against general text the model samples itself, act_grad_general and act_general, and act_grad_contrast
             chosen in four rounds of zeroing and re-scoring, act_grad_contrast_iter (neurons.py; three more
-            attributions of the ability per region); a rerun may add options and sizes to those already measured.
+            attributions of the ability per region), and t_a − max_b |t_b|, act_grad_contrast_abs; a rerun may add
+            options and sizes to those already measured.
         sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated; at most the model's
             neurons (layers x MLP width).
         draws: random regions per size (at least 3 for a comparison with random; at most 1000).
@@ -214,6 +217,8 @@ def frontier(
             the smallest train split where that holds fewer.
         test_items: test items per ability scored (at most its test split's); default 100, or the smallest test
             split where that holds fewer.
+        transfer_items: transfer items per ability scored (formats its train split never uses; `data.transfer_size`);
+            default 100, or the smallest transfer split where that holds fewer, or none where an ability has none.
         threads: torch threads (1 to 4096); default settings.threads (automatic: the usable cores).
     """
     from benchprof.core.layout import Layout
@@ -225,7 +230,8 @@ def frontier(
         raise BenchprofError("--ability: the frontier compares an ability's split with the others': give two or more")
     source, data_dir = cfg.model_source(spec)[0], cfg.resolve(cfg.data.dir)
     held = {"train": tuple(dict.fromkeys([*abilities, *cfg.abilities()])), "test": tuple(abilities)}
-    items = item_counts(data_dir, held, {"train": train_items, "test": test_items})
+    held["transfer"] = held["test"]
+    items = item_counts(data_dir, held, {"train": train_items, "test": test_items, "transfer": transfer_items})
     plan = FrontierPlan(
         model=source,
         data_dir=data_dir,
@@ -237,6 +243,7 @@ def frontier(
         draws=whole_number(draws, "--draws", 1, MAX_DRAWS),
         train_items=items["train"],
         test_items=items["test"],
+        transfer_items=items["transfer"],
         threads=whole_number(threads, "--threads", 1, MAX_THREADS)
         if threads is not None
         else cfg.settings.thread_count(),

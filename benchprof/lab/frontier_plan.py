@@ -36,6 +36,7 @@ class FrontierPlan:
     contrast: tuple[str, ...] = ()  # the other abilities act_grad_contrast holds a against (default: `abilities`)
     train_items: int = 120  # items of each train split the attribution reads
     test_items: int = 100  # items of each test split scored
+    transfer_items: int = 0  # items of each transfer split scored (0: none; abilities.TRANSFER)
     seed: int = 0
     threads: int = 1
     batch_items: int = 8
@@ -90,16 +91,20 @@ def smallest_split(data_dir: Path, abilities: tuple[str, ...], split: str) -> tu
     return min((lines(a), a) for a in abilities)
 
 
-DEFAULT_ITEMS = {"train": 120, "test": 100}  # items per split read by default (fewer where a split holds fewer)
+DEFAULT_ITEMS = {"train": 120, "test": 100, "transfer": 100}  # items per split read by default (fewer where fewer)
 
 
 def item_counts(data_dir: Path, held: dict[str, tuple[str, ...]], given: dict[str, object]) -> dict[str, int]:
-    """--train_items and --test_items: per split, the number given, else DEFAULT_ITEMS or the smallest of `held`'s
-    splits where that holds fewer; refused in one line, before any work, where a split holds fewer than asked."""
+    """--train_items, --test_items and --transfer_items: per split, the number given, else DEFAULT_ITEMS or the
+    smallest of `held`'s splits where that holds fewer (transfer: 0 where an ability has none); refused in one line,
+    before any work, where a split holds fewer than asked."""
     counts = {}
     for split, value in given.items():
         smallest, name = smallest_split(data_dir, held[split], split)
         flag = f"--{split}_items"
+        if split == "transfer" and (value is None or value == 0) and (smallest == 0 or value == 0):
+            counts[split] = 0  # no transfer split asked, or one lacking and none asked for
+            continue
         if smallest == 0:
             raise BenchprofError(f"frontier: {name} has no {split} split in {data_dir}; run `benchprof data` first")
         counts[split] = min(DEFAULT_ITEMS[split], smallest) if value is None else whole_number(value, flag)
@@ -205,6 +210,11 @@ def load_inputs(plan: FrontierPlan, cache_dir: Path) -> FrontierInputs:
         for a in dict.fromkeys(plan.abilities + plan.contrast)
     }
     tests = {a: read_split(plan, a, "test", plan.test_items, "--test_items") for a in plan.abilities}
+    if plan.transfer_items:  # scored beside the test splits, under their benchmark names
+        from benchprof.abilities import TRANSFER, transfer_benchmark
+
+        for a in plan.abilities:
+            tests[transfer_benchmark(a)] = read_split(plan, a, TRANSFER, plan.transfer_items, "--transfer_items")
     return FrontierInputs(model_identity(plan.model, cache_dir), train, tests)
 
 

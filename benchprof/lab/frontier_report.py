@@ -6,9 +6,9 @@ Statistics (stats/): AIS = (s − s_ablated) / s on acc_norm; intervals are pair
 split's items (1,000 resamples, each split resampled on its own generator). "vs random" is the predictive
 comparison of stats.control.top_against_random: the ability's own AIS (or its specificity) against the
 `draws` random regions of the same size, the draws' AIS on the same split (or their specificity for the same
-ability), with the bootstrap variances as item noise. The family of the stars is every "vs random" row of the
-frontier (both claims, every option, size and ability): Benjamini–Hochberg at 0.05 over it. A row whose
-estimate is not above random is never starred.
+ability), with the bootstrap variances as item noise. The family of the stars is one (option, size): its rows'
+claims (own, transfer, specificity, every ability), Benjamini–Hochberg at 0.05 over it, declared by the plan
+before any result. A row whose estimate is not above random is never starred.
 """
 
 from __future__ import annotations
@@ -29,11 +29,17 @@ if TYPE_CHECKING:
 
 ALPHA = 0.05
 GOAL_OWN, GOAL_RANDOM = 0.20, 0.05  # own AIS at least, random regions' mean AIS below (issue goal)
+OTHERS_NEAR_RANDOM = 0.05  # the other splits' mean AIS within this of the random regions' (either direction)
 RESAMPLES = 1000
+CLAIMS = ("own_vs_random", "transfer_vs_random", "spec_vs_random")  # each (option, size)'s family of "vs random"
 COLUMNS = (
-    "option", "size", "weights", "k", "ability", "own_ais", "own_low", "own_high", "other_ais", "random_ais",
-    "own_vs_random", "own_vs_random_p", "own_vs_random_q", "specificity", "spec_low", "spec_high",
-    "random_specificity", "spec_vs_random", "spec_vs_random_p", "spec_vs_random_q", "goal",
+    "option", "size", "weights", "k", "ability",
+    "own_ais", "own_low", "own_high", "random_ais", "own_vs_random", "own_vs_random_p", "own_vs_random_q",
+    "transfer_ais", "transfer_low", "transfer_high", "random_transfer", "transfer_vs_random", "transfer_vs_random_p",
+    "transfer_vs_random_q",
+    "other_ais", "other_harm", "other_help", "random_other", "other_vs_random",
+    "specificity", "spec_low", "spec_high", "spec_without_help", "random_specificity", "spec_vs_random",
+    "spec_vs_random_p", "spec_vs_random_q", "goal",
 )  # fmt: skip
 
 
@@ -53,87 +59,127 @@ def ais(original: Sequence[float], ablated: Sequence[float]) -> float:
 
 
 def cell_stats(
-    original: dict[str, list[float]], ablated: dict[str, list[float]], ability: str, seed: int, tag: str
+    original: dict[str, list[float]],
+    ablated: dict[str, list[float]],
+    ability: str,
+    abilities: Sequence[str],
+    seed: int,
+    tag: str,
 ) -> dict[str, Any]:
-    """Own AIS, other AIS and specificity of one region for `ability`, with bootstrap samples."""
+    """One region's numbers for `ability`, with bootstrap samples: its own test split's AIS, its transfer split's
+    (abilities.transfer_benchmark; NaN where not scored), the other abilities' test splits' mean AIS, their harm
+    (the mean of the positive AIS, the others' losses) and help (the mean of the negative ones, their gains), the
+    specificity own − other and the same with the others' gains set to zero (own − harm)."""
     import numpy as np
 
-    others = [b for b in original if b != ability]
-    boots = {b: boot_ais(original[b], ablated[b], seed, f"{tag}|{b}") for b in original}
+    from benchprof.abilities import transfer_benchmark
+
+    others = [b for b in abilities if b != ability]
+    boots = {b: boot_ais(original[b], ablated[b], seed, f"{tag}|{b}") for b in [ability, *others]}
+    other_ais = [ais(original[b], ablated[b]) for b in others]
     own = ais(original[ability], ablated[ability])
-    other = float(np.mean([ais(original[b], ablated[b]) for b in others])) if others else math.nan
-    own_boot = boots[ability]
-    spec_boot = own_boot - np.mean([boots[b] for b in others], axis=0) if others else own_boot * math.nan
-    return {"own": own, "other": other, "spec": own - other, "own_boot": own_boot, "spec_boot": spec_boot}
+    transfer, transfer_boot = math.nan, boots[ability] * math.nan
+    if (name := transfer_benchmark(ability)) in original:
+        transfer, transfer_boot = (
+            ais(original[name], ablated[name]),
+            boot_ais(original[name], ablated[name], seed, f"{tag}|{name}"),
+        )
+    other = float(np.mean(other_ais)) if others else math.nan
+    spec_boot = boots[ability] - np.mean([boots[b] for b in others], axis=0) if others else boots[ability] * math.nan
+    return {
+        "own": own, "own_boot": boots[ability], "transfer": transfer, "transfer_boot": transfer_boot,
+        "other": other, "harm": float(np.mean([max(v, 0.0) for v in other_ais])) if others else math.nan,
+        "help": float(np.mean([min(v, 0.0) for v in other_ais])) if others else math.nan,
+        "spec": own - other, "spec_boot": spec_boot,
+    }  # fmt: skip
+
+
+def against_random(cell: dict[str, Any], pool: list[dict[str, Any]], key: str) -> tuple[float, float]:
+    """(estimate, one-sided p) of a region's `key` ("own", "transfer", "spec") above the random draws' of its size
+    (stats.control.top_against_random, the bootstrap variances as item noise)."""
+    import numpy as np
+
+    from benchprof.stats.control import top_against_random
+
+    comparison = top_against_random(
+        cell[key], [c[key] for c in pool], top_var=float(np.nanvar(cell[f"{key}_boot"])),
+        random_vars=[float(np.nanvar(c[f"{key}_boot"])) for c in pool],
+    )  # fmt: skip
+    return (comparison.estimate if comparison else math.nan), one_sided(comparison)
+
+
+def region_row(cell: dict[str, Any], pool: list[dict[str, Any]]) -> dict[str, Any]:
+    """A region's row of frontier.csv: its numbers, their intervals, and each claim against the random pool."""
+    import numpy as np
+
+    from benchprof.stats.resampling import percentile_ci
+
+    def mean(key: str) -> float:
+        return float(np.mean([c[key] for c in pool])) if pool else math.nan
+
+    row = {
+        "own_ais": cell["own"], "transfer_ais": cell["transfer"], "other_ais": cell["other"],
+        "other_harm": cell["harm"], "other_help": cell["help"], "specificity": cell["spec"],
+        "spec_without_help": cell["own"] - cell["harm"], "random_ais": mean("own"), "random_transfer": mean("transfer"),
+        "random_other": mean("other"), "random_specificity": mean("spec"),
+    }  # fmt: skip
+    row["other_vs_random"] = row["other_ais"] - row["random_other"]
+    for key, column in (("own", "own"), ("transfer", "transfer"), ("spec", "spec")):
+        row[f"{column}_low"], row[f"{column}_high"] = percentile_ci(cell[f"{key}_boot"])
+    for key, claim in zip(("own", "transfer", "spec"), CLAIMS, strict=True):
+        if pool and not math.isnan(cell[key]):
+            row[claim], row[f"{claim}_p"] = against_random(cell, pool, key)
+    return row
 
 
 def rows_of(
     plan: FrontierPlan, records: list[dict[str, Any]], weights_per_neuron: int, total: int
 ) -> list[dict[str, Any]]:
-    """One row per (option, size, ability), the random pool's rows per size last; q-values over the family."""
-    import numpy as np
-
-    from benchprof.stats.control import top_against_random
-    from benchprof.stats.multitest import bh_qvalues
-    from benchprof.stats.resampling import percentile_ci
-
+    """One row per (option, size, ability), the random draws' rows per size last. The family of the stars is one
+    (option, size): its rows' claims above random (own, transfer, specificity), Benjamini–Hochberg at ALPHA over
+    it, so an option's count at the goal is the same whichever other options and sizes were measured."""
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
     by_key = {(r["option"], r["region"], r["size"]): r["acc_norm"] for r in records}
     rows: list[dict[str, Any]] = []
     for size in plan.sizes:
-        draws = [
-            by_key[("random", f"draw{d}", size)] for d in range(plan.draws) if ("random", f"draw{d}", size) in by_key
-        ]
+        shape = {"size": size, "weights": size * weights_per_neuron, "k": size * weights_per_neuron / total}
+        draws = [by_key[key] for d in range(plan.draws) if (key := ("random", f"draw{d}", size)) in by_key]
         pool = {
-            a: [cell_stats(original, draw, a, plan.seed, f"random|{size}|{d}|{a}") for d, draw in enumerate(draws)]
+            a: [cell_stats(original, draw, a, plan.abilities, plan.seed, f"random|{size}|{d}|{a}")
+                for d, draw in enumerate(draws)]
             for a in plan.abilities
-        }
+        }  # fmt: skip
         for option in plan.options:
+            family = []
             for a in plan.abilities:
-                if (option, a, size) not in by_key:
-                    continue
-                cell = cell_stats(original, by_key[(option, a, size)], a, plan.seed, f"{option}|{size}|{a}")
-                own_ci, spec_ci = percentile_ci(cell["own_boot"]), percentile_ci(cell["spec_boot"])
-                own_cmp = top_against_random(
-                    cell["own"], [c["own"] for c in pool[a]], top_var=float(np.nanvar(cell["own_boot"])),
-                    random_vars=[float(np.nanvar(c["own_boot"])) for c in pool[a]],
-                )  # fmt: skip
-                spec_cmp = top_against_random(
-                    cell["spec"], [c["spec"] for c in pool[a]], top_var=float(np.nanvar(cell["spec_boot"])),
-                    random_vars=[float(np.nanvar(c["spec_boot"])) for c in pool[a]],
-                )  # fmt: skip
-                rows.append({
-                    "option": option, "size": size, "weights": size * weights_per_neuron,
-                    "k": size * weights_per_neuron / total, "ability": a,
-                    "own_ais": cell["own"], "own_low": own_ci[0], "own_high": own_ci[1], "other_ais": cell["other"],
-                    "random_ais": float(np.mean([c["own"] for c in pool[a]])) if pool[a] else math.nan,
-                    "own_vs_random": own_cmp.estimate if own_cmp else math.nan,
-                    "own_vs_random_p": one_sided(own_cmp),
-                    "specificity": cell["spec"], "spec_low": spec_ci[0], "spec_high": spec_ci[1],
-                    "random_specificity": float(np.mean([c["spec"] for c in pool[a]])) if pool[a] else math.nan,
-                    "spec_vs_random": spec_cmp.estimate if spec_cmp else math.nan,
-                    "spec_vs_random_p": one_sided(spec_cmp),
-                })  # fmt: skip
+                if (option, a, size) in by_key:
+                    cell = cell_stats(
+                        original, by_key[(option, a, size)], a, plan.abilities, plan.seed, f"{option}|{size}|{a}"
+                    )
+                    family.append({"option": option, **shape, "ability": a, **region_row(cell, pool[a])})
+            rows += with_qvalues(family)
         for d in range(len(draws)):
-            for a in plan.abilities:
-                c = pool[a][d]
-                rows.append({
-                    "option": "random", "size": size, "weights": size * weights_per_neuron,
-                    "k": size * weights_per_neuron / total, "ability": f"{a} (draw {d})", "own_ais": c["own"],
-                    "own_low": percentile_ci(c["own_boot"])[0], "own_high": percentile_ci(c["own_boot"])[1],
-                    "other_ais": c["other"], "random_ais": math.nan, "specificity": c["spec"],
-                    "spec_low": percentile_ci(c["spec_boot"])[0], "spec_high": percentile_ci(c["spec_boot"])[1],
-                    "random_specificity": math.nan,
-                })  # fmt: skip
-    family = [(i, key) for i, r in enumerate(rows) for key in ("own_vs_random", "spec_vs_random") if f"{key}_p" in r]
-    q = [float(v) for v in bh_qvalues([rows[i][f"{key}_p"] for i, key in family])] if family else []
-    for (i, key), value in zip(family, q, strict=True):
-        rows[i][f"{key}_q"] = float(value)
+            rows += [
+                {"option": "random", **shape, "ability": f"{a} (draw {d})", **region_row(pool[a][d], [])}
+                for a in plan.abilities
+            ]
     for r in rows:
         for column in COLUMNS:
             r.setdefault(column, math.nan)
         r["goal"] = reaches_goal(r) if r["option"] != "random" else ""
     return rows
+
+
+def with_qvalues(family: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of one (option, size) with the BH q-value of each claim they hold (CLAIMS), over all of them."""
+    from benchprof.stats.multitest import bh_qvalues
+
+    tests = [(row, claim) for row in family for claim in CLAIMS if not math.isnan(row.get(f"{claim}_p", math.nan))]
+    for (row, claim), q in zip(
+        tests, bh_qvalues([row[f"{claim}_p"] for row, claim in tests]) if tests else [], strict=True
+    ):
+        row[f"{claim}_q"] = float(q)
+    return family
 
 
 def one_sided(comparison: Any) -> float:
@@ -150,28 +196,38 @@ def starred(row: dict[str, Any], key: str) -> bool:
 
 
 def reaches_goal(row: dict[str, Any]) -> str:
-    """Which parts of the goal a row meets: own ≥ 0.20 and starred, specificity starred, random < 0.05."""
-    parts = [
-        "own" if row["own_ais"] >= GOAL_OWN and starred(row, "own_vs_random") else "",
-        "specific" if starred(row, "spec_vs_random") else "",
-        "cheap-random" if row["random_ais"] < GOAL_RANDOM else "",
-    ]
-    met = [p for p in parts if p]
-    return "all" if len(met) == 3 else "+".join(met) or "none"
+    """Which parts of the goal a row meets: "own" (own AIS ≥ 0.20 and starred), "transfer" (the same on the transfer
+    split; a plan without transfer splits leaves it out), "specific" (specificity starred and the other splits' mean
+    AIS within 0.05 of the random regions', in either direction: a region that raises the others as much as it
+    lowers its own is not specific), "cheap-random" (random regions' own AIS < 0.05); "all" when every part holds."""
+    parts = {
+        "own": row["own_ais"] >= GOAL_OWN and starred(row, "own_vs_random"),
+        "specific": starred(row, "spec_vs_random") and abs(row["other_vs_random"]) <= OTHERS_NEAR_RANDOM,
+        "cheap-random": row["random_ais"] < GOAL_RANDOM,
+    }
+    if not math.isnan(row["transfer_ais"]):
+        parts["transfer"] = row["transfer_ais"] >= GOAL_OWN and starred(row, "transfer_vs_random")
+    met = [p for p in ("own", "transfer", "specific", "cheap-random") if parts.get(p)]
+    return "all" if len(met) == len(parts) else "+".join(met) or "none"
 
 
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (option, size): mean own, other and random AIS over the abilities, and abilities meeting the goal."""
+    """Per (option, size): the mean over the abilities of each AIS (own, transfer, other, its harm and help, random
+    regions' own and other), and the abilities meeting the goal."""
     import numpy as np
 
     out = []
     keys = sorted({(r["option"], r["size"]) for r in rows if r["option"] != "random"}, key=lambda t: (t[0], t[1]))
     for option, size in keys:
         group = [r for r in rows if r["option"] == option and r["size"] == size]
+
+        def mean(column: str, group: list[dict[str, Any]] = group) -> float:
+            return float(np.mean([r[column] for r in group]))
+
         out.append({
-            "option": option, "size": size, "k": group[0]["k"], "own": float(np.mean([r["own_ais"] for r in group])),
-            "other": float(np.mean([r["other_ais"] for r in group])),
-            "random": float(np.mean([r["random_ais"] for r in group])),
+            "option": option, "size": size, "k": group[0]["k"], "own": mean("own_ais"),
+            "transfer": mean("transfer_ais"), "other": mean("other_ais"), "harm": mean("other_harm"),
+            "help": mean("other_help"), "random": mean("random_ais"), "random_other": mean("random_other"),
             "goal": sum(r["goal"] == "all" for r in group), "abilities": len(group),
         })  # fmt: skip
     return out
@@ -181,35 +237,52 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]]) -> str:
     def star(r: dict[str, Any], key: str) -> str:
         return "*" if starred(r, key) else ""
 
+    def cell(value: float, low: float = math.nan, high: float = math.nan, mark: str = "") -> str:
+        if math.isnan(value):
+            return "–"
+        return f"{value:+.3f}{mark}" + (f" [{low:+.2f}, {high:+.2f}]" if not math.isnan(low) else "")
+
+    transfer = f", acc_norm on {plan.transfer_items} transfer items" if plan.transfer_items else ""
     lines = [
         f"# Frontier: {plan.model_given or plan.model}",
         "",
         f"Abilities {', '.join(plan.abilities)}; attribution on {plan.train_items} train items each, acc_norm on "
-        f"{plan.test_items} test items each; {plan.draws} random regions per size. AIS = relative drop; own: the "
-        "ability's split; other: mean over the other splits; specificity = own − other; `*`: above the random "
-        f"regions of that size, Benjamini–Hochberg q < {ALPHA} over every 'vs random' row.",
+        f"{plan.test_items} test items each{transfer}; {plan.draws} random regions per size. AIS = relative drop; own: "
+        "the ability's test split; transfer: its transfer split (formats its train split never uses); other: mean "
+        "over the other abilities' test splits, split into harm (their losses) and help (their gains); specificity = "
+        "own − other, and own − harm (the others' gains set to zero). `*`: above the random regions of that size, "
+        f"Benjamini–Hochberg q < {ALPHA} within one option and size (its own, transfer and specificity claims; the "
+        "family is fixed before any result, so adding an option or a size moves no other star). Goal: own and "
+        f"transfer AIS ≥ {GOAL_OWN} and starred, specificity starred with the other splits' mean AIS within "
+        f"{OTHERS_NEAR_RANDOM} of the random regions' (help counted like harm), random regions' own AIS < "
+        f"{GOAL_RANDOM}.",
         "",
-        "| option | neurons | k | own AIS | other AIS | random AIS | abilities at the goal |",
-        "|---|---|---|---|---|---|---|",
+        "| option | neurons | k | own AIS | transfer AIS | other AIS (harm / help) | random own / other "
+        "| abilities at the goal |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for s in summary(rows):
         lines.append(
-            f"| {s['option']} | {s['size']} | {s['k']:.2g} | {s['own']:+.3f} | {s['other']:+.3f} | {s['random']:+.3f} "
+            f"| {s['option']} | {s['size']} | {s['k']:.2g} | {s['own']:+.3f} | {cell(s['transfer'])} | "
+            f"{s['other']:+.3f} ({s['harm']:+.3f} / {s['help']:+.3f}) | {s['random']:+.3f} / {s['random_other']:+.3f} "
             f"| {s['goal']} of {s['abilities']} |"
         )
     lines += [
         "",
-        "| option | neurons | ability | own AIS [95%] | other | specificity [95%] | random own | random spec | goal |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| option | neurons | ability | own AIS [95%] | transfer AIS [95%] | other (harm / help) | other − random "
+        "| specificity [95%] | without help | random own | goal |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if r["option"] == "random":
             continue
         lines.append(
-            f"| {r['option']} | {r['size']} | {r['ability']} | {r['own_ais']:+.3f}{star(r, 'own_vs_random')} "
-            f"[{r['own_low']:+.2f}, {r['own_high']:+.2f}] | {r['other_ais']:+.3f} | {r['specificity']:+.3f}"
-            f"{star(r, 'spec_vs_random')} [{r['spec_low']:+.2f}, {r['spec_high']:+.2f}] | {r['random_ais']:+.3f} "
-            f"| {r['random_specificity']:+.3f} | {r['goal']} |"
+            f"| {r['option']} | {r['size']} | {r['ability']} | "
+            f"{cell(r['own_ais'], r['own_low'], r['own_high'], star(r, 'own_vs_random'))} | "
+            f"{cell(r['transfer_ais'], r['transfer_low'], r['transfer_high'], star(r, 'transfer_vs_random'))} | "
+            f"{r['other_ais']:+.3f} ({r['other_harm']:+.3f} / {r['other_help']:+.3f}) | {cell(r['other_vs_random'])} | "
+            f"{cell(r['specificity'], r['spec_low'], r['spec_high'], star(r, 'spec_vs_random'))} | "
+            f"{r['spec_without_help']:+.3f} | {cell(r['random_ais'])} | {r['goal']} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from benchprof.core.config import KNOWN_ABILITIES, random_draw
+from benchprof.core.config import KNOWN_ABILITIES, TRANSFER, random_draw, split_of
 from benchprof.core.layout import format_k
 from benchprof.stats.impact import diagonal_dominance
 
@@ -166,6 +166,17 @@ class Consensus:
 def ability_benchmarks(benchmarks: list[str]) -> list[str]:
     """The benchmarks that are an ability's own test split."""
     return [b for b in benchmarks if b in KNOWN_ABILITIES]
+
+
+def transfer_benchmarks(benchmarks: list[str]) -> dict[str, str]:
+    """ability -> the benchmark that is its transfer split (abilities.transfer_benchmark), for those among
+    `benchmarks`."""
+    return {split[0]: b for b in benchmarks if (split := split_of(b)) is not None and split[1] == TRANSFER}
+
+
+def real_benchmarks(benchmarks: list[str]) -> list[str]:
+    """The benchmarks that are no generated split of an ability (neither a test nor a transfer split)."""
+    return [b for b in benchmarks if split_of(b) is None]
 
 
 @dataclass

@@ -99,10 +99,23 @@ def is_hub_id(cfg: Config, ability: str) -> bool:
     )
 
 
+def generated_splits(cfg: Config, ability: str) -> tuple[str, ...]:
+    """The splits the data stage writes for `ability`: train and test, and its transfer split where data.transfer_size
+    asks for one and its generator has one (a user's folder holds train and test)."""
+    from benchprof.abilities import TRANSFER, has_transfer
+
+    wanted = cfg.data.transfer_size > 0 and has_transfer(ability) and not cfg.dataset(ability).path
+    return (*DATA_SPLITS, TRANSFER) if wanted else DATA_SPLITS
+
+
 def load_split(cfg: Config, ability: str, split: str) -> list[dict[str, Any]]:
     """An ability's split as checked records: from a JSONL folder, generated data or the hub."""
-    if split not in DATA_SPLITS:
-        raise BenchprofError(f"unknown split {split!r} (known: {', '.join(DATA_SPLITS)})")
+    from benchprof.abilities import TRANSFER
+
+    if split not in (*DATA_SPLITS, TRANSFER):
+        raise BenchprofError(f"unknown split {split!r} (known: {', '.join((*DATA_SPLITS, TRANSFER))})")
+    if split == TRANSFER and TRANSFER not in generated_splits(cfg, ability):
+        raise BenchprofError(f"{ability}: no transfer split (set data.transfer_size, for a generated ability)")
     spec = cfg.dataset(ability)
     if is_hub_id(cfg, ability):
         import datasets
@@ -125,32 +138,44 @@ def data_inputs(cfg: Config, ability: str, train_size: int, test_size: int, seed
     """What a generated folder depends on (its manifest records these). The difficulty is recorded only where it
     changes the items (an easy level the ability has): paper-level folders made before it existed stay current."""
     from benchprof import __version__
-    from benchprof.abilities import has_easy_level
+    from benchprof.abilities import GENERATORS_VERSION, INVENTED, TRANSFER, has_easy_level
 
     inputs: dict[str, Any] = {
         "ability": ability,
         "train_size": train_size,
         "test_size": test_size,
         "seed": seed,
-        "generator_version": __version__,
+        "generator_version": f"{__version__}/{GENERATORS_VERSION}",
     }
     if cfg.data.difficulty != "paper" and has_easy_level(ability):
         inputs["difficulty"] = cfg.data.difficulty
+    # recorded only where they change the files: folders written before they existed stay current
+    if cfg.data.split_by != "question" and ability not in INVENTED:
+        inputs["split_by"] = cfg.data.split_by
+    if TRANSFER in generated_splits(cfg, ability):
+        inputs["transfer_size"] = cfg.data.transfer_size
     return inputs
 
 
 def generate_ability(
     folder: Path, ability: str, train_size: int, test_size: int, seed: int, inputs: dict[str, Any]
 ) -> None:
-    """Write one ability's train/test JSONL files (abilities.splits: generated at the difficulty `inputs` records,
-    or an invented ability's fixed splits) and its manifest (last)."""
-    from benchprof.abilities import splits
+    """Write one ability's train/test JSONL files (abilities.splits: generated at the difficulty and split rule
+    `inputs` records, or an invented ability's fixed splits), its transfer split when `inputs` asks for one, and
+    its manifest (last)."""
+    sizes = (train_size, test_size)
+    from benchprof.abilities import TRANSFER, splits, transfer_split
 
     started = time.time()
-    train, test = splits(ability, train_size, test_size, seed, inputs.get("difficulty", "paper"))
+    level, split_by = inputs.get("difficulty", "paper"), inputs.get("split_by", "question")
+    train, test = splits(ability, train_size, test_size, seed, level, split_by)
+    transfer = inputs.get("transfer_size", 0)
     clear_manifest(folder)  # a run killed below must not leave an old manifest over new files
+    data_file(folder, TRANSFER).unlink(missing_ok=True)  # a transfer split of other inputs is not left beside
     write_jsonl(data_file(folder, "train"), train)
     write_jsonl(data_file(folder, "test"), test)
+    if transfer:
+        write_jsonl(data_file(folder, TRANSFER), transfer_split(ability, transfer, *sizes, seed, level, split_by))
     write_manifest(folder, inputs, started=started)
 
 
@@ -162,6 +187,8 @@ def data(
     test_size: int | None = None,
     seed: int | None = None,
     difficulty: str | None = None,
+    split_by: str | None = None,
+    transfer_size: int | None = None,
     force: bool = False,
 ) -> None:
     """Generate the ability datasets: <dir>/<Ability>/{train,test}.jsonl.
@@ -177,6 +204,10 @@ def data(
         seed: generator seed; default `data.seed`. Same seed, byte-identical files.
         difficulty: paper (the paper's kinds of question) or easy (one step, two facts, wrong options far from the
             answer and out of the context: for a small model); default `data.difficulty`.
+        split_by: question (no test item's context and question in the train split, as every earlier version) or
+            problem (no test item's problem, names and wording masked, in the train split); default `data.split_by`.
+        transfer_size: items of each ability's transfer split (formats its train split never uses), 0 for none;
+            default `data.transfer_size`.
         force: regenerate even when the files match the requested sizes and seed.
     """
     started = time.time()
@@ -189,6 +220,8 @@ def data(
             "test_size": test_size,
             "seed": seed,
             "difficulty": difficulty,
+            "split_by": split_by,
+            "transfer_size": transfer_size,
         }
     )
     write_data(cfg, names, force, started)

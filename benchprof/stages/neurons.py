@@ -12,7 +12,10 @@ zeroed. The scores (`extract.score`, core.config.NEURON_SCORES):
 
 - `act_grad`: the mean of A over the items (what the answers lean on most);
 - `act_grad_t`: its t statistic over items (neurons every item leans on);
-- `act_grad_contrast`: t_a − max_{b≠a} t_b over the other abilities (what a leans on and no other does).
+- `act_grad_contrast`: t_a − max_{b≠a} t_b over the other abilities (what a leans on and no other does);
+- `act_grad_contrast_abs`: t_a − max_{b≠a} |t_b| (a frontier option): what a leans on and no other ability leans on
+  *or against*. act_grad_contrast ranks first the neurons the others lean against (t_b ≪ 0), and zeroing those
+  raises the other splits, which reads as specificity; this one leaves them out.
 
 One score reads how much a neuron fires, not its effect on the answer (neuron_activity): E(item, l, j) = the mean
 of h_lj² over the item's prompt and correct option, as language-specific-neuron work selects neurons by their
@@ -311,6 +314,7 @@ SCORES: dict[str, tuple[str, str]] = {
     "act_grad_general": ("attribution", "general"),
     "act_general": ("activity", "general"),
     "act_grad_contrast_iter": ("attribution", "abilities"),  # act_grad_contrast in rounds (iterative_contrast)
+    "act_grad_contrast_abs": ("attribution", "abilities"),  # t_a − max_b |t_b|: no neuron another leans against
 }
 FRONTIER_SCORES = tuple(SCORES)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
 ITERATIVE = "act_grad_contrast_iter"  # the one selection that re-scores as it zeroes: no fixed ranking
@@ -361,6 +365,8 @@ def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: 
         raise BenchprofError(f"{option} needs the statistic of general text (neurons.general_text)")
     if option in ("act_grad_contrast", ITERATIVE):  # the iterative selection's first round
         return t_stat(values[ability]) - np.max([t_stat(v) for v in others], axis=0)
+    if option == "act_grad_contrast_abs":  # a neuron another ability leans against ranks as low as one it leans on
+        return t_stat(values[ability]) - np.max([np.abs(t_stat(v)) for v in others], axis=0)
     if option == "act_grad_general":
         return t_stat(values[ability]) - t_stat(values[GENERAL])
 

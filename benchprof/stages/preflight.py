@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchprof import BenchprofError
+from benchprof.abilities import split_of
 from benchprof.core.config import KNOWN_ABILITIES, Config, ModelSpec
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ def needed_abilities(cfg: Config) -> list[str]:
     return list(
         dict.fromkeys(
             cfg.abilities()
-            + [b for b in cfg.evals.benchmarks if b in KNOWN_ABILITIES]
+            + [split[0] for b in cfg.evals.benchmarks if (split := split_of(b)) is not None]
             + [a for c in cfg.evals.composites.values() for a in c["abilities"]]
         )
     )

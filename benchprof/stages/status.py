@@ -46,13 +46,13 @@ def upstream_of(item: Item | None, name: str) -> str:
 
 def data_items(cfg: Config) -> dict[str, Item]:
     from benchprof.core.layout import data_output
-    from benchprof.stages.data import ability_folder, data_inputs, is_hub_id
+    from benchprof.stages.data import ability_folder, data_inputs, generated_splits, is_hub_id
 
     items = {}
     for ability in needed_abilities(cfg):
         spec = cfg.dataset(ability)
         folder = ability_folder(cfg, ability)
-        output = data_output(folder, ability)
+        output = data_output(folder, ability, generated_splits(cfg, ability))
         if spec.path:
             present = is_hub_id(cfg, ability) or all(f.is_file() for f in output.files)
             items[ability] = Item(

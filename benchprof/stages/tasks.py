@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
+from benchprof.abilities import split_of
 from benchprof.core import layout
-from benchprof.core.config import KNOWN_ABILITIES, Config
+from benchprof.core.config import Config
 from benchprof.core.storage import write_text
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def task_name(benchmark: str) -> str:
 
 def is_local(cfg: Config, benchmark: str) -> bool:
     """An ability's test split or a composite: a task benchprof generates."""
-    return benchmark in KNOWN_ABILITIES or benchmark in cfg.evals.composites
+    return split_of(benchmark) is not None or benchmark in cfg.evals.composites
 
 
 def include_paths(cfg: Config) -> list[Path]:
@@ -362,8 +363,9 @@ def _plan(cfg: Config, folder: Path, benchmarks: Sequence[str]) -> tuple[dict[st
             data_file = layout.task_data_file(folder, name)  # lm-eval reads a local copy in our schema
             files[data_file] = jsonl(load_split(cfg, benchmark, "test"))
         else:
-            load_split(cfg, benchmark, "test")  # checks the schema, names file and line on error
-            data_file = layout.data_file(ability_folder(cfg, benchmark), "test")
+            ability, split = split_of(benchmark) or (benchmark, "test")
+            load_split(cfg, ability, split)  # checks the schema, names file and line on error
+            data_file = layout.data_file(ability_folder(cfg, ability), split)
         files[layout.task_yaml_file(folder, name)] = task_yaml(name, data_file)
         mapping[benchmark] = name
     return mapping, files
