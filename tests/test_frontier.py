@@ -418,3 +418,40 @@ def test_planted_recovery_on_the_small_planted_model(tmp_path):
         truth[[int(layer) * 688 + j for j in js]] = True
     u = stats.mannwhitneyu(scores[truth], scores[~truth]).statistic / (truth.sum() * (~truth).sum())
     assert rows[0]["auroc"] == pytest.approx(u, abs=1e-6)
+
+
+def test_an_options_stars_and_goal_do_not_move_when_another_option_or_size_is_measured(tmp_path):
+    """The frontier's family is one (option, size): the rows of act_grad at 16 neurons are the same, q-values and
+    goal included, whether act_grad alone was measured, or act_contrast beside it, or another size too. Under one
+    family over every row (before), adding an option moved BH's stars elsewhere."""
+    from benchprof.lab.frontier_plan import FrontierPlan
+    from benchprof.lab.frontier_report import rows_of
+
+    rng = np.random.default_rng(5)
+    abilities = ("A", "B", "C")
+    original = {a: [float(x) for x in rng.random(80) < 0.7] for a in abilities}
+
+    def ablated(own: str | None, damage: float) -> dict[str, list[float]]:
+        return {
+            a: [0.0 if x and rng.random() < (damage + (0.5 if a == own else 0.0)) else x for x in original[a]]
+            for a in abilities
+        }
+
+    records = [{"option": "original", "region": "-", "size": 0, "acc_norm": original}]
+    for option, size in (("act_grad", 16), ("act_contrast", 16), ("act_grad", 32)):
+        records += [{"option": option, "region": a, "size": size, "acc_norm": ablated(a, 0.05)} for a in abilities]
+    for size in (16, 32):
+        records += [
+            {"option": "random", "region": f"draw{d}", "size": size, "acc_norm": ablated(None, 0.05)} for d in range(4)
+        ]
+
+    def rows(options: tuple[str, ...], sizes: tuple[int, ...]) -> list[dict]:
+        plan = FrontierPlan("m", tmp_path, abilities, tmp_path, options=options, sizes=sizes, draws=4)
+        chosen = [r for r in rows_of(plan, records, 100, 10**6) if (r["option"], r["size"]) == ("act_grad", 16)]
+        return [{k: None if isinstance(v, float) and math.isnan(v) else v for k, v in r.items()} for r in chosen]
+
+    alone = rows(("act_grad",), (16,))
+    assert any(r["own_vs_random_q"] < 0.05 for r in alone)  # there are stars to move
+    assert {r["goal"] for r in alone} != {"none"}
+    assert rows(("act_grad", "act_contrast"), (16,)) == alone
+    assert rows(("act_contrast", "act_grad"), (16, 32)) == alone

@@ -193,7 +193,8 @@ def main(argv: list[str] | None = None) -> None:
     report = {
         "seconds": round(time.time() - started),
         "parameters": n_params,
-        "args": vars(args),
+        # paths as their names: a result records no path of the machine it was made on
+        "args": {k: Path(v).name if k in ("config", "out") and v else v for k, v in vars(args).items()},
         "accuracy": accuracies,
     }
     if before:

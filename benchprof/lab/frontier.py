@@ -171,7 +171,10 @@ def measure(plan: FrontierPlan) -> Path:
          "acc_norm": known[inputs.evaluation_key(r.neurons)]}
         for r in measured
     ]  # fmt: skip
-    files = write_report(plan, records, model_neurons(model).weights(1), model_neurons(model).total_params)
+    shape = {"weights_per_neuron": model_neurons(model).weights(1), "total_params": model_neurons(model).total_params}
+    record = {**plan.record(), "inputs": inputs.summary(), "model_shape": shape}
+    write_text(layout.plan_file, json.dumps(record, indent=1) + "\n")  # with what render needs to redraw it
+    files = write_report(plan, records, shape["weights_per_neuron"], shape["total_params"])
     note = f" (inputs changed since the last run: {', '.join(changed)})" if changed else ""
     print(
         f"frontier: {len(todo)} regions scored, {len(measured) - len(todo)} reused (the original model counted as "
@@ -261,3 +264,27 @@ def score(
     from benchprof.stages.choices import item_scores
 
     return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
+
+
+def render(folder: str | Path) -> list[Path]:
+    """Redraw a frontier folder's frontier.csv, .md and .png from its plan.json and evaluations.jsonl alone (no
+    model, no data): a committed result read by the current report. A record's region is named by its option,
+    ability or draw and size; where a folder holds several records of one region (other inputs), the last counts."""
+    from benchprof.lab.frontier_report import write_report
+
+    folder = Path(folder)
+    layout = FrontierLayout(folder)
+    recorded = read_plan(layout.plan_file)
+    if recorded is None or not isinstance(recorded.get("model_shape"), dict):
+        raise BenchprofError(f"{layout.plan_file}: no plan with its model_shape to render from")
+    plan = FrontierPlan(
+        model=str(recorded["model"]), data_dir=Path(str(recorded["data_dir"])),
+        abilities=tuple(recorded["abilities"]), out=folder, options=tuple(recorded["options"]),
+        sizes=tuple(int(n) for n in recorded["sizes"]), draws=int(recorded["draws"]),
+        contrast=tuple(recorded["contrast"]), train_items=int(recorded["train_items"]),
+        test_items=int(recorded["test_items"]), transfer_items=int(recorded.get("transfer_items", 0)),
+        seed=int(recorded["seed"]), model_given=str(recorded["model"]), data_given=str(recorded["data_dir"]),
+    )  # fmt: skip
+    records = read_records(layout.records_file)
+    shape = recorded["model_shape"]
+    return write_report(plan, records, int(shape["weights_per_neuron"]), int(shape["total_params"]))

@@ -37,6 +37,7 @@ the base and the planted model folder it writes are plantpatch.py's).
 from __future__ import annotations
 
 import json
+import os
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -480,7 +481,7 @@ def build(
     fetched = Path(base_folder) / "FETCHED.json"
     info = {
         "settings": asdict(settings),
-        "base_source": json.loads(fetched.read_text()) if fetched.is_file() else str(base_folder),
+        "base_source": json.loads(fetched.read_text()) if fetched.is_file() else Path(base_folder).name,
         "planted_weights": {a: region_size(r) for a, r in regions.items()},
         "total_params": sum(p.numel() for p in model.parameters()),
         "test_accuracy": {"base": before, "planted": after},
@@ -489,7 +490,7 @@ def build(
         "median_norms": figures["median_norms"],
     }
     save_patch(out, model, base_hashes, neurons, info)
-    log(f"patch written to {out} in {time.time() - started:.0f}s")
+    log(f"patch written to {os.path.relpath(out)} in {time.time() - started:.0f}s")  # no machine path in a kept log
     return info
 
 

@@ -471,7 +471,7 @@ def validate_one(args: argparse.Namespace, model_dir: Path, out: Path) -> None:
                 print(f"  {loss}/{score}/{selection} done ({time.time() - started:.0f}s)", flush=True)
     n_neurons = sum(shape[0] for name, shape in shapes.items() if name.endswith("gate_proj.weight"))
     result = {
-        "model": str(model_dir),
+        "model": Path(model_dir).name,  # the folder's name: a result records no path of the machine it was made on
         "planted_weights": n_planted,
         "k_exact": k_exact,
         "ks": ks,

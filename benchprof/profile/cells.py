@@ -105,12 +105,15 @@ def family_of(row: AisRow) -> str:
     claim: what a profile is read for, on each benchmark's primary metric: does ability a's top region do more
     than random regions of its size? Its top-random rows per benchmark and k, and its top-random specificity
     (its own split hurt more than the others, beyond what random regions show there). damage: does zeroing the
-    top region hurt at all (top against the original, and the top region's specificity against 0)? On a real
-    LLM any region of the paper's size hurts a little, so these rows are nearly all true; in the claim's family
-    their discoveries would loosen Benjamini-Hochberg for the rows that ask about the ability, so they are a
-    family apart. control: random regions and their specificity, tested so a reader sees what a region of no
-    ability does, never starred. secondary: everything else with a p-value (p_correct rows, bottom regions).
-    The mean top-random specificity is in none: the pool cancels in it, so it equals the mean top specificity.
+    top region hurt at all (top against the original)? On a real LLM any region of the paper's size hurts a
+    little, so these rows are nearly all true; in the claim's family their discoveries would loosen
+    Benjamini-Hochberg for the rows that ask about the ability, so they are a family apart. control: random
+    regions and their specificity, and the top region's specificity against 0, tested so a reader sees them,
+    never starred: a region that hurts every split a little differs from 0 on one split more than another by
+    chance, and with the damage rows beside it Benjamini-Hochberg starred that in 20% of simulated profiles with no
+    ability (docs/statistics.md); the specificity a star may claim is top-random's. secondary: everything else
+    with a p-value (p_correct rows, bottom regions). The mean top-random specificity is in none: the pool cancels
+    in it, so it equals the mean top specificity.
     """
     if math.isnan(row.p_value) or row.at_chance:
         return ""
@@ -122,6 +125,8 @@ def family_of(row: AisRow) -> str:
         return SECONDARY
     if row.region == ADJUSTED:
         return PRIMARY
+    if row.benchmark == SPECIFICITY and row.region == "top":
+        return CONTROL
     return DAMAGE if row.region == "top" else SECONDARY
 
 
