@@ -455,3 +455,31 @@ def test_an_options_stars_and_goal_do_not_move_when_another_option_or_size_is_me
     assert {r["goal"] for r in alone} != {"none"}
     assert rows(("act_grad", "act_contrast"), (16,)) == alone
     assert rows(("act_contrast", "act_grad"), (16, 32)) == alone
+
+
+def test_the_goal_count_over_item_resamples_is_as_stable_as_the_effects_are(tmp_path):
+    """goal_counts: one count per item resample; a region that removes its own split (half its right items) and
+    spares the others keeps its ability at the goal in (nearly) every resample, one that does nothing never."""
+    from benchprof.lab.frontier_plan import FrontierPlan
+    from benchprof.lab.frontier_report import goal_counts, goal_spread
+
+    rng = np.random.default_rng(8)
+    abilities = ("A", "B", "C")
+    original = {a: [float(x) for x in rng.random(150) < 0.8] for a in abilities}
+
+    def ablated(own: str | None) -> dict[str, list[float]]:
+        return {
+            a: [0.0 if x and rng.random() < (0.02 + (0.6 if a == own else 0.0)) else x for x in original[a]]
+            for a in abilities
+        }
+
+    records = [{"option": "original", "region": "-", "size": 0, "acc_norm": original}]
+    records += [
+        {"option": "act_grad", "region": a, "size": 8, "acc_norm": ablated(a if a != "C" else None)} for a in abilities
+    ]
+    records += [{"option": "random", "region": f"draw{d}", "size": 8, "acc_norm": ablated(None)} for d in range(5)]
+    plan = FrontierPlan("m", tmp_path, abilities, tmp_path, options=("act_grad",), sizes=(8,), draws=5)
+    counts = goal_counts(plan, records, 100, 10**6, resamples=20)[("act_grad", 8)]
+    assert len(counts) == 20 and all(0 <= n <= 3 for n in counts)
+    assert sum(n == 2 for n in counts) >= 18  # A and B at the goal, C (no effect) never
+    assert goal_spread([2, 2, 3, 1]) == "1 (25%), 2 (50%), 3 (25%)"

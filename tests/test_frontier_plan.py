@@ -44,6 +44,13 @@ def config(tmp_path_factory) -> Path:
         (["--test_items", "1000"], "--test_items: 1000 is more than Commonsense_Causal's test split holds (30 items)"),
         (["--draws", "0"], "--draws: must be between 1 and 1000, got 0"),
         (["--draws", "x"], "--draws: 'x' is not a whole number"),
+        (
+            ["--train_from", "50", "--train_items", "20"],
+            "--train_items: 20 is more than Commonsense_Causal's train split holds after the first 50 (10 items)",
+        ),
+        (["--train_from", "-1"], "--train_from: must be at least 0, got -1"),
+        (["--folder", "../x"], "--folder"),
+        (["--transfer_items", "5"], "--transfer_items"),
     ],
 )
 def test_a_bad_flag_is_one_line_before_any_work(config, capsys, flags, message):

@@ -218,7 +218,11 @@ class Layout:
     @property
     def frontier_dir(self) -> Path:
         """lab/frontier.py's folder (FrontierLayout)."""
-        return self.model_dir / "frontier"
+        return self.frontier_folder("frontier")
+
+    def frontier_folder(self, name: str) -> Path:
+        """A frontier's folder of another name beside it (another sample of train items measured apart)."""
+        return self.model_dir / safe_name(name, "--folder")
 
     @property
     def profile_dir(self) -> Path:
@@ -351,6 +355,11 @@ class FrontierLayout:
     def report_files(self) -> tuple[Path, Path, Path]:
         """frontier.csv, frontier.md, frontier.png."""
         return self.folder / "frontier.csv", self.folder / "frontier.md", self.folder / "frontier.png"
+
+    @property
+    def goal_counts_file(self) -> Path:
+        """Per option and size, the distribution of the abilities at the goal over item resamples."""
+        return self.folder / "goal_counts.csv"
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,8 @@ def frontier(
     train_items: int | None = None,
     test_items: int | None = None,
     transfer_items: int | None = None,
+    train_from: int = 0,
+    folder: str = "frontier",
     threads: int | None = None,
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
@@ -222,6 +224,9 @@ def frontier(
             split where that holds fewer.
         transfer_items: transfer items per ability scored (formats its train split never uses; `data.transfer_size`);
             default 100, or the smallest transfer split where that holds fewer, or none where an ability has none.
+        train_from: the first train item the attribution reads (0); another value draws a second sample of the
+            train split, measured in its own --folder.
+        folder: the frontier's folder under outputs/<model>/ (default frontier).
         threads: torch threads (1 to 4096); default settings.threads (automatic: the usable cores).
     """
     from benchprof.core.layout import Layout
@@ -234,17 +239,19 @@ def frontier(
     source, data_dir = cfg.model_source(spec)[0], cfg.resolve(cfg.data.dir)
     held = {"train": tuple(dict.fromkeys([*abilities, *cfg.abilities()])), "test": tuple(abilities)}
     held["transfer"] = held["test"]
-    items = item_counts(data_dir, held, {"train": train_items, "test": test_items, "transfer": transfer_items})
+    start = whole_number(train_from, "--train_from", 0)
+    items = item_counts(data_dir, held, {"train": train_items, "test": test_items, "transfer": transfer_items}, start)
     plan = FrontierPlan(
         model=source,
         data_dir=data_dir,
         abilities=tuple(abilities),
         contrast=tuple(cfg.abilities()),
-        out=Layout(cfg.output_root, spec.tag).frontier_dir,
+        out=Layout(cfg.output_root, spec.tag).frontier_folder(folder),
         options=tuple(select(options, FRONTIER_SCORES, "--options")),
         sizes=region_sizes(sizes, neuron_count(source)),
         draws=whole_number(draws, "--draws", 1, MAX_DRAWS),
         train_items=items["train"],
+        train_from=start,
         test_items=items["test"],
         transfer_items=items["transfer"],
         threads=whole_number(threads, "--threads", 1, MAX_THREADS)
@@ -282,6 +289,7 @@ def render(folder: str | Path) -> list[Path]:
         abilities=tuple(recorded["abilities"]), out=folder, options=tuple(recorded["options"]),
         sizes=tuple(int(n) for n in recorded["sizes"]), draws=int(recorded["draws"]),
         contrast=tuple(recorded["contrast"]), train_items=int(recorded["train_items"]),
+        train_from=int(recorded.get("train_from", 0)),
         test_items=int(recorded["test_items"]), transfer_items=int(recorded.get("transfer_items", 0)),
         seed=int(recorded["seed"]), model_given=str(recorded["model"]), data_given=str(recorded["data_dir"]),
     )  # fmt: skip

@@ -35,6 +35,7 @@ class FrontierPlan:
     draws: int = 3  # random regions per size
     contrast: tuple[str, ...] = ()  # the other abilities act_grad_contrast holds a against (default: `abilities`)
     train_items: int = 120  # items of each train split the attribution reads
+    train_from: int = 0  # the first of them: another sample of the train split starts further on
     test_items: int = 100  # items of each test split scored
     transfer_items: int = 0  # items of each transfer split scored (0: none; abilities.TRANSFER)
     seed: int = 0
@@ -94,7 +95,9 @@ def smallest_split(data_dir: Path, abilities: tuple[str, ...], split: str) -> tu
 DEFAULT_ITEMS = {"train": 120, "test": 100, "transfer": 100}  # items per split read by default (fewer where fewer)
 
 
-def item_counts(data_dir: Path, held: dict[str, tuple[str, ...]], given: dict[str, object]) -> dict[str, int]:
+def item_counts(
+    data_dir: Path, held: dict[str, tuple[str, ...]], given: dict[str, object], train_from: int = 0
+) -> dict[str, int]:
     """--train_items, --test_items and --transfer_items: per split, the number given, else DEFAULT_ITEMS or the
     smallest of `held`'s splits where that holds fewer (transfer: 0 where an ability has none); refused in one line,
     before any work, where a split holds fewer than asked."""
@@ -105,12 +108,17 @@ def item_counts(data_dir: Path, held: dict[str, tuple[str, ...]], given: dict[st
         if split == "transfer" and (value is None or value == 0) and (smallest == 0 or value == 0):
             counts[split] = 0  # no transfer split asked, or one lacking and none asked for
             continue
+        if smallest == 0 and split == "transfer":
+            raise BenchprofError(f"{flag}: {name} has no transfer split (set data.transfer_size, run `benchprof data`)")
         if smallest == 0:
             raise BenchprofError(f"frontier: {name} has no {split} split in {data_dir}; run `benchprof data` first")
-        counts[split] = min(DEFAULT_ITEMS[split], smallest) if value is None else whole_number(value, flag)
-        if counts[split] > smallest:
+        skipped = train_from if split == "train" else 0  # the train sample starts at train_from
+        default = min(DEFAULT_ITEMS[split], smallest - skipped)
+        counts[split] = default if value is None else whole_number(value, flag)
+        if counts[split] + skipped > smallest:
+            after = f" after the first {skipped}" if skipped else ""
             raise BenchprofError(
-                f"{flag}: {counts[split]} is more than {name}'s {split} split holds ({smallest} items)"
+                f"{flag}: {counts[split]} is more than {name}'s {split} split holds{after} ({smallest - skipped} items)"
             )
     return counts
 
@@ -206,7 +214,7 @@ def load_inputs(plan: FrontierPlan, cache_dir: Path) -> FrontierInputs:
     from benchprof.core.modeling import model_identity
 
     train = {
-        a: read_split(plan, a, "train", plan.train_items, "--train_items")
+        a: read_split(plan, a, "train", plan.train_from + plan.train_items, "--train_items")[plan.train_from :]
         for a in dict.fromkeys(plan.abilities + plan.contrast)
     }
     tests = {a: read_split(plan, a, "test", plan.test_items, "--test_items") for a in plan.abilities}

@@ -43,13 +43,15 @@ COLUMNS = (
 )  # fmt: skip
 
 
-def boot_ais(original: Sequence[float], ablated: Sequence[float], seed: int, key: str) -> NDArray[np.float64]:
+def boot_ais(
+    original: Sequence[float], ablated: Sequence[float], seed: int, key: str, resamples: int = RESAMPLES
+) -> NDArray[np.float64]:
     """Bootstrap samples of one split's AIS (paired over its items)."""
     import numpy as np
 
     from benchprof.stats.resampling import bootstrap_ais, cell_rng
 
-    return bootstrap_ais(np.asarray(original), np.asarray(ablated)[None], RESAMPLES, cell_rng(seed, key))[0]
+    return bootstrap_ais(np.asarray(original), np.asarray(ablated)[None], resamples, cell_rng(seed, key))[0]
 
 
 def ais(original: Sequence[float], ablated: Sequence[float]) -> float:
@@ -65,6 +67,7 @@ def cell_stats(
     abilities: Sequence[str],
     seed: int,
     tag: str,
+    resamples: int = RESAMPLES,
 ) -> dict[str, Any]:
     """One region's numbers for `ability`, with bootstrap samples: its own test split's AIS, its transfer split's
     (abilities.transfer_benchmark; NaN where not scored), the other abilities' test splits' mean AIS, their harm
@@ -75,7 +78,7 @@ def cell_stats(
     from benchprof.abilities import transfer_benchmark
 
     others = [b for b in abilities if b != ability]
-    boots = {b: boot_ais(original[b], ablated[b], seed, f"{tag}|{b}") for b in [ability, *others]}
+    boots = {b: boot_ais(original[b], ablated[b], seed, f"{tag}|{b}", resamples) for b in [ability, *others]}
     other_ais = [ais(original[b], ablated[b]) for b in others]
     own = ais(original[ability], ablated[ability])
     transfer, transfer_boot = math.nan, boots[ability] * math.nan
@@ -133,7 +136,7 @@ def region_row(cell: dict[str, Any], pool: list[dict[str, Any]]) -> dict[str, An
 
 
 def rows_of(
-    plan: FrontierPlan, records: list[dict[str, Any]], weights_per_neuron: int, total: int
+    plan: FrontierPlan, records: list[dict[str, Any]], weights_per_neuron: int, total: int, resamples: int = RESAMPLES
 ) -> list[dict[str, Any]]:
     """One row per (option, size, ability), the random draws' rows per size last. The family of the stars is one
     (option, size): its rows' claims above random (own, transfer, specificity), Benjamini–Hochberg at ALPHA over
@@ -145,7 +148,7 @@ def rows_of(
         shape = {"size": size, "weights": size * weights_per_neuron, "k": size * weights_per_neuron / total}
         draws = [by_key[key] for d in range(plan.draws) if (key := ("random", f"draw{d}", size)) in by_key]
         pool = {
-            a: [cell_stats(original, draw, a, plan.abilities, plan.seed, f"random|{size}|{d}|{a}")
+            a: [cell_stats(original, draw, a, plan.abilities, plan.seed, f"random|{size}|{d}|{a}", resamples)
                 for d, draw in enumerate(draws)]
             for a in plan.abilities
         }  # fmt: skip
@@ -211,6 +214,49 @@ def reaches_goal(row: dict[str, Any]) -> str:
     return "all" if len(met) == len(parts) else "+".join(met) or "none"
 
 
+GOAL_RESAMPLES, GOAL_INNER = 100, 200  # item resamples of the goal count; bootstrap resamples inside each
+
+
+def goal_counts(
+    plan: FrontierPlan,
+    records: list[dict[str, Any]],
+    weights_per_neuron: int,
+    total: int,
+    resamples: int = GOAL_RESAMPLES,
+) -> dict[tuple[str, int], list[int]]:
+    """Per (option, size), the number of abilities at the goal in each of `resamples` resamples of the items: every
+    split's items drawn with replacement, the same draw for every region (paired), the whole report recomputed on
+    them (GOAL_INNER bootstrap resamples inside). How much the count a reader sees would move with other items."""
+    import numpy as np
+
+    from benchprof.stats.resampling import cell_rng
+
+    rng = cell_rng(plan.seed, "goal counts")
+    sizes = {name: len(values) for name, values in records[0]["acc_norm"].items()}
+    arrays = [{name: np.asarray(values) for name, values in r["acc_norm"].items()} for r in records]
+    counts: dict[tuple[str, int], list[int]] = {}
+    for _ in range(resamples):
+        drawn = {name: rng.integers(0, n, n) for name, n in sizes.items()}
+        again = [
+            {**r, "acc_norm": {name: values[drawn[name]].tolist() for name, values in a.items()}}
+            for r, a in zip(records, arrays, strict=True)
+        ]
+        at_goal: dict[tuple[str, int], int] = {}
+        for row in rows_of(plan, again, weights_per_neuron, total, GOAL_INNER):
+            if row["option"] != "random":
+                key = (row["option"], row["size"])
+                at_goal[key] = at_goal.get(key, 0) + (row["goal"] == "all")
+        for key, count in at_goal.items():
+            counts.setdefault(key, []).append(count)
+    return counts
+
+
+def goal_spread(counts: list[int]) -> str:
+    """A goal count's distribution as the report shows it: "3 (20%), 4 (35%), ..." in order of the count."""
+    shares = {n: counts.count(n) / len(counts) for n in sorted(set(counts))}
+    return ", ".join(f"{n} ({share:.0%})" for n, share in shares.items())
+
+
 def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per (option, size): the mean over the abilities of each AIS (own, transfer, other, its harm and help, random
     regions' own and other), and the abilities meeting the goal."""
@@ -233,7 +279,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def markdown(plan: FrontierPlan, rows: list[dict[str, Any]]) -> str:
+def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[str, int], str] | None = None) -> str:
     def star(r: dict[str, Any], key: str) -> str:
         return "*" if starred(r, key) else ""
 
@@ -246,7 +292,9 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]]) -> str:
     lines = [
         f"# Frontier: {plan.model_given or plan.model}",
         "",
-        f"Abilities {', '.join(plan.abilities)}; attribution on {plan.train_items} train items each, acc_norm on "
+        f"Abilities {', '.join(plan.abilities)}; attribution on {plan.train_items} train items each"
+        + (f" (from item {plan.train_from} on)" if plan.train_from else "")
+        + ", acc_norm on "
         f"{plan.test_items} test items each{transfer}; {plan.draws} random regions per size. AIS = relative drop; own: "
         "the ability's test split; transfer: its transfer split (formats its train split never uses); other: mean "
         "over the other abilities' test splits, split into harm (their losses) and help (their gains); specificity = "
@@ -258,14 +306,14 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]]) -> str:
         f"{GOAL_RANDOM}.",
         "",
         "| option | neurons | k | own AIS | transfer AIS | other AIS (harm / help) | random own / other "
-        "| abilities at the goal |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| abilities at the goal | over {GOAL_RESAMPLES} item resamples |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for s in summary(rows):
         lines.append(
             f"| {s['option']} | {s['size']} | {s['k']:.2g} | {s['own']:+.3f} | {cell(s['transfer'])} | "
             f"{s['other']:+.3f} ({s['harm']:+.3f} / {s['help']:+.3f}) | {s['random']:+.3f} / {s['random_other']:+.3f} "
-            f"| {s['goal']} of {s['abilities']} |"
+            f"| {s['goal']} of {s['abilities']} | {(spread or {}).get((s['option'], s['size']), '–')} |"
         )
     lines += [
         "",
@@ -287,13 +335,28 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(plan: FrontierPlan, records: list[dict[str, Any]], weights_per_neuron: int, total: int) -> list[Path]:
-    """frontier.csv (every row), frontier.md (the summary and the rows) and frontier.png (own against other)."""
+def write_report(
+    plan: FrontierPlan,
+    records: list[dict[str, Any]],
+    weights_per_neuron: int,
+    total: int,
+    goal_resamples: int = GOAL_RESAMPLES,
+) -> list[Path]:
+    """frontier.csv (every row), frontier.md (the summary and the rows, each goal count with its distribution over
+    `goal_resamples` item resamples, goal_counts), goal_counts.csv and frontier.png (own against other)."""
     from benchprof.profile.plots import frontier_plot
 
     rows = rows_of(plan, records, weights_per_neuron, total)
-    csv_path, md_path, png_path = FrontierLayout(plan.out).report_files()
+    spread = goal_counts(plan, records, weights_per_neuron, total, goal_resamples) if goal_resamples else {}
+    layout = FrontierLayout(plan.out)
+    csv_path, md_path, png_path = layout.report_files()
     write_csv(csv_path, COLUMNS, rows, digits=6)
-    write_text(md_path, markdown(plan, rows))
+    counts = [
+        {"option": o, "size": n, "abilities_at_goal": c, "share": found.count(c) / len(found)}
+        for (o, n), found in sorted(spread.items())
+        for c in sorted(set(found))
+    ]
+    write_csv(layout.goal_counts_file, ("option", "size", "abilities_at_goal", "share"), counts, digits=6)
+    write_text(md_path, markdown(plan, rows, {key: goal_spread(found) for key, found in spread.items()}))
     frontier_plot(summary(rows), png_path)
-    return [csv_path, md_path, png_path]
+    return [csv_path, md_path, layout.goal_counts_file, png_path]
