@@ -137,3 +137,34 @@ def test_the_data_stage_writes_the_transfer_split_and_refuses_one_not_asked_for(
     config.write_text(json.dumps(raw))
     with pytest.raises(SystemExit):
         main(["data", str(config)])  # the benchmark list names a transfer split the config does not make
+
+
+@pytest.mark.slow
+def test_a_transfer_split_is_a_benchmark_lm_eval_scores(tmp_path):
+    """`<Ability>_transfer` through the pipeline: a local lm-eval task on transfer.jsonl, scored for the original
+    model document by document (the demo model, 12 items)."""
+    from pathlib import Path
+
+    from benchprof.cli import main
+    from benchprof.core.layout import Layout, Variant
+    from benchprof.core.loader import load_config
+    from benchprof.core.results import iter_samples
+
+    demo = Path(__file__).resolve().parents[1] / "benchprof" / "assets" / "demo-model"
+    config = tmp_path / "config.yml"
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": "out"}, "models": [{"name": str(demo), "tag": "demo"}],
+            "datasets": [{"name": "Temporal_Reasoning"}],
+            "evals": {"benchmarks": ["Temporal_Reasoning_transfer"], "device": "cpu"},
+            "data": {"dir": "data", "train_size": 40, "test_size": 20, "difficulty": "easy", "split_by": "problem",
+                     "transfer_size": 12},
+        })
+    )  # fmt: skip
+    main(["data", str(config)])
+    main(["evaluate", str(config), "--original_only"])
+    layout = Layout(tmp_path / "out", "demo")
+    samples = list(iter_samples(layout.samples_file(Variant(), "Temporal_Reasoning_transfer")))
+    transfer = [json.loads(line) for line in (tmp_path / "data" / "Temporal_Reasoning" / "transfer.jsonl").open()]
+    assert len(samples) == 12 == len(transfer)
+    assert load_config(config).evals.benchmarks == ["Temporal_Reasoning_transfer"]

@@ -356,14 +356,14 @@ def _plan(cfg: Config, folder: Path, benchmarks: Sequence[str]) -> tuple[dict[st
             mapping[benchmark] = benchmark
             continue
         name = task_name(benchmark)
+        ability, split = split_of(benchmark) or (benchmark, "test")  # a composite: its own name, no split
         if benchmark in cfg.evals.composites:
             data_file = layout.task_data_file(folder, name)
             files[data_file] = jsonl(composite_records(cfg, benchmark))
-        elif is_hub_id(cfg, benchmark):
+        elif is_hub_id(cfg, ability):
             data_file = layout.task_data_file(folder, name)  # lm-eval reads a local copy in our schema
-            files[data_file] = jsonl(load_split(cfg, benchmark, "test"))
+            files[data_file] = jsonl(load_split(cfg, ability, split))
         else:
-            ability, split = split_of(benchmark) or (benchmark, "test")
             load_split(cfg, ability, split)  # checks the schema, names file and line on error
             data_file = layout.data_file(ability_folder(cfg, ability), split)
         files[layout.task_yaml_file(folder, name)] = task_yaml(name, data_file)
