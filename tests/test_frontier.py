@@ -483,3 +483,46 @@ def test_the_goal_count_over_item_resamples_is_as_stable_as_the_effects_are(tmp_
     assert len(counts) == 20 and all(0 <= n <= 3 for n in counts)
     assert sum(n == 2 for n in counts) >= 18  # A and B at the goal, C (no effect) never
     assert goal_spread([2, 2, 3, 1]) == "1 (25%), 2 (50%), 3 (25%)"
+
+
+@pytest.mark.slow
+def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
+    """The frontier on the small planted model (two invented abilities in 72 neurons each, one real ability beside
+    them), then planted_effects: each row equal to the AIS computed by hand from evaluations.jsonl, and the
+    activation contrast's 72-neuron regions (which hold the planted neurons, docs/frontier.md) remove their planted
+    ability far more than random regions of that size do."""
+    from benchprof.cli import main
+    from benchprof.lab.frontier_planted import planted_effects
+    from benchprof.lab.plant_command import apply
+    from benchprof.stats.impact import impact_score
+
+    planted_model = tmp_path / "planted"
+    apply(base=str(DEMO), out=str(planted_model), patch=str(ROOT / "benchprof" / "assets" / "demo-plant"))
+    planted = ["Invented_Facts", "Invented_Language"]
+    config = tmp_path / "plant.yml"
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": "out"}, "models": [{"name": str(planted_model), "tag": "p"}],
+            "datasets": [{"name": a} for a in [*planted, "Commonsense_Causal"]],
+            "data": {"dir": "data", "train_size": 40, "test_size": 30, "seed": 0},
+        })
+    )  # fmt: skip
+    main(["data", str(config)])
+    main(["frontier", str(config), "--options", "act_contrast", "--sizes", "72", "--draws", "3", "--test_items", "30"])
+    folder = tmp_path / "out" / "p" / "frontier"
+    rows = planted_effects(folder, planted)
+    records = read_records(folder / "evaluations.jsonl")
+    original = next(r["acc_norm"] for r in records if r["option"] == "original")
+
+    def by_hand(region: dict, split: str) -> float:
+        return float(impact_score(np.mean(original[split]), np.mean(region["acc_norm"][split])))
+
+    for row in rows:
+        region = next(r for r in records if (r["option"], r["region"]) == ("act_contrast", row["ability"]))
+        other = next(a for a in planted if a != row["ability"])
+        assert row["own_ais"] == pytest.approx(by_hand(region, row["ability"]))
+        assert row["other_planted_ais"] == pytest.approx(by_hand(region, other))
+        assert row["real_ais"] == pytest.approx(by_hand(region, "Commonsense_Causal"))
+        draws = [r for r in records if r["option"] == "random"]
+        assert row["random_own"] == pytest.approx(np.mean([by_hand(d, row["ability"]) for d in draws]))
+        assert row["own_ais"] > row["random_own"] + 0.3  # the planted ability is removed, random regions do not

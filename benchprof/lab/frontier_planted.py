@@ -5,6 +5,7 @@ builds."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,3 +121,102 @@ def recovery_over_builds(
         precision = [sum(r["top_neuron_precision"] for r in rows) / len(rows) for rows in per_build]
         out[option] = (share_interval(auroc), share_interval(precision))
     return out
+
+
+def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]]:
+    """What each region of a frontier measured on a planted model (`benchprof frontier` on a config whose model is a
+    planted folder) does, per option, size and planted ability: its AIS on its own planted ability's test split,
+    the mean on the other planted abilities' and on the real abilities' splits, each beside the same for the
+    random regions of its size, and the own AIS against those random regions (stats.control.top_against_random,
+    one-sided p). Reads the folder's plan.json and evaluations.jsonl only."""
+    import numpy as np
+
+    from benchprof.core.layout import FrontierLayout
+    from benchprof.core.storage import read_json, read_records
+    from benchprof.lab.frontier_report import against_random, ais, cell_stats
+
+    layout = FrontierLayout(Path(folder))
+    plan = read_json(layout.plan_file)
+    records = read_records(layout.records_file)
+    original = next(r["acc_norm"] for r in records if r["option"] == "original")
+    by_key = {(r["option"], r["region"], r["size"]): r["acc_norm"] for r in records}
+    abilities = tuple(plan["abilities"])
+    real = [a for a in abilities if a not in planted]
+
+    def mean_ais(ablated: dict[str, list[float]], splits: Sequence[str]) -> float:
+        return float(np.mean([ais(original[b], ablated[b]) for b in splits])) if splits else math.nan
+
+    rows = []
+    for size in plan["sizes"]:
+        draws = [by_key[k] for d in range(plan["draws"]) if (k := ("random", f"draw{d}", size)) in by_key]
+        for option in plan["options"]:
+            for ability in planted:
+                if (option, ability, size) not in by_key:
+                    continue
+                ablated, others = by_key[(option, ability, size)], [b for b in planted if b != ability]
+                pool = [
+                    cell_stats(original, d, ability, abilities, 0, f"random|{size}|{i}") for i, d in enumerate(draws)
+                ]
+                cell = cell_stats(original, ablated, ability, abilities, 0, f"{option}|{size}|{ability}")
+                estimate, p = against_random(cell, pool, "own") if pool else (math.nan, math.nan)
+                rows.append({
+                    "option": option, "size": size, "ability": ability, "own_ais": cell["own"],
+                    "random_own": float(np.mean([c["own"] for c in pool])) if pool else math.nan,
+                    "own_vs_random": estimate, "own_vs_random_p": p,
+                    "other_planted_ais": mean_ais(ablated, others),
+                    "random_other_planted": float(np.mean([mean_ais(d, others) for d in draws])) if draws else math.nan,
+                    "real_ais": mean_ais(ablated, real),
+                    "random_real": float(np.mean([mean_ais(d, real) for d in draws])) if draws else math.nan,
+                })  # fmt: skip
+    return rows
+
+
+EFFECT_COLUMNS = (
+    "option", "size", "ability", "own_ais", "random_own", "own_vs_random", "own_vs_random_p", "other_planted_ais",
+    "random_other_planted", "real_ais", "random_real",
+)  # fmt: skip
+
+
+def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
+    """planted_effects.csv and planted_effects.md beside a planted model's frontier: per option, its mean over the
+    planted abilities and each region's row."""
+    import numpy as np
+
+    from benchprof.core.storage import write_csv, write_text
+
+    rows = planted_effects(folder, planted)
+    csv_path, md_path = Path(folder) / "planted_effects.csv", Path(folder) / "planted_effects.md"
+    write_csv(csv_path, EFFECT_COLUMNS, rows, digits=6)
+    lines = [
+        f"# What each option's regions remove on the planted model ({', '.join(planted)} planted)",
+        "",
+        "AIS = relative drop of acc_norm on a test split; own: the region's planted ability; other planted: the mean "
+        "over the other planted abilities; real: the mean over the real abilities' splits; random: the random "
+        "regions of the same size; p: own above random (predictive t, one-sided).",
+        "",
+        "| option | neurons | own AIS (mean) | random own | other planted | random | real | random | own removed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for option in dict.fromkeys(r["option"] for r in rows):
+        for size in dict.fromkeys(r["size"] for r in rows if r["option"] == option):
+            group = [r for r in rows if (r["option"], r["size"]) == (option, size)]
+
+            def mean(column: str, group: list[dict[str, Any]] = group) -> float:
+                return float(np.mean([r[column] for r in group]))
+
+            removed = sum(r["own_ais"] >= 0.5 and r["own_vs_random_p"] < 0.05 for r in group)
+            lines.append(
+                f"| {option} | {size} | {mean('own_ais'):+.3f} | {mean('random_own'):+.3f} | "
+                f"{mean('other_planted_ais'):+.3f} | {mean('random_other_planted'):+.3f} | {mean('real_ais'):+.3f} | "
+                f"{mean('random_real'):+.3f} | {removed} of {len(group)} (own ≥ 0.50, p < 0.05) |"
+            )
+    lines += ["", "| option | neurons | ability | own [random] | p | other planted [random] | real [random] |",
+              "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(
+            f"| {r['option']} | {r['size']} | {r['ability']} | {r['own_ais']:+.3f} [{r['random_own']:+.3f}] | "
+            f"{r['own_vs_random_p']:.2g} | {r['other_planted_ais']:+.3f} [{r['random_other_planted']:+.3f}] | "
+            f"{r['real_ais']:+.3f} [{r['random_real']:+.3f}] |"
+        )
+    write_text(md_path, "\n".join(lines) + "\n")
+    return [csv_path, md_path]
