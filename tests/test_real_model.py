@@ -17,15 +17,29 @@ K = 0.01024
 ITEMS = 20
 
 
-def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
-    real_model_dir, real_benchmarks_dir, tmp_path
-):
-    """`benchprof run` end to end; the unablated model's per-document accuracies and log-likelihoods equal
-    those of lm-eval's own command line on the same model, task YAML and documents; the regions have
-    exactly floor(k * all parameters) weights, tied embeddings counted once, all in the MLP."""
+def stored_parameters(folder) -> int:
+    """Every weight a checkpoint folder stores, from its safetensors headers alone (a tied embedding is stored once)."""
+    from safetensors import safe_open
+
+    total = 0
+    for path in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(path), "pt") as f:
+            for name in f.keys():
+                shape = f.get_slice(name).get_shape()
+                total += math.prod(shape)
+    return total
+
+
+def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(real_llm, real_benchmarks_dir, tmp_path):
+    """`benchprof run` end to end on each real LLM (SmolLM2, a Llama; Qwen2.5-Coder-0.5B, a Qwen2); the unablated
+    model's per-document accuracies and log-likelihoods equal those of lm-eval's own command line on the same
+    model, task YAML and documents; the regions have exactly floor(k * all parameters) weights, tied embeddings
+    counted once, all in the MLP."""
     from safetensors import safe_open
 
     from benchprof.core.layout import Layout, Variant
+
+    real_model_dir = real_llm
 
     config = {
         "settings": {"k_values": [K], "output_dir": "outputs", "train_batch_size": 4, "eval_batch_size": 16},
@@ -55,7 +69,7 @@ def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
     for ability in ("Long_Term_Knowledge", "Commonsense_Causal"):
         assert {(ability, "arc_easy", "top"), (ability, "arc_easy", "random")} <= cells
 
-    n = math.floor(K * 134_515_008)
+    n = math.floor(K * stored_parameters(real_model_dir))
     for region in ("top", "random"):
         with safe_open(str(layout.mask_file("Long_Term_Knowledge", K, region)), "pt") as f:
             assert all(".mlp." in name for name in f.keys())
@@ -80,14 +94,15 @@ def test_a_real_model_profiles_a_real_benchmark_and_scores_like_lm_eval_s_cli(
         assert max(abs(a - b) for a, b in zip(mine["loglikelihoods"], cli_ll)) < 1e-4
 
 
-def test_the_real_tokenizer_s_chat_template_and_answer_tokens(real_model_dir):
-    """SmolLM2's own chat template renders the importance pass's conversation (our system prompt, not its
-    default one), and `loss_on: answer` picks exactly the tokens of the answer text."""
+def test_the_real_tokenizer_s_chat_template_and_answer_tokens(real_llm):
+    """Each real model's own chat template renders the importance pass's conversation (our system prompt, not its
+    default one: SmolLM2's, or Qwen's "You are Qwen, created by Alibaba Cloud"), and `loss_on: answer` picks
+    exactly the tokens of the answer text."""
     from transformers import AutoTokenizer
 
     from benchprof.core.prompts import SYSTEM_PROMPT, encode_record
 
-    tokenizer = AutoTokenizer.from_pretrained(str(real_model_dir))
+    tokenizer = AutoTokenizer.from_pretrained(str(real_llm))
     records = [
         {"context": "Max owns a horse.", "question": "Who owns the horse?", "answer": "Max"},
         {"context": "", "question": "Which element has 90 protons in each atom?", "answer": "thorium"},
@@ -98,7 +113,7 @@ def test_the_real_tokenizer_s_chat_template_and_answer_tokens(real_model_dir):
         text = tokenizer.decode(ids)
         assert text.startswith(f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n")
         assert text.endswith(f"<|im_start|>assistant\nAnswer: {record['answer']}<|im_end|>\n")
-        assert "SmolLM" not in text  # the template's default system prompt is replaced, not added
+        assert "SmolLM" not in text and "Qwen" not in text  # the template's default system prompt is replaced
         assert tokenizer.decode(ids[start:end]).strip() == record["answer"]
 
 
