@@ -37,10 +37,17 @@ ScoreName = Literal[
     "act_grad",
     "act_grad_t",
     "act_grad_contrast",
+    "act_grad_contrast_abs",
     "act_contrast",
 ]
 SCORES: tuple[str, ...] = typing.get_args(ScoreName)
-NEURON_SCORES: tuple[str, ...] = ("act_grad", "act_grad_t", "act_grad_contrast", "act_contrast")
+NEURON_SCORES: tuple[str, ...] = (
+    "act_grad",
+    "act_grad_t",
+    "act_grad_contrast",
+    "act_grad_contrast_abs",
+    "act_contrast",
+)
 WEIGHT_SCORES: tuple[str, ...] = tuple(s for s in SCORES if s not in NEURON_SCORES)
 RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
 

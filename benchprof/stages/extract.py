@@ -136,8 +136,8 @@ def extract(
         model: only this model (name or tag).
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
         score: importance (default extract.score; the authors'), contrast_mean, ratio, rank or entropy; or a
-            neuron score (act_grad, act_grad_t, act_grad_contrast: whole MLP neurons, ranked by an attribution this
-            stage computes over each ability's train items; stages/neurons.py).
+            neuron score (act_grad, act_grad_t, act_grad_contrast, act_grad_contrast_abs, act_contrast: whole MLP
+            neurons, ranked by an attribution this stage computes over each ability's train items; stages/neurons.py).
         force: recompute even when the manifest matches.
     """
     from benchprof.core.modeling import pick_device
