@@ -294,6 +294,9 @@ def test_aggregate_end_to_end(results, capsys):
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     out = capsys.readouterr().out
     assert "rows" in out and "1 missing" in out and str(folder) in out.splitlines()[-1]
+    # the terminal's table is the claim's (top - random, Holm's stars), not the top region's damage table
+    assert "top region minus random regions of its size" in out and "Holm p < 0.05 over the claim family" in out
+    assert "| Quantitative_Reasoning | +0.500" in out and "| Quantitative_Reasoning | +0.250" not in out
 
 
 def test_load_scores_matrix(results):

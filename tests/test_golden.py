@@ -47,6 +47,7 @@ def reduced_demo(folder: Path) -> Path:
     demo["data"].update(dir=str(folder / "data"), test_size=20, train_size=64)
     demo["datasets"] = [{"name": a} for a in abilities]
     demo["finetune"]["max_samples"] = 32
+    demo["finetune"]["loss_on"] = "all"  # the golden regions were recorded with the loss on every token
     demo["extract"]["regions"] = ["top", "bottom", "random"]
     demo["evals"]["benchmarks"] = abilities + ["mix"]
     demo["evals"]["num_fewshot"] = [0, 0, 0]

@@ -21,7 +21,7 @@ from benchprof.profile.analyses import JointDraws, compare_models, write_analyse
 from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
 from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
-from benchprof.profile.rows import Profile
+from benchprof.profile.rows import ADJUSTED, Profile
 from benchprof.stages.overlap import model_overlap, overlap_summary
 from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores
 
@@ -102,13 +102,26 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
 
 
 def _print_profile(cfg: Config, profile: Profile, k: float) -> None:
-    """One model's headline AIS table at k, its overlap, specificity and breadth lines, on the console."""
-    star = (
-        f"q < {cfg.aggregate.alpha:g}, Benjamini-Hochberg over the damage family: zeroing it changes the score, "
-        "positive: it hurts, negative: it helps"
-    )
-    print(f"\n{profile.model}: AIS at k = {format_k(k)}, top region (* {star})")
-    print(ais_table(profile))
+    """One model's headline AIS table at k, its overlap, specificity and breadth lines, on the console.
+
+    With random regions the table is the claim's: top - random, starred by Holm over the claim family (the
+    region hurts more than a random region of its size). Without them, the top region's AIS, starred by the
+    damage family (zeroing it changes the score), and the heading says so."""
+    alpha = f"{cfg.aggregate.alpha:g}"
+    if ADJUSTED in profile.regions_with_adjusted:
+        region = ADJUSTED
+        heading = (
+            f"top region minus random regions of its size (* Holm p < {alpha} over the claim family: it hurts "
+            "more than a random region, positive: it hurts, negative: it helps; the top region alone: ais.md)"
+        )
+    else:
+        region = "top"
+        heading = (
+            f"top region (* q < {alpha}, Benjamini-Hochberg over the damage family: zeroing it changes the score, "
+            "positive: it hurts, negative: it helps; no random region to claim more than)"
+        )
+    print(f"\n{profile.model}: AIS at k = {format_k(k)}, {heading}")
+    print(ais_table(profile, region=region))
     for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
         print(line)
 
