@@ -91,6 +91,7 @@ def test_string_numbers_are_cast():
             for size in (0, -5, "big", 1, 2.5, True)
         ],
         (lambda c: c["evals"].update(tensor_parallel_size=0), "evals.tensor_parallel_size"),
+        (lambda c: c["evals"].update(cpu_workers=0), "evals.cpu_workers"),
         (lambda c: c.update(aggregate={"threshold": -1}), "aggregate.threshold"),
         (lambda c: c["models"][0].update(tag="../escaped"), "models[0].tag"),
         (lambda c: c["models"][0].update(tag="a/b"), "models[0].tag"),

@@ -1,17 +1,20 @@
 """evaluate's worker processes, really spawned: two CPU workers give the results of one process.
 
-evaluate starts one worker per device when it sees several GPUs. Here the parent is told CUDA is
-there (the only thing replaced) and `cuda_visible_devices: "0,1"`, so it spawns two real
-`python -m benchprof evaluate --shard=i/2` processes; on this CPU machine they evaluate on the CPU.
+evaluate starts one worker per device when it sees several GPUs, and `evals.cpu_workers` workers on the
+CPU. In the first case the parent is told CUDA is there (the only thing replaced) and
+`cuda_visible_devices: "0,1"`; in the second nothing is replaced. Either way it spawns two real
+`python -m benchprof evaluate --shard=i/2` processes, which evaluate on this machine's CPU.
 Each worker loads the model, writes the task files, applies its own variants in place and writes its
 jobs. Every job's scores and per-document rows must equal a one-process run of the same project: a
 worker that applied another job's mask, skipped a job or wrote into another's file would differ.
 """
 
 import json
+import os
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from test_damage import write_project
 from test_evaluate import LIMIT, read_samples
@@ -19,7 +22,7 @@ from test_evaluate import LIMIT, read_samples
 from benchprof.core.layout import Layout
 from benchprof.core.loader import load_config
 from benchprof.stages import evaluate as evaluate_module
-from benchprof.stages.evaluate import evaluate, job_list, shard_jobs
+from benchprof.stages.evaluate import evaluate, job_list, shard_jobs, worker_commands
 
 KS = (0.01, 0.2)
 COMPARED = ("benchmark", "primary_task", "results", "n_samples", "variant", "model_fingerprint", "inputs_hash")
@@ -38,7 +41,8 @@ def results_of(config: Path) -> dict[str, dict]:
     return out
 
 
-def test_two_spawned_cpu_workers_give_the_results_of_one_process(tiny_model_dir, tmp_path, monkeypatch, capfd):
+@pytest.mark.parametrize("how", ["gpus", "cpu_workers"])
+def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp_path, monkeypatch, capfd, how):
     one = write_project(tmp_path / "one", tiny_model_dir, ks=KS, limit=LIMIT)
     shutil.copytree(tmp_path / "one", tmp_path / "two")  # the same mask files, byte for byte
     two = tmp_path / "two" / one.name
@@ -46,9 +50,12 @@ def test_two_spawned_cpu_workers_give_the_results_of_one_process(tiny_model_dir,
     assert "1 model load(s)" in capfd.readouterr().out
 
     raw = yaml.safe_load(two.read_text())
-    raw["settings"]["cuda_visible_devices"] = "0,1"
+    if how == "gpus":  # two listed GPUs, CUDA said to be there: one worker per GPU
+        raw["settings"]["cuda_visible_devices"] = "0,1"
+        monkeypatch.setattr(evaluate_module, "cuda_available", lambda: True)
+    else:  # nothing replaced: two CPU workers, as the demo runs
+        raw["evals"]["cpu_workers"] = 2  # the project evaluates on the CPU (evals.device: cpu)
     two.write_text(yaml.safe_dump(raw))
-    monkeypatch.setattr(evaluate_module, "cuda_available", lambda: True)
     evaluate(load_config(two))
     printed = capfd.readouterr().out  # the workers inherit the test's stdout
 
@@ -57,7 +64,7 @@ def test_two_spawned_cpu_workers_give_the_results_of_one_process(tiny_model_dir,
     for i in range(2):  # each worker ran exactly its shard's jobs, with its own single model load
         mine = len(shard_jobs(jobs, i, 2))
         assert f"evaluate: {mine} jobs run, 0 skipped" in printed and f"1 model load(s), shard {i}/2" in printed
-    assert "evaluate: 2 workers (GPUs 0 | 1) finished 7 jobs" in printed
+    assert f"evaluate: 2 workers ({'GPUs 0 | 1' if how == 'gpus' else 'CPU'}) finished 7 jobs" in printed
 
     single, workers = results_of(one), results_of(two)
     assert workers.keys() == single.keys() and len(single) == 7
@@ -66,3 +73,13 @@ def test_two_spawned_cpu_workers_give_the_results_of_one_process(tiny_model_dir,
         assert len(payload["samples"]) == LIMIT
     # the variants differ from each other, so a worker scoring the wrong one would show
     assert len({json.dumps(p["samples"], sort_keys=True) for p in single.values()}) == 7
+
+
+def test_cpu_workers_divide_the_cores_and_see_no_gpu():
+    from benchprof.core.config import Settings
+
+    commands = worker_commands("c.yml", [], 1, {"k": [0.01, 0.03]}, cpu_workers=3)
+    assert [env["CUDA_VISIBLE_DEVICES"] for _, env in commands] == ["", "", ""]
+    assert [argv[-2:] for argv, _ in commands] == [[f"--shard={i}/3", "--k=0.01,0.03"] for i in range(3)]
+    assert all(env["LOCAL_WORLD_SIZE"] == "3" for _, env in commands)  # what thread_count divides by
+    assert Settings().thread_count(3) == max(1, len(os.sched_getaffinity(0)) // 3)

@@ -206,6 +206,10 @@ class EvalSettings:
     `scorer` (backend hf): how loglikelihood requests are scored. shared_prefix (default): benchprof's
     scoring.SharedPrefixLM, which computes a prefix shared by several requests (a question's context, for
     each of its options) once, with HFLM's results up to rounding; lm_eval: lm-eval's own HFLM.
+
+    `cpu_workers` (evaluating on the CPU, backend hf): evaluate without --shard runs its jobs in this many
+    `evaluate --shard i/n` processes side by side, each with the usable cores / n threads. A small model
+    gains little from a second thread but a second process halves its evaluation (README, "On a CPU").
     """
 
     benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
@@ -219,6 +223,7 @@ class EvalSettings:
     device: str = "auto"
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto"
     tensor_parallel_size: int = 1
+    cpu_workers: int = 1  # evaluating on the CPU: this many `evaluate --shard` processes side by side
     composites: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def fewshot(self, benchmark: str) -> int:
@@ -422,6 +427,8 @@ def _evals(cfg: Config) -> None:
         raise ConfigError("evals.limit: must be >= 1")
     if ev.tensor_parallel_size < 1:
         raise ConfigError(f"evals.tensor_parallel_size: {ev.tensor_parallel_size} must be >= 1")
+    if not 1 <= ev.cpu_workers <= MAX_THREADS:
+        raise ConfigError(f"evals.cpu_workers: {shown(ev.cpu_workers)} must lie in [1, {MAX_THREADS}]")
     for key, mapping in (("limits", ev.limits), ("dataset_paths", ev.dataset_paths)):
         for name, value in mapping.items():
             if name not in ev.benchmarks:

@@ -250,10 +250,17 @@ def run_job(worker: Worker, job: Job, inputs: dict[str, Any], lm: LM, model_fing
 
 
 def worker_commands(
-    config: Path, devices: list[str], per_worker: int, options: dict[str, Any]
+    config: Path, devices: list[str], per_worker: int, options: dict[str, Any], cpu_workers: int = 0
 ) -> list[tuple[list[str], dict[str, str]]]:
-    """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n."""
-    groups = [devices[i : i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
+    """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n. With
+    `cpu_workers`, that many workers that see no GPU, each told how many run side by side
+    (LOCAL_WORLD_SIZE, which settings.thread_count divides the cores by)."""
+    if cpu_workers:
+        groups: list[list[str]] = [[] for _ in range(cpu_workers)]
+        side_by_side = {"LOCAL_WORLD_SIZE": str(cpu_workers)}
+    else:
+        groups = [devices[i : i + per_worker] for i in range(0, len(devices) - per_worker + 1, per_worker)]
+        side_by_side = {}
     args = []
     for name, value in options.items():
         if value is None or value is False:
@@ -263,7 +270,7 @@ def worker_commands(
         args.append(f"--{name}" if value is True else f"--{name}={value}")
     out = []
     for i, group in enumerate(groups):
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(group))
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(group), **side_by_side)
         argv = [sys.executable, "-m", "benchprof", "evaluate", str(config), f"--shard={i}/{len(groups)}", *args]
         out.append((argv, env))
     return out
@@ -277,15 +284,16 @@ def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
     dies_with_us = parent_death_signal()  # a killed evaluate takes its workers with it
     procs = [subprocess.Popen(argv, env=env, stderr=terminal_fd(), preexec_fn=dies_with_us) for argv, env in commands]
     codes = [p.wait() for p in procs]
-    failed = [
-        f"shard {i}/{len(procs)} (GPU {commands[i][1]['CUDA_VISIBLE_DEVICES']}, exit {c})"
-        for i, c in enumerate(codes)
-        if c != 0
-    ]
+    failed = [f"shard {i}/{len(procs)} ({where(commands[i][1])}, exit {c})" for i, c in enumerate(codes) if c != 0]
     if failed:
         raise BenchprofError(
             f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}; rerun the same command to resume"
         )
+
+
+def where(env: dict[str, str]) -> str:
+    """The device(s) a worker process was given, in words."""
+    return f"GPU {env['CUDA_VISIBLE_DEVICES']}" if env["CUDA_VISIBLE_DEVICES"] else "CPU"
 
 
 def cuda_available() -> bool:
@@ -358,10 +366,14 @@ def evaluate(
 
     devices = cfg.settings.devices()
     per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
+    options = {"ability": ability, "k": k, "region": region, "model": model, "benchmark": benchmark}
+    options |= {"limit": limit, "backend": backend, "force": force, "nooriginal": not original}
     if shard is None and len(devices) // per_worker > 1 and cuda_available():
-        options = {"ability": ability, "k": k, "region": region, "model": model, "benchmark": benchmark}
-        options |= {"limit": limit, "backend": backend, "force": force, "nooriginal": not original}
         run_workers(plan, devices, per_worker, options, started)
+        return
+    cpu_workers = min(cfg.evals.cpu_workers, len(jobs))  # no worker without a job
+    if shard is None and cpu_workers > 1 and backend == "hf" and not on_gpu(cfg):
+        run_workers(plan, [], 1, options, started, cpu_workers)
         return
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
@@ -382,19 +394,29 @@ class Plan:
     force: bool
 
 
-def run_workers(plan: Plan, devices: list[str], per_worker: int, options: dict[str, Any], started: float) -> None:
-    """The plan's jobs in one `evaluate --shard` process per `per_worker` GPUs, then the stage's summary line."""
+def on_gpu(cfg: Config) -> bool:
+    """Whether this process would evaluate on CUDA (evals.device, auto: where CUDA is available)."""
+    from benchprof.core.modeling import pick_device
+
+    return pick_device(cfg.evals.device) != "cpu"
+
+
+def run_workers(
+    plan: Plan, devices: list[str], per_worker: int, options: dict[str, Any], started: float, cpu_workers: int = 0
+) -> None:
+    """The plan's jobs in one `evaluate --shard` process per `per_worker` GPUs (or in `cpu_workers` CPU
+    processes), then the stage's summary line."""
     from benchprof.core.loader import effective_config
     from benchprof.stages.damage import ensure_checkpoints
 
     if plan.backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
         for spec in plan.specs:
             ensure_checkpoints(plan.cfg, spec, ablated_variants(plan.jobs))
-    commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options)
+    commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options, cpu_workers)
     spawn_workers(commands)
-    gpus = " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
+    gpus = "CPU" if cpu_workers else "GPUs " + " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
     print(
-        f"evaluate: {len(commands)} workers (GPUs {gpus}) finished {len(plan.jobs)} jobs in "
+        f"evaluate: {len(commands)} workers ({gpus}) finished {len(plan.jobs)} jobs in "
         f"{time.time() - started:.0f}s; results under {plan.cfg.output_root}"
     )
 
