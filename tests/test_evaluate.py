@@ -197,6 +197,9 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
         effective = load_config(argv[argv.index("evaluate") + 1])  # the config in hand, written for the workers
         assert effective.settings.devices() == ["2", "5"] and effective.output_root == load_config(config).output_root
         assert f"--shard={i}/2" in argv and "--limit=3" in argv and "--force" in argv
+    spawned.clear()
+    evaluate(load_config(config), original_only=True)  # its empty k list is no --k= for the workers
+    assert all("--original_only" in argv and not any(a.startswith("--k") for a in argv) for argv, _ in spawned)
     tp = worker_commands("c.yml", ["0", "1", "2", "3"], 2, {"backend": "vllm"})
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in tp] == ["0,1", "2,3"]
 

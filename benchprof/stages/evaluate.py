@@ -366,8 +366,9 @@ def evaluate(
 
     devices = cfg.settings.devices()
     per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
-    options = {"ability": ability, "k": k, "region": region, "model": model, "benchmark": benchmark}
-    options |= {"limit": limit, "backend": backend, "force": force, "nooriginal": not original}
+    options = {"ability": ability, "k": None if original_only else k, "region": region, "model": model}
+    options |= {"benchmark": benchmark, "limit": limit, "backend": backend, "force": force}
+    options |= {"nooriginal": not original, "original_only": original_only}  # the workers' k: [] is no option
     if shard is None and len(devices) // per_worker > 1 and cuda_available():
         run_workers(plan, devices, per_worker, options, started)
         return
