@@ -17,18 +17,17 @@ import torch
 import yaml
 from test_golden import reduced_demo
 
+from benchprof.core.layout import format_k
 from benchprof.core.loader import load_config
-from benchprof.lab.selfcheck import (
+from benchprof.lab.selfcheck import TOLERANCES, compare, main, run_pipeline, table, timings
+from benchprof.lab.selfcheck_reference import (
     DEMO_CONFIG,
     REFERENCE,
-    TOLERANCES,
-    compare,
     jaccard,
-    run_pipeline,
+    reference_inputs,
     sampled,
+    stale_inputs,
     summarize,
-    table,
-    timings,
     write_reference,
 )
 
@@ -152,9 +151,10 @@ def test_shipped_reference_is_the_demo_config_on_cpu():
     reference = json.loads(REFERENCE.read_text())
     cfg = load_config(DEMO_CONFIG)
     assert reference["dtype"] == "float32" and reference["device"] == "cpu"
-    assert sorted(reference["regions"]) == sorted(f"{a}/k{k}/top" for a in cfg.abilities() for k in ("0.01", "0.03"))
+    ks = [format_k(k) for k in cfg.settings.k_values]
+    assert sorted(reference["regions"]) == sorted(f"{a}/k{k}/top" for a in cfg.abilities() for k in ks)
     assert sorted(reference["original"]) == sorted(cfg.evals.benchmarks)
-    assert len(reference["ais"]) == len(cfg.abilities()) * len(cfg.evals.benchmarks) * 2 * 2
+    assert len(reference["ais"]) == len(cfg.abilities()) * len(cfg.evals.benchmarks) * len(ks) * 2
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the machine has CUDA")
@@ -180,3 +180,17 @@ def test_importance_difference_is_the_largest_relative_gap(tmp_path):
     assert importance_difference(tmp_path / "fewer.safetensors", tmp_path / "one.safetensors") == float("inf")
     [skipped] = vllm_checks(tmp_path / "unused.yml", tmp_path)  # vllm is not installed here
     assert skipped.value == "skipped" and skipped.ok
+
+
+def test_the_shipped_reference_is_from_the_demo_config_as_it_is(tmp_path, capsys):
+    """gpu_check compares a GPU run of configs/demo.yml with the shipped CPU reference: one written from other
+    items, loss or k would fail on a sound GPU. A change to demo.yml must come with a new reference."""
+    reference = json.loads(REFERENCE.read_text())
+    assert stale_inputs(reference, DEMO_CONFIG) == []
+    assert reference["inputs"] == reference_inputs(DEMO_CONFIG)
+    changed = yaml.safe_load(DEMO_CONFIG.read_text())
+    changed["finetune"]["loss_on"] = "all"
+    (tmp_path / "demo.yml").write_text(yaml.safe_dump(changed))
+    assert stale_inputs(reference, tmp_path / "demo.yml") == ["finetune"]
+    assert main(["--config", str(tmp_path / "demo.yml"), "--json", str(tmp_path / "out.json")]) == 2
+    assert "was written from another demo.yml (finetune changed)" in capsys.readouterr().err  # before any GPU work

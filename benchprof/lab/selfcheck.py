@@ -29,7 +29,6 @@ writes it as JSON.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -44,19 +43,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof.core.layout import Layout, format_k
+from benchprof.lab.selfcheck_reference import (
+    DEMO_CONFIG,
+    REFERENCE,
+    jaccard,
+    stale_inputs,
+    summarize,
+    write_reference,
+)
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
-
     from benchprof.core.config import Config
-
-PACKAGE = Path(__file__).resolve().parents[1]  # benchprof/, whose assets/ holds the reference
-DEMO_CONFIG = PACKAGE.parent / "configs" / "demo.yml"
-DEMO_MODEL = PACKAGE / "assets" / "demo-model"
-REFERENCE = PACKAGE / "assets" / "selfcheck_reference.json"
-SAMPLE_BITS = 6  # keep a position when the top 6 bits of its hash are 0: 1 in 64
-GOLDEN = 0x9E3779B97F4A7C15  # odd multiplier of Fibonacci hashing
 
 
 @dataclass(frozen=True)
@@ -81,49 +78,6 @@ class Check:
     limit: str
     ok: bool
     detail: str = ""
-
-
-def sampled(name: str, indices: NDArray[np.int64]) -> list[int]:
-    """The positions of one tensor's region that fall in the fixed 1/64 sample, sorted."""
-    import numpy as np
-
-    seed = np.uint64(int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little"))
-    values = np.asarray(indices, dtype=np.uint64)
-    with np.errstate(over="ignore"):  # multiplication modulo 2**64 is the hash
-        keys = values * np.uint64(GOLDEN) + seed
-    return sorted(int(v) for v in values[(keys >> np.uint64(64 - SAMPLE_BITS)) == 0])
-
-
-def summarize(cfg: Config, tag: str | None = None) -> dict[str, Any]:
-    """What a finished run is compared on: sampled top regions, original scores, headline AIS rows."""
-    from benchprof.core.regions import read_region
-
-    spec = cfg.selected_models(tag)[0]
-    layout = Layout(cfg.output_root, spec.tag)
-    regions = {}
-    for ability in cfg.abilities():
-        for k in cfg.settings.k_values:
-            indices, _ = read_region(layout.mask_file(ability, k, "top"))
-            regions[f"{ability}/k{format_k(k)}/top"] = {
-                name: sampled(name, idx.numpy()) for name, idx in sorted(indices.items())
-            }
-    profile = json.loads(layout.ais_json.read_text())
-    metrics = profile["metrics"]
-    ais = {
-        f"{row['ability']}|{row['benchmark']}|{format_k(row['k'])}|{row['region']}": row["ais"]
-        for row in profile["rows"]
-        if row["region"] in ("top", "random") and row["metric"] == metrics.get(row["benchmark"])
-    }
-    return {"original": profile["original_scores"], "ais": ais, "regions": regions}
-
-
-def jaccard(a: dict[str, list[int]], b: dict[str, list[int]]) -> float:
-    inter = union = 0
-    for name in set(a) | set(b):
-        first, second = set(a.get(name, [])), set(b.get(name, []))
-        inter += len(first & second)
-        union += len(first | second)
-    return inter / union if union else 1.0
 
 
 def compare(reference: dict[str, Any], run: dict[str, Any], label: str, tolerance: Tolerance) -> list[Check]:
@@ -457,26 +411,6 @@ def table(checks: list[Check]) -> str:
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths)) + "  " + row[5] for row in rows)
 
 
-def write_reference(config: Path = DEMO_CONFIG, path: Path = REFERENCE) -> dict[str, Any]:
-    """The reference from a finished CPU run of `config` (its own outputs folder), as JSON at `path`."""
-    import torch
-
-    from benchprof.core.loader import load_config
-
-    cfg = load_config(config)
-    reference = {
-        "made_by": "benchprof run configs/demo.yml && python -m benchprof.lab.selfcheck --write-reference",
-        "config": str(Path(config).name),
-        "dtype": "float32",
-        "device": "cpu",
-        "torch": torch.__version__,
-        "sample": f"positions whose hash (index * {GOLDEN:#x} + sha256(tensor name)) has its top {SAMPLE_BITS} bits 0",
-        **summarize(cfg),
-    }
-    Path(path).write_text(json.dumps(reference, sort_keys=True, separators=(",", ":")) + "\n")
-    return reference
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="gpu_check.sh", description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path, default=Path("gpu_check.json"), help="where the table is written as JSON")
@@ -490,6 +424,14 @@ def main(argv: list[str] | None = None) -> int:
         write_reference(args.config, args.reference)
         print(f"gpu_check: wrote {args.reference}")
         return 0
+    reference = json.loads(args.reference.read_text())
+    if stale := stale_inputs(reference, args.config):
+        print(
+            f"gpu_check: {args.reference} was written from another {args.config.name} ({', '.join(stale)} changed); "
+            "write it again on a CPU: benchprof run, then --write-reference",
+            file=sys.stderr,
+        )
+        return 2
     import torch
 
     if not torch.cuda.is_available():
@@ -502,7 +444,6 @@ def main(argv: list[str] | None = None) -> int:
     from benchprof import BenchprofError
     from benchprof.core.loader import load_config
 
-    reference = json.loads(args.reference.read_text())
     checks: list[Check] = []
     with tempfile.TemporaryDirectory(prefix="gpu_check.") as scratch:
         workdir = args.workdir or Path(scratch)
