@@ -48,6 +48,7 @@ def reduced_demo(folder: Path) -> Path:
     demo["datasets"] = [{"name": a} for a in abilities]
     demo["finetune"]["max_samples"] = 32
     demo["finetune"]["loss_on"] = "all"  # the golden regions were recorded with the loss on every token
+    demo["settings"]["k_values"] = [0.01, 0.03]  # ... and at both k
     demo["extract"]["regions"] = ["top", "bottom", "random"]
     demo["evals"]["benchmarks"] = abilities + ["mix"]
     demo["evals"]["num_fewshot"] = [0, 0, 0]
