@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from test_damage import write_project
 from test_evaluate import LIMIT, read_samples
@@ -46,7 +47,14 @@ def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp
     one = write_project(tmp_path / "one", tiny_model_dir, ks=KS, limit=LIMIT)
     shutil.copytree(tmp_path / "one", tmp_path / "two")  # the same mask files, byte for byte
     two = tmp_path / "two" / one.name
-    evaluate(load_config(one))
+    # a CPU worker runs torch on its share of the cores, and a sum over another thread count rounds
+    # differently in the last bits: the one process runs on the threads each worker will have
+    threads = torch.get_num_threads()
+    torch.set_num_threads(load_config(one).settings.thread_count(2 if how == "cpu_workers" else 1))
+    try:
+        evaluate(load_config(one))
+    finally:
+        torch.set_num_threads(threads)
     assert "1 model load(s)" in capfd.readouterr().out
 
     raw = yaml.safe_load(two.read_text())
