@@ -37,14 +37,20 @@ install_torch() {
 
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -c "import torch" 2>/dev/null || install_torch
+# Bytecode: pip compiles one file at a time (93 s here); compileall writes the same .pyc files on every
+# usable core. torch's own folders, which the next install leaves alone, compile on one core while pip
+# resolves and unpacks the rest; then the rest. A file a package ships that does not compile leaves no
+# .pyc (pip skips those too), so compileall's exit status is not setup's.
+site=$(.venv/bin/python -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")
+.venv/bin/python -m compileall -qq "$site"/torch "$site"/functorch "$site"/torchgen >/dev/null 2>&1 &
+torch_bytecode=$!
+trap 'kill "$torch_bytecode" 2>/dev/null || true' EXIT  # a failed install stops it too
 if [ "${UNPINNED:-0}" = 1 ]; then
     pip_install benchprof -e ".[dev]"
 else
     pip_install "benchprof within constraints.txt (tested on Python 3.11; try UNPINNED=1 bash scripts/setup.sh)" \
         -c constraints.txt -e ".[dev]"
 fi
-# pip compiles the installed modules' bytecode one file at a time; compileall on every usable core writes
-# the same .pyc files (93 s of pip against 36 + 23 s on 2 cores). A file a package ships that does not
-# compile (pip skips those too) leaves no .pyc, so its exit status is not setup's.
+wait "$torch_bytecode" || true
 .venv/bin/python -m compileall -qq -j "$(nproc 2>/dev/null || echo 1)" .venv/lib >/dev/null 2>&1 || true
 .venv/bin/python -c "import benchprof, torch; print(f'benchprof ready (torch {torch.__version__})')"
