@@ -9,6 +9,7 @@
   benchprof evaluate                lm-eval on the original model and every ablated variant
   benchprof aggregate               AIS tables, confidence intervals and plots
   benchprof status config.yml       what is done, stale and pending (no model weights loaded)
+  benchprof compare a.yml --against b.yml   profiles of models from several configs side by side
   benchprof frontier                neuron regions: own-split damage against other splits and random (lab/)
 
 Every stage is a function `stage(cfg: Config, ...)`; this layer reads config.yml once and calls it.
@@ -34,6 +35,7 @@ from benchprof.core.locks import folder_lock
 from benchprof.core.modeling import use_threads
 from benchprof.lab.frontier import frontier
 from benchprof.stages.aggregate import aggregate
+from benchprof.stages.compare import compare
 from benchprof.stages.damage import damage
 from benchprof.stages.data import data
 from benchprof.stages.evaluate import evaluate
@@ -74,15 +76,17 @@ STAGES: dict[str, Callable[..., None]] = {
     "evaluate": evaluate,
     "aggregate": aggregate,
     "status": status,
+    "compare": compare,
     "frontier": frontier,
 }
 
 
 def writes_model_folders(name: str, options: dict[str, object]) -> bool:
     """Whether a command writes under the models' outputs folders, and so holds their locks: not
-    status or data, not damage without --save, not an evaluate shard (shards run side by side by
-    design, one writer per job), not the ranks above 0 of a launched finetune (rank 0 writes)."""
-    if name in ("status", "data") or (name == "damage" and not options.get("save")):
+    status, data or compare (it writes its own folder), not damage without --save, not an evaluate shard
+    (shards run side by side by design, one writer per job), not the ranks above 0 of a launched finetune
+    (rank 0 writes)."""
+    if name in ("status", "data", "compare") or (name == "damage" and not options.get("save")):
         return False
     if name == "evaluate" and options.get("shard") is not None:
         return False

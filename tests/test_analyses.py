@@ -354,3 +354,56 @@ def test_similarity_intervals_cover_and_say_same_mixture_for_the_same_profile():
             assert np.mean(old_covered) == 0.0 and np.mean(same) >= 0.9
         else:
             assert 0.8 < truth < 0.9 and np.mean(same) <= 0.05
+
+
+def test_compare_of_two_configs_equals_the_comparison_of_one(tmp_path, capsys):
+    """`benchprof compare` on models profiled in two configs (t and u in one, v in the other) writes the same
+    tables, byte for byte, as aggregate over one config that lists all three."""
+    from benchprof.stages.compare import compare
+
+    folders = {name: tmp_path / name for name in ("one", "first", "second")}
+    for folder in folders.values():
+        folder.mkdir()
+    one = load_config(write_config(folders["one"], models=("t", "u", "v")))
+    first = load_config(write_config(folders["first"], models=("t", "u")))
+    second = write_config(folders["second"], models=("v",))
+    for cfg in (one, first, load_config(second)):
+        for tag in [m.tag for m in cfg.models]:
+            write_model(cfg, tag, hurts_one_ability=ABILITIES[1] if tag == "u" else ABILITIES[0])
+    aggregate(one, plots=False)
+    out = tmp_path / "t-u-v"
+    compare(first, against=str(second), out=str(out), plots=False)
+    assert "compare: 3 models, 3 benchmarks above chance in all," in capsys.readouterr().out
+    expected = CompareLayout(one.output_root)
+    got = CompareLayout(tmp_path, "t-u-v")
+    for name in ("profiles_csv", "differences_csv", "correlation_csv", "compare_md"):
+        assert getattr(got, name).read_bytes() == getattr(expected, name).read_bytes(), name
+    differences = {(r["benchmark"], r["ability"], r["model_a"], r["model_b"]): r for r in read_csv(got.differences_csv)}
+    assert differences[("one_ability", ABILITIES[0], "t", "u")]["significant"] == "true"  # t's region hurts, u's not
+
+
+@pytest.mark.parametrize(
+    ("second_models", "second_settings", "message"),
+    [
+        (("v",), {"seed": 4}, r"compare: aggregate.seed is 3 in .*first.* but 4 in .*second.*; compared profiles"),
+        (("v",), {"bootstrap": 200}, r"compare: aggregate.bootstrap is 300 in .* but 200 in "),
+        (("t",), {}, r"compare: the model tag 't' is in .*first.* and in .*second.*; give one of them another tag"),
+        (("w",), {}, r"compare: no AIS for w under .*second.* \(run `benchprof evaluate .*second.*` first\)"),
+    ],
+)
+def test_compare_refuses_configs_it_cannot_compare(tmp_path, second_models, second_settings, message):
+    """Profiles resampled otherwise, one tag in two configs, or a model without evaluations: refused in one line,
+    nothing written."""
+    from benchprof.stages.compare import compare
+
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = load_config(write_config(tmp_path / "first", models=("t", "u")))
+    second = write_config(tmp_path / "second", models=second_models, **second_settings)
+    for tag in ("t", "u"):
+        write_model(first, tag)
+    with pytest.raises(BenchprofError, match=message):
+        compare(first, against=str(second), out=str(tmp_path / "out"))
+    with pytest.raises(BenchprofError, match="--against needs the config of at least one other model"):
+        compare(first, against=" , ", out=str(tmp_path / "out"))
+    assert not (tmp_path / "out").exists()

@@ -365,13 +365,15 @@ class FrontierLayout:
 @dataclass(frozen=True)
 class CompareLayout:
     """Paths under `<root>/compare/`: the comparison of several models' profiles (aggregate, when the config
-    lists more than one model). A model tagged "compare" would share the folder: aggregate refuses that."""
+    lists more than one model; `benchprof compare`, for models of several configs, in `<root>/<folder>/`). A model
+    tagged "compare" would share the folder: aggregate refuses that."""
 
     root: Path
+    folder: str = COMPARE_FOLDER
 
     @property
     def compare_dir(self) -> Path:
-        return Path(self.root) / COMPARE_FOLDER
+        return Path(self.root) / self.folder
 
     @property
     def profiles_csv(self) -> Path:

@@ -411,9 +411,9 @@ def _aligned_draws(reference: Profile, profile: Profile, ais: NDArray[np.float64
     return out
 
 
-def write_comparison(comparison: Comparison, root: Path, plots: bool = True) -> list[Path]:
-    """outputs/compare/: profiles.csv, correlation.csv, compare.md and (with `plots`) profiles.png."""
-    layout = CompareLayout(root)
+def write_comparison(comparison: Comparison, layout: CompareLayout, plots: bool = True) -> list[Path]:
+    """outputs/compare/ (or the folder of `layout`): profiles.csv, differences.csv, correlation.csv, compare.md
+    and (with `plots`) profiles.png."""
     layout.compare_dir.mkdir(parents=True, exist_ok=True)
     written = write_comparison_tables(comparison, layout)
     if plots:

@@ -177,7 +177,7 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
     compare_files: list[Path] = []
     if len(compared) > 1:
         comparison = compare_models(compared, [draws[p.model] for p in compared])
-        compare_files = write_comparison(comparison, cfg.output_root, plots=plots)
+        compare_files = write_comparison(comparison, CompareLayout(cfg.output_root), plots=plots)
     for w in done:
         _print_profile(cfg, w.profile, k)
     if compare_files:

@@ -1,0 +1,97 @@
+"""Command `compare`: the profiles of models profiled in different configs, side by side.
+
+`aggregate` compares the models of one config (outputs/compare/). Two models profiled apart, each with its own
+config (its own model folder, benchmarks, documents, k), are compared here from their evaluations, with the same
+statistics: profile/analyses.compare_models, written by profile/compare_report.py.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from benchprof import BenchprofError
+from benchprof.core.config import Config
+from benchprof.core.layout import CompareLayout
+from benchprof.core.loader import load_config
+from benchprof.profile.analyses import JointDraws, compare_models, write_comparison
+from benchprof.profile.rows import Profile
+from benchprof.stages.profile_scores import default_report_k, load_scores
+
+# aggregate settings every compared config must share: the joint resamples are drawn alike (one generator per
+# benchmark from aggregate.seed, aggregate.bootstrap of them) so that two models that scored the same items are
+# compared on the same resamples, and one alpha stars the differences.
+SHARED_AGGREGATE = ("bootstrap", "seed", "alpha", "clusters")
+
+
+def compared_configs(cfg: Config, against: str) -> list[Config]:
+    """`cfg` and the configs named in `against` (comma-separated paths), checked to be comparable: the same
+    aggregate settings of SHARED_AGGREGATE and no model tag twice. Refused in one line otherwise."""
+    paths = [p.strip() for p in str(against).split(",") if p.strip()]
+    if not paths:
+        raise BenchprofError("compare: --against needs the config of at least one other model (comma-separated)")
+    configs = [cfg, *(load_config(p) for p in paths)]
+    for other in configs[1:]:
+        for key in SHARED_AGGREGATE:
+            mine, theirs = getattr(cfg.aggregate, key), getattr(other.aggregate, key)
+            if mine != theirs:
+                raise BenchprofError(
+                    f"compare: aggregate.{key} is {mine!r} in {cfg.path} but {theirs!r} in {other.path}; "
+                    "compared profiles must be resampled alike"
+                )
+    seen: dict[str, Path] = {}
+    for c in configs:
+        for spec in c.models:
+            if spec.tag in seen:
+                raise BenchprofError(
+                    f"compare: the model tag {spec.tag!r} is in {seen[spec.tag]} and in {c.path}; "
+                    "give one of them another tag"
+                )
+            seen[spec.tag] = c.path
+    return configs
+
+
+def compare(
+    cfg: Config, against: str = "", out: str | None = None, report_k: float | None = None, plots: bool = True
+) -> None:
+    """The profiles of this config's models and of the models of the configs in --against, side by side.
+
+    Per benchmark above chance in every model, ability and k shared by the configs: each model's top-region AIS,
+    the difference between each pair of models with its 95% interval and test (on the same resamples of the items
+    where both models scored the same items, `paired`; independent resamples where they scored different ones),
+    Benjamini-Hochberg over every difference; the similarity of each benchmark's profiles; the mean specificity's
+    difference; the findings that hold in every model (docs/analyses.md, "Across models"). Reads the evaluations
+    only, as `aggregate` does: run `benchprof evaluate` with each config first.
+
+    Writes profiles.csv, differences.csv, correlation.csv, compare.md and (with plots) profiles.png into `out`.
+
+    Arguments:
+        cfg: the config (on the command line: the path of config.yml).
+        against: the other models' configs, comma-separated paths.
+        out: the folder to write; default <output_dir>/compare/ of this config.
+        report_k: k of the headline tables; default each config's aggregate.report_k or its largest k.
+        plots: also draw profiles.png.
+    """
+    started = time.time()
+    configs = compared_configs(cfg, against)
+    profiles: list[Profile] = []
+    draws: list[JointDraws] = []
+    for c in configs:
+        for spec in c.models:
+            joint: JointDraws = {}
+            profile = load_scores(c, spec.tag, report_k=default_report_k(c, report_k), joint_out=joint)
+            if not profile.rows:
+                raise BenchprofError(
+                    f"compare: no AIS for {spec.tag} under {c.output_root} (run `benchprof evaluate {c.path}` first)"
+                )
+            profiles.append(profile)
+            draws.append(joint)
+    layout = CompareLayout(cfg.output_root) if out is None else CompareLayout(Path(out).parent, Path(out).name)
+    comparison = compare_models(profiles, draws)
+    written = write_comparison(comparison, layout, plots=plots)
+    starred = sum(bool(d.significant) for d in comparison.differences)
+    print(
+        f"compare: {len(profiles)} models, {len(comparison.benchmarks)} benchmarks above chance in all, "
+        f"{starred} of {len(comparison.differences)} differences starred -> {layout.compare_dir} "
+        f"({len(written)} files) in {time.time() - started:.1f} s"
+    )
