@@ -236,6 +236,34 @@ def test_scores_follow_their_formulas():
     assert set(NEURON_SCORES) <= set(SCORES)  # every extract.score of whole neurons has its statistic and contrast
 
 
+def test_a_unions_top_is_the_union_of_its_parts_tops():
+    """act_union's top n against a brute force: the union of act_contrast's and act_grad_contrast_abs's top m grows
+    with m; the region holds every neuron of the last union below n in size and only neurons of the first that
+    reaches n. On 200 neurons, for every n, with ties of rank between the parts."""
+    from benchprof.stages.neurons import option_scores, ranked_neurons
+
+    rng = np.random.default_rng(1)
+    statistics = {
+        "attribution": {a: rng.normal(size=(8, 200)).astype(np.float32) for a in ("A", "B", "C")},
+        "activity": {a: rng.exponential(size=(8, 200)).astype(np.float32) for a in ("A", "B", "C")},
+    }
+    first = ranked_neurons(neuron_scores(statistics["activity"], "B", "act_contrast"), 200)
+    second = ranked_neurons(neuron_scores(statistics["attribution"], "B", "act_grad_contrast_abs"), 200)
+    assert len(set(first[:20]) & set(second[:20])) < 20  # the parts disagree: the union is more than either
+    scores = option_scores(statistics, "B", "act_union")
+    for n in range(1, 201):
+        got = set(top_neurons(scores, n))
+        unions = [set(first[:m]) | set(second[:m]) for m in range(201)]
+        m = next(m for m, u in enumerate(unions) if len(u) >= n)
+        assert len(got) == n and unions[m - 1] <= got <= unions[m], n
+    assert set(top_neurons(scores, 40)) != set(first[:40]) and set(top_neurons(scores, 40)) != set(second[:40])
+    # a single score through option_scores is the score itself
+    np.testing.assert_array_equal(
+        option_scores(statistics, "B", "act_contrast"), neuron_scores(statistics["activity"], "B", "act_contrast")
+    )
+    assert "act_union" in FRONTIER_SCORES and "act_union" not in NEURON_SCORES  # a frontier option, no extract.score
+
+
 def test_one_sided_p_from_a_two_sided_comparison():
     above = ControlComparison(0.2, 0.1, 0.3, 0.04, 5, 0.05)
     below = ControlComparison(-0.2, -0.3, -0.1, 0.04, 5, 0.05)
@@ -526,3 +554,15 @@ def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
         draws = [r for r in records if r["option"] == "random"]
         assert row["random_own"] == pytest.approx(np.mean([by_hand(d, row["ability"]) for d in draws]))
         assert row["own_ais"] > row["random_own"] + 0.3  # the planted ability is removed, random regions do not
+    from benchprof.lab.frontier_planted import write_planted_effects
+
+    goal = sum(
+        r["own_ais"] >= 0.5
+        and r["own_vs_random_p"] < 0.05
+        and abs(r["other_planted_ais"] - r["random_other_planted"]) <= 0.05
+        for r in rows
+    )
+    markdown = write_planted_effects(folder, planted)[1].read_text()
+    line = next(x for x in markdown.splitlines() if x.startswith("| act_contrast | 72 | ") and x.endswith(" of 2 |"))
+    assert line.endswith(f"| {goal} of 2 |")
+    assert "nan" not in markdown

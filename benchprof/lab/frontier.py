@@ -21,7 +21,9 @@ neuron is zeroed, so a large A marks a neuron the right answer leans on. Options
   general text the model samples itself (stages/neurons.py, whose module docstring gives every formula);
 - `act_grad_contrast_iter`: act_grad_contrast chosen in rounds, re-scored with the neurons chosen so far zeroed
   (neurons.iterative_contrast; each region's choice kept under frontier/act_grad_contrast_iter/);
-- `act_grad_contrast_abs`: t_a − max_{b≠a} |t_b|, which leaves out the neurons the other abilities lean against.
+- `act_grad_contrast_abs`: t_a − max_{b≠a} |t_b|, which leaves out the neurons the other abilities lean against;
+- `act_union`: the union of act_contrast's and act_grad_contrast_abs's top neurons, each given equal room
+  (neurons.option_scores), meant to hold both ground truths.
 
 Every (option, ability, size) region and `draws` random regions per size are zeroed in turn and the test
 splits scored in process (acc_norm as lm-eval's multiple-choice scores it, choices.item_scores). Each result is
@@ -61,9 +63,8 @@ from benchprof.stages.neurons import (
     Neurons,
     model_neurons,
     neuron_ids_region,
-    neuron_scores,
+    option_scores,
     random_neurons,
-    statistic_of,
     top_neurons,
 )
 
@@ -96,11 +97,11 @@ def regions(
     iterative: dict[tuple[str, int], list[int]],
 ) -> Iterator[Region]:
     """The original model (no neuron zeroed) and every region the plan measures; `statistics`: per statistic
-    (neurons.statistic_of), every ability's values; `iterative`: the iterative selection of each (ability, size)."""
+    (neurons.statistics_of), every ability's values; `iterative`: the iterative selection of each (ability, size)."""
     yield Region("original", "-", 0, [])
     for option in plan.options:
         for ability in plan.abilities:
-            scores = neuron_scores(statistics[statistic_of(option)], ability, option)
+            scores = option_scores(statistics, ability, option)
             for size in plan.sizes:
                 chosen = iterative[(ability, size)] if option == ITERATIVE else top_neurons(scores, size)
                 yield Region(option, ability, size, chosen)
@@ -213,8 +214,9 @@ def frontier(
         options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast and the two
             against general text the model samples itself, act_grad_general and act_general, and act_grad_contrast
             chosen in four rounds of zeroing and re-scoring, act_grad_contrast_iter (neurons.py; three more
-            attributions of the ability per region), and t_a − max_b |t_b|, act_grad_contrast_abs; a rerun may add
-            options and sizes to those already measured.
+            attributions of the ability per region), t_a − max_b |t_b|, act_grad_contrast_abs, and the union of
+            act_contrast's and act_grad_contrast_abs's top neurons, act_union; a rerun may add options and sizes to
+            those already measured.
         sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated; at most the model's
             neurons (layers x MLP width).
         draws: random regions per size (at least 3 for a comparison with random; at most 1000).

@@ -81,13 +81,13 @@ def general_texts(
 def train_statistics(
     plan: FrontierPlan, inputs: FrontierInputs, model: torch.nn.Module, tok: PreTrainedTokenizerBase
 ) -> dict[str, dict[str, NDArray[np.float32]]]:
-    """Per statistic the plan's options read (neurons.statistic_of), each ability's values over its train items
+    """Per statistic the plan's options read (neurons.statistics_of), each ability's values over its train items
     and, for the general-text options, general text's (key GENERAL), each cached under the frontier's folder."""
-    from benchprof.stages.neurons import GENERAL, STATISTICS, general_statistic, reads_general, statistic_of
+    from benchprof.stages.neurons import GENERAL, STATISTICS, general_statistic, reads_general, statistics_of
 
     layout = FrontierLayout(plan.out)
     statistics: dict[str, dict[str, NDArray[np.float32]]] = {}
-    for statistic in dict.fromkeys(statistic_of(o) for o in plan.options):
+    for statistic in dict.fromkeys(s for o in plan.options for s in statistics_of(o)):
         compute = STATISTICS[statistic]
         statistics[statistic] = {
             ability: cached_values(
@@ -97,7 +97,7 @@ def train_statistics(
             )
             for ability in dict.fromkeys(plan.abilities + plan.contrast)
         }
-    general = list(dict.fromkeys(statistic_of(o) for o in plan.options if reads_general(o)))
+    general = list(dict.fromkeys(s for o in plan.options if reads_general(o) for s in statistics_of(o)))
     if general:
         texts = general_texts(plan, inputs, model, tok)
         for statistic in general:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchprof.profile.formatting import MISSING_CELL
 from benchprof.stages.neurons import (
     FRONTIER_SCORES,
     GENERAL,
@@ -20,9 +21,9 @@ from benchprof.stages.neurons import (
     general_text,
     iterative_contrast,
     model_neurons,
-    neuron_scores,
+    option_scores,
     reads_general,
-    statistic_of,
+    statistics_of,
     top_neurons,
 )
 
@@ -81,7 +82,7 @@ def planted_recovery(
     torch.set_num_threads(threads)
     info, model, tok, records = planted_probe(folder, items)
     neurons = model_neurons(model)
-    read = list(dict.fromkeys(statistic_of(o) for o in options))
+    read = list(dict.fromkeys(s for o in options for s in statistics_of(o)))
     statistics = {name: {a: STATISTICS[name](model, tok, r) for a, r in records.items()} for name in read}
     if any(reads_general(o) for o in options):
         texts = general_text(model, tok, 0, items)
@@ -97,7 +98,7 @@ def planted_recovery(
                 top, scores = iterative_contrast(model, tok, values, ability, records[ability], size)
                 scores[top] = scores[np.isfinite(scores)].max() + np.arange(size, 0, -1)  # first chosen highest
             else:
-                scores = neuron_scores(statistics[statistic_of(option)], ability, option)
+                scores = option_scores(statistics, ability, option)
                 top = top_neurons(scores, size)
             rows.append({
                 "option": option, "ability": ability, "auroc": auroc(scores, truth),
@@ -177,6 +178,17 @@ EFFECT_COLUMNS = (
 )  # fmt: skip
 
 
+def spares(row: dict[str, Any]) -> bool:
+    """Whether a region leaves the other planted abilities as random regions of its size do: their mean AIS within
+    0.05 of the random regions', in either direction (the planted half of issue 51's goal)."""
+    return abs(row["other_planted_ais"] - row["random_other_planted"]) <= 0.05
+
+
+def signed(value: float) -> str:
+    """An AIS in planted_effects.md: signed, three decimals; MISSING_CELL where it was not scored (NaN)."""
+    return MISSING_CELL if math.isnan(value) else f"{value:+.3f}"
+
+
 def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
     """planted_effects.csv and planted_effects.md beside a planted model's frontier: per option, its mean over the
     planted abilities and each region's row."""
@@ -192,31 +204,34 @@ def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
         "",
         "AIS = relative drop of acc_norm on a test split; own: the region's planted ability; other planted: the mean "
         "over the other planted abilities; real: the mean over the real abilities' splits; random: the random "
-        "regions of the same size; p: own above random (predictive t, one-sided).",
+        f"regions of the same size ({MISSING_CELL} where no real split was scored); p: own above random (predictive t, "
+        "one-sided); goal: own removed and the other planted abilities within 0.05 of random, in either direction.",
         "",
-        "| option | neurons | own AIS (mean) | random own | other planted | random | real | random | own removed |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| option | neurons | own AIS (mean) | random own | other planted | random | real | random | own removed | "
+        "goal |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for option in dict.fromkeys(r["option"] for r in rows):
         for size in dict.fromkeys(r["size"] for r in rows if r["option"] == option):
             group = [r for r in rows if (r["option"], r["size"]) == (option, size)]
 
-            def mean(column: str, group: list[dict[str, Any]] = group) -> float:
-                return float(np.mean([r[column] for r in group]))
+            def mean(column: str, group: list[dict[str, Any]] = group) -> str:
+                return signed(float(np.mean([r[column] for r in group])))
 
             removed = sum(r["own_ais"] >= 0.5 and r["own_vs_random_p"] < 0.05 for r in group)
+            at_goal = sum(r["own_ais"] >= 0.5 and r["own_vs_random_p"] < 0.05 and spares(r) for r in group)
             lines.append(
-                f"| {option} | {size} | {mean('own_ais'):+.3f} | {mean('random_own'):+.3f} | "
-                f"{mean('other_planted_ais'):+.3f} | {mean('random_other_planted'):+.3f} | {mean('real_ais'):+.3f} | "
-                f"{mean('random_real'):+.3f} | {removed} of {len(group)} (own ≥ 0.50, p < 0.05) |"
+                f"| {option} | {size} | {mean('own_ais')} | {mean('random_own')} | {mean('other_planted_ais')} | "
+                f"{mean('random_other_planted')} | {mean('real_ais')} | {mean('random_real')} | "
+                f"{removed} of {len(group)} (own ≥ 0.50, p < 0.05) | {at_goal} of {len(group)} |"
             )
     lines += ["", "| option | neurons | ability | own [random] | p | other planted [random] | real [random] |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
         lines.append(
-            f"| {r['option']} | {r['size']} | {r['ability']} | {r['own_ais']:+.3f} [{r['random_own']:+.3f}] | "
-            f"{r['own_vs_random_p']:.2g} | {r['other_planted_ais']:+.3f} [{r['random_other_planted']:+.3f}] | "
-            f"{r['real_ais']:+.3f} [{r['random_real']:+.3f}] |"
+            f"| {r['option']} | {r['size']} | {r['ability']} | {signed(r['own_ais'])} [{signed(r['random_own'])}] | "
+            f"{r['own_vs_random_p']:.2g} | {signed(r['other_planted_ais'])} [{signed(r['random_other_planted'])}] | "
+            f"{signed(r['real_ais'])} [{signed(r['random_real'])}] |"
         )
     write_text(md_path, "\n".join(lines) + "\n")
     return [csv_path, md_path]

@@ -32,6 +32,12 @@ distribution it was trained on with no ability's format. Its attribution is G(te
 - `act_grad_general`: t_a − t_general (what a's answers lean on and ordinary text does not);
 - `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
 
+One option joins two others (a frontier option; UNIONS, option_scores): `act_union` is the union of the activation
+contrast's and the attribution contrast's top neurons (act_contrast and act_grad_contrast_abs), each given equal
+room: its top n are the neurons whose better rank under the two is within the first m, for the m that fills n. It
+is meant to hold both ground truths: the neurons that fire only on an ability's text (which the plants show) and
+those its answers lean on (which remove SmolLM2's real abilities).
+
 One selection re-scores as it goes (a frontier option; iterative_contrast): `act_grad_contrast_iter` chooses a
 region of n neurons in ITERATIVE_ROUNDS chunks of about n/4, each after zeroing the chunks before and recomputing
 a's attribution, so that neurons which act together can show up once the first of them are gone.
@@ -316,7 +322,9 @@ SCORES: dict[str, tuple[str, str]] = {
     "act_grad_contrast_iter": ("attribution", "abilities"),  # act_grad_contrast in rounds (iterative_contrast)
     "act_grad_contrast_abs": ("attribution", "abilities"),  # t_a − max_b |t_b|: no neuron another leans against
 }
-FRONTIER_SCORES = tuple(SCORES)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
+# options that join two scores (option_scores): their top n is the union of the two parts' top neurons
+UNIONS: dict[str, tuple[str, str]] = {"act_union": ("act_contrast", "act_grad_contrast_abs")}
+FRONTIER_SCORES = (*SCORES, *UNIONS)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
 ITERATIVE = "act_grad_contrast_iter"  # the one selection that re-scores as it zeroes: no fixed ranking
 ITERATIVE_ROUNDS = 4  # its rounds, part of its definition: the region chosen in this many chunks
 
@@ -333,14 +341,24 @@ def statistic_of(option: str) -> str:
     return score_spec(option)[0]
 
 
+def statistics_of(option: str) -> list[str]:
+    """The per-item statistics a frontier option reads: its own (statistic_of), or each of a union's parts'."""
+    return list(dict.fromkeys(statistic_of(part) for part in parts(option)))
+
+
+def parts(option: str) -> tuple[str, ...]:
+    """The neuron scores a frontier option is made of: a union's two (UNIONS), else the option itself."""
+    return UNIONS.get(option, (option,))
+
+
 def reads_general(option: str) -> bool:
     """Whether a neuron score holds an ability against general text (general_text), not against other abilities."""
-    return score_spec(option)[1] == "general"
+    return any(score_spec(part)[1] == "general" for part in parts(option))
 
 
 def contrasted(option: str) -> bool:
     """Whether a neuron score holds an ability against the other abilities (and so reads theirs too)."""
-    return score_spec(option)[1] == "abilities"
+    return any(score_spec(part)[1] == "abilities" for part in parts(option))
 
 
 def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
@@ -378,6 +396,21 @@ def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: 
     if option == "act_general":
         return log_mean(values[ability]) - log_mean(values[GENERAL])
     raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(FRONTIER_SCORES)})")
+
+
+def option_scores(
+    statistics: dict[str, dict[str, NDArray[np.float32]]], ability: str, option: str
+) -> NDArray[np.float64]:
+    """The score that ranks ability's neurons under any frontier option, from every statistic the option reads
+    (statistics_of: per statistic, every ability's values). A union's (UNIONS): minus the neuron's better rank under
+    its two parts (0 the top), so its top n (top_neurons) is the union of the parts' top m for the m that fills n,
+    the last rank shared by both parts' neurons going to the lower ids."""
+    import numpy as np
+
+    if option not in UNIONS:
+        return neuron_scores(statistics[statistic_of(option)], ability, option)
+    ranks = [np.argsort(np.argsort(-option_scores(statistics, ability, p), kind="stable")) for p in UNIONS[option]]
+    return -np.minimum(*ranks).astype(np.float64)
 
 
 def ranked_neurons(scores: NDArray[np.float64], n: int) -> list[int]:
