@@ -32,11 +32,8 @@ distribution it was trained on with no ability's format. Its attribution is G(te
 - `act_grad_general`: t_a − t_general (what a's answers lean on and ordinary text does not);
 - `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
 
-One option joins two others (a frontier option; UNIONS, option_scores): `act_union` is the union of the activation
-contrast's and the attribution contrast's top neurons (act_contrast and act_grad_contrast_abs), each given equal
-room: its top n are the neurons whose better rank under the two is within the first m, for the m that fills n. It
-is meant to hold both ground truths: the neurons that fire only on an ability's text (which the plants show) and
-those its answers lean on (which remove SmolLM2's real abilities).
+One option joins two (a frontier option; UNIONS, option_scores): `act_union`, the union of act_contrast's and
+act_grad_contrast_abs's top neurons, each given equal room, meant to hold both ground truths (docs/frontier.md).
 
 One selection re-scores as it goes (a frontier option; iterative_contrast): `act_grad_contrast_iter` chooses a
 region of n neurons in ITERATIVE_ROUNDS chunks of about n/4, each after zeroing the chunks before and recomputing
@@ -343,22 +340,17 @@ def statistic_of(option: str) -> str:
 
 def statistics_of(option: str) -> list[str]:
     """The per-item statistics a frontier option reads: its own (statistic_of), or each of a union's parts'."""
-    return list(dict.fromkeys(statistic_of(part) for part in parts(option)))
-
-
-def parts(option: str) -> tuple[str, ...]:
-    """The neuron scores a frontier option is made of: a union's two (UNIONS), else the option itself."""
-    return UNIONS.get(option, (option,))
+    return list(dict.fromkeys(statistic_of(part) for part in UNIONS.get(option, (option,))))
 
 
 def reads_general(option: str) -> bool:
     """Whether a neuron score holds an ability against general text (general_text), not against other abilities."""
-    return any(score_spec(part)[1] == "general" for part in parts(option))
+    return any(score_spec(part)[1] == "general" for part in UNIONS.get(option, (option,)))
 
 
 def contrasted(option: str) -> bool:
     """Whether a neuron score holds an ability against the other abilities (and so reads theirs too)."""
-    return any(score_spec(part)[1] == "abilities" for part in parts(option))
+    return any(score_spec(part)[1] == "abilities" for part in UNIONS.get(option, (option,)))
 
 
 def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
