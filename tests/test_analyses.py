@@ -380,6 +380,9 @@ def test_compare_of_two_configs_equals_the_comparison_of_one(tmp_path, capsys):
         assert getattr(got, name).read_bytes() == getattr(expected, name).read_bytes(), name
     differences = {(r["benchmark"], r["ability"], r["model_a"], r["model_b"]): r for r in read_csv(got.differences_csv)}
     assert differences[("one_ability", ABILITIES[0], "t", "u")]["significant"] == "true"  # t's region hurts, u's not
+    compare(first, against=str(second), plots=False)  # by default beside, not in, aggregate's outputs/compare/
+    assert CompareLayout(first.output_root, "compare-t-u-v").compare_md.read_bytes() == got.compare_md.read_bytes()
+    assert not CompareLayout(first.output_root).compare_dir.exists()
 
 
 @pytest.mark.parametrize(
@@ -387,19 +390,27 @@ def test_compare_of_two_configs_equals_the_comparison_of_one(tmp_path, capsys):
     [
         (("v",), {"seed": 4}, r"compare: aggregate.seed is 3 in .*first.* but 4 in .*second.*; compared profiles"),
         (("v",), {"bootstrap": 200}, r"compare: aggregate.bootstrap is 300 in .* but 200 in "),
+        (("v",), {"metrics": {"mixed": "acc"}}, r"compare: aggregate.metrics is \{\} in .* but \{'mixed': 'acc'\}"),
+        (("v",), {"min_correct": 3}, r"compare: aggregate.min_correct is 10 in .* but 3 in "),
+        (("v",), {"k_values": [0.5]}, r"compare: .*second.*: --report_k: .* is not one of settings.k_values \(0.5\)"),
         (("t",), {}, r"compare: the model tag 't' is in .*first.* and in .*second.*; give one of them another tag"),
         (("w",), {}, r"compare: no AIS for w under .*second.* \(run `benchprof evaluate .*second.*` first\)"),
     ],
 )
 def test_compare_refuses_configs_it_cannot_compare(tmp_path, second_models, second_settings, message):
-    """Profiles resampled otherwise, one tag in two configs, or a model without evaluations: refused in one line,
-    nothing written."""
+    """Profiles resampled, scored or judged above chance otherwise, a headline k one config lacks, one tag in two
+    configs, or a model without evaluations: refused in one line, nothing written."""
     from benchprof.stages.compare import compare
 
     (tmp_path / "first").mkdir()
     (tmp_path / "second").mkdir()
     first = load_config(write_config(tmp_path / "first", models=("t", "u")))
+    second_settings = dict(second_settings)
+    k_values = second_settings.pop("k_values", None)
     second = write_config(tmp_path / "second", models=second_models, **second_settings)
+    if k_values is not None:  # a config whose k values do not hold the first's headline k
+        raw = yaml.safe_load(second.read_text())
+        second.write_text(yaml.safe_dump({**raw, "settings": {**raw["settings"], "k_values": k_values}}))
     for tag in ("t", "u"):
         write_model(first, tag)
     with pytest.raises(BenchprofError, match=message):

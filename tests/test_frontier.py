@@ -239,7 +239,8 @@ def test_scores_follow_their_formulas():
 def test_a_unions_top_is_the_union_of_its_parts_tops():
     """act_union's top n against a brute force: the union of act_contrast's and act_grad_contrast_abs's top m grows
     with m; the region holds every neuron of the last union below n in size and only neurons of the first that
-    reaches n. On 200 neurons, for every n, with ties of rank between the parts."""
+    reaches n, the last rank's neurons by lower id. On 200 neurons, for every n, with ties of rank between the
+    parts."""
     from benchprof.stages.neurons import option_scores, ranked_neurons
 
     rng = np.random.default_rng(1)
@@ -255,13 +256,16 @@ def test_a_unions_top_is_the_union_of_its_parts_tops():
         got = set(top_neurons(scores, n))
         unions = [set(first[:m]) | set(second[:m]) for m in range(201)]
         m = next(m for m, u in enumerate(unions) if len(u) >= n)
-        assert len(got) == n and unions[m - 1] <= got <= unions[m], n
+        last = sorted(unions[m] - unions[m - 1])  # the rank both parts' neurons share: the lower ids first
+        assert got == unions[m - 1] | set(last[: n - len(unions[m - 1])]), n
     assert set(top_neurons(scores, 40)) != set(first[:40]) and set(top_neurons(scores, 40)) != set(second[:40])
     # a single score through option_scores is the score itself
     np.testing.assert_array_equal(
         option_scores(statistics, "B", "act_contrast"), neuron_scores(statistics["activity"], "B", "act_contrast")
     )
     assert "act_union" in FRONTIER_SCORES and "act_union" not in NEURON_SCORES  # a frontier option, no extract.score
+    with pytest.raises(BenchprofError, match="'act_union' joins two scores"):
+        neuron_scores(statistics["activity"], "B", "act_union")  # its parts are ranked apart: option_scores
 
 
 def test_one_sided_p_from_a_two_sided_comparison():
@@ -566,3 +570,19 @@ def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
     line = next(x for x in markdown.splitlines() if x.startswith("| act_contrast | 72 | ") and x.endswith(" of 2 |"))
     assert line.endswith(f"| {goal} of 2 |")
     assert "nan" not in markdown
+
+
+@pytest.mark.parametrize(
+    ("other", "random_other", "want"),
+    [
+        (0.10, 0.06, True),  # costs the others 0.04 more than random regions: within 0.05
+        (0.00, 0.06, False),  # spares them 0.06 more than random regions: outside, in the helpful direction
+        (0.20, 0.06, False),  # costs them 0.14 more
+        (math.nan, math.nan, True),  # one planted ability: no others to spare, the goal is its removal alone
+        (0.10, math.nan, False),  # others scored, no random regions to hold them against: not shown to spare
+    ],
+)
+def test_spares_holds_the_others_within_005_of_random_in_either_direction(other, random_other, want):
+    from benchprof.lab.frontier_planted import spares
+
+    assert spares({"other_planted_ais": other, "random_other_planted": random_other}) is want

@@ -180,13 +180,21 @@ EFFECT_COLUMNS = (
 
 def spares(row: dict[str, Any]) -> bool:
     """Whether a region leaves the other planted abilities as random regions of its size do: their mean AIS within
-    0.05 of the random regions', in either direction (the planted half of issue 51's goal)."""
+    0.05 of the random regions', in either direction (the planted half of issue 51's goal). With one planted
+    ability there are no others to spare (both NaN): the goal is its removal alone."""
+    if math.isnan(row["other_planted_ais"]) and math.isnan(row["random_other_planted"]):
+        return True
     return abs(row["other_planted_ais"] - row["random_other_planted"]) <= 0.05
 
 
 def signed(value: float) -> str:
     """An AIS in planted_effects.md: signed, three decimals; MISSING_CELL where it was not scored (NaN)."""
     return MISSING_CELL if math.isnan(value) else f"{value:+.3f}"
+
+
+def p_cell(p: float) -> str:
+    """A p-value in planted_effects.md: two significant digits; MISSING_CELL where no random region was scored."""
+    return MISSING_CELL if math.isnan(p) else f"{p:.2g}"
 
 
 def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
@@ -230,7 +238,8 @@ def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
     for r in rows:
         lines.append(
             f"| {r['option']} | {r['size']} | {r['ability']} | {signed(r['own_ais'])} [{signed(r['random_own'])}] | "
-            f"{r['own_vs_random_p']:.2g} | {signed(r['other_planted_ais'])} [{signed(r['random_other_planted'])}] | "
+            f"{p_cell(r['own_vs_random_p'])} | "
+            f"{signed(r['other_planted_ais'])} [{signed(r['random_other_planted'])}] | "
             f"{signed(r['real_ais'])} [{signed(r['random_real'])}] |"
         )
     write_text(md_path, "\n".join(lines) + "\n")

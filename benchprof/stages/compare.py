@@ -21,7 +21,8 @@ from benchprof.stages.profile_scores import default_report_k, load_scores
 # aggregate settings every compared config must share: the joint resamples are drawn alike (one generator per
 # benchmark from aggregate.seed, aggregate.bootstrap of them) so that two models that scored the same items are
 # compared on the same resamples, and one alpha stars the differences.
-SHARED_AGGREGATE = ("bootstrap", "seed", "alpha", "clusters")
+# So must what decides a benchmark's metric and whether a model is above chance on it.
+SHARED_AGGREGATE = ("bootstrap", "seed", "alpha", "clusters", "metrics", "chance", "min_correct")
 
 
 def compared_configs(cfg: Config, against: str) -> list[Config]:
@@ -68,25 +69,34 @@ def compare(
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
         against: the other models' configs, comma-separated paths.
-        out: the folder to write; default <output_dir>/compare/ of this config.
-        report_k: k of the headline tables; default each config's aggregate.report_k or its largest k.
+        out: the folder to write; default <output_dir>/compare-<every tag, joined by "-"> of this config.
+        report_k: k of the headline tables, one of every config's settings.k_values; default this config's
+            aggregate.report_k or its largest k.
         plots: also draw profiles.png.
     """
     started = time.time()
     configs = compared_configs(cfg, against)
+    k = default_report_k(cfg, report_k)
+    for c in configs[1:]:
+        try:
+            default_report_k(c, k)
+        except BenchprofError as error:
+            raise BenchprofError(f"compare: {c.path}: {error}; the headline k must be in every config") from None
     profiles: list[Profile] = []
     draws: list[JointDraws] = []
     for c in configs:
         for spec in c.models:
             joint: JointDraws = {}
-            profile = load_scores(c, spec.tag, report_k=default_report_k(c, report_k), joint_out=joint)
+            profile = load_scores(c, spec.tag, report_k=k, joint_out=joint)
             if not profile.rows:
                 raise BenchprofError(
                     f"compare: no AIS for {spec.tag} under {c.output_root} (run `benchprof evaluate {c.path}` first)"
                 )
             profiles.append(profile)
             draws.append(joint)
-    layout = CompareLayout(cfg.output_root) if out is None else CompareLayout(Path(out).parent, Path(out).name)
+    # not outputs/compare/, which aggregate writes for this config's own models
+    default = "compare-" + "-".join(p.model for p in profiles)
+    layout = CompareLayout(cfg.output_root, default) if out is None else CompareLayout(Path(out).parent, Path(out).name)
     comparison = compare_models(profiles, draws)
     written = write_comparison(comparison, layout, plots=plots)
     starred = sum(bool(d.significant) for d in comparison.differences)

@@ -327,9 +327,10 @@ ITERATIVE_ROUNDS = 4  # its rounds, part of its definition: the region chosen in
 
 
 def score_spec(option: str) -> tuple[str, str]:
-    """(statistic, held against) of a neuron score, refused in one line when unknown."""
+    """(statistic, held against) of a neuron score, refused in one line when unknown or a union (UNIONS)."""
     if option not in SCORES:
-        raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(SCORES)})")
+        what = f"{option!r} joins two scores" if option in UNIONS else f"unknown neuron score {option!r}"
+        raise BenchprofError(f"{what} (known scores: {', '.join(SCORES)}; unions of two: {', '.join(UNIONS)})")
     return SCORES[option]
 
 
@@ -354,9 +355,9 @@ def contrasted(option: str) -> bool:
 
 
 def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: str) -> NDArray[np.float64]:
-    """The score that ranks ability's neurons under `option` (FRONTIER_SCORES), from every ability's statistic
-    (statistic_of(option): attribution or activity, items x neurons) and, for the general-text scores, general
-    text's under the key GENERAL."""
+    """The score that ranks ability's neurons under `option` (SCORES; a union's: option_scores), from every
+    ability's statistic (statistic_of(option): attribution or activity, items x neurons) and, for the general-text
+    scores, general text's under the key GENERAL."""
     import numpy as np
 
     def t_stat(per_item: NDArray[np.float32]) -> NDArray[np.float64]:
@@ -387,7 +388,8 @@ def neuron_scores(values: dict[str, NDArray[np.float32]], ability: str, option: 
         return log_mean(values[ability]) - np.max([log_mean(v) for v in others], axis=0)
     if option == "act_general":
         return log_mean(values[ability]) - log_mean(values[GENERAL])
-    raise BenchprofError(f"unknown neuron score {option!r} (known: {', '.join(FRONTIER_SCORES)})")
+    score_spec(option)  # refuses an unknown option or a union in one line
+    raise BenchprofError(f"neuron score {option!r} has no formula here")
 
 
 def option_scores(
