@@ -178,6 +178,12 @@ EFFECT_COLUMNS = (
 )  # fmt: skip
 
 
+def removes(row: dict[str, Any]) -> bool:
+    """Whether a region removes its planted ability: own AIS ≥ 0.50 and above the random regions (one-sided
+    p < 0.05)."""
+    return bool(row["own_ais"] >= 0.5 and row["own_vs_random_p"] < 0.05)
+
+
 def spares(row: dict[str, Any]) -> bool:
     """Whether a region leaves the other planted abilities as random regions of its size do: their mean AIS within
     0.05 of the random regions', in either direction (the planted half of issue 51's goal). With one planted
@@ -226,8 +232,8 @@ def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
             def mean(column: str, group: list[dict[str, Any]] = group) -> str:
                 return signed(float(np.mean([r[column] for r in group])))
 
-            removed = sum(r["own_ais"] >= 0.5 and r["own_vs_random_p"] < 0.05 for r in group)
-            at_goal = sum(r["own_ais"] >= 0.5 and r["own_vs_random_p"] < 0.05 and spares(r) for r in group)
+            removed = sum(removes(r) for r in group)
+            at_goal = sum(removes(r) and spares(r) for r in group)
             lines.append(
                 f"| {option} | {size} | {mean('own_ais')} | {mean('random_own')} | {mean('other_planted_ais')} | "
                 f"{mean('random_other_planted')} | {mean('real_ais')} | {mean('random_real')} | "
