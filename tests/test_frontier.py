@@ -586,3 +586,18 @@ def test_spares_holds_the_others_within_005_of_random_in_either_direction(other,
     from benchprof.lab.frontier_planted import spares
 
     assert spares({"other_planted_ais": other, "random_other_planted": random_other}) is want
+
+
+@pytest.mark.parametrize("transfer_items", [0, 50])
+def test_the_goal_says_it_leaves_out_the_transfer_split_only_where_none_was_scored(transfer_items):
+    """A frontier run with --transfer_items 0 counts abilities at the goal by their test split and specificity alone
+    (reaches_goal skips a NaN transfer AIS); the header's statement of the goal must say so, and only then."""
+    from benchprof.lab.frontier_plan import FrontierPlan
+    from benchprof.lab.frontier_report import markdown
+
+    plan = FrontierPlan(
+        model="m", data_dir=Path("d"), abilities=("A", "B"), out=Path("o"), transfer_items=transfer_items
+    )
+    header = markdown(plan, [])
+    assert ("no transfer split was scored: the goal here leaves it out" in header) == (transfer_items == 0)
+    assert (f"acc_norm on {transfer_items} transfer items" in header) == (transfer_items > 0)

@@ -289,6 +289,8 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         return f"{value:+.3f}{mark}" + (f" [{low:+.2f}, {high:+.2f}]" if not math.isnan(low) else "")
 
     transfer = f", acc_norm on {plan.transfer_items} transfer items" if plan.transfer_items else ""
+    # without transfer splits the goal counts own and specificity only (goal_parts); the header must say so
+    goal_transfer = "" if plan.transfer_items else " (no transfer split was scored: the goal here leaves it out)"
     lines = [
         f"# Frontier: {plan.model_given or plan.model}",
         "",
@@ -301,8 +303,8 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         "own − other, and own − harm (the others' gains set to zero). `*`: above the random regions of that size, "
         f"Benjamini–Hochberg q < {ALPHA} within one option and size (its own, transfer and specificity claims; the "
         "family is fixed before any result, so adding an option or a size moves no other star). Goal: own and "
-        f"transfer AIS ≥ {GOAL_OWN} and starred, specificity starred with the other splits' mean AIS within "
-        f"{OTHERS_NEAR_RANDOM} of the random regions' (help counted like harm), random regions' own AIS < "
+        f"transfer AIS ≥ {GOAL_OWN} and starred{goal_transfer}, specificity starred with the other splits' mean AIS "
+        f"within {OTHERS_NEAR_RANDOM} of the random regions' (help counted like harm), random regions' own AIS < "
         f"{GOAL_RANDOM}.",
         "",
         "| option | neurons | k | own AIS | transfer AIS | other AIS (harm / help) | random own / other "
