@@ -289,7 +289,7 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         return f"{value:+.3f}{mark}" + (f" [{low:+.2f}, {high:+.2f}]" if not math.isnan(low) else "")
 
     transfer = f", acc_norm on {plan.transfer_items} transfer items" if plan.transfer_items else ""
-    # without transfer splits the goal counts own and specificity only (goal_parts); the header must say so
+    # without transfer splits the goal counts own and specificity only (reaches_goal); the header must say so
     goal_transfer = "" if plan.transfer_items else " (no transfer split was scored: the goal here leaves it out)"
     lines = [
         f"# Frontier: {plan.model_given or plan.model}",
