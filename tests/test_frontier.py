@@ -601,3 +601,33 @@ def test_the_goal_says_it_leaves_out_the_transfer_split_only_where_none_was_scor
     header = markdown(plan, [])
     assert ("no transfer split was scored: the goal here leaves it out" in header) == (transfer_items == 0)
     assert (f"acc_norm on {transfer_items} transfer items" in header) == (transfer_items > 0)
+
+
+def test_effects_over_builds_counts_every_region_and_takes_a_t_interval_of_the_build_means():
+    """effects_over_builds: the own AIS is the mean over builds of each build's mean over its abilities with
+    scipy's t interval; removed and goal count every region of every build by the rules of removes and spares."""
+    from scipy import stats
+
+    from benchprof.lab.frontier_planted import effects_over_builds
+
+    def row(ability: str, own: float, p: float, other: float) -> dict:
+        return {
+            "option": "o", "size": 8, "ability": ability, "own_ais": own, "random_own": 0.02, "own_vs_random_p": p,
+            "other_planted_ais": other, "random_other_planted": 0.01, "real_ais": 0.03, "random_real": 0.01,
+        }  # fmt: skip
+
+    builds = [
+        [row("A", 0.6, 0.01, 0.02), row("B", 0.4, 0.01, 0.02)],  # A at the goal; B not removed (own < 0.50)
+        [row("A", 0.7, 0.20, 0.02), row("B", 0.9, 0.01, 0.10)],  # A not above random; B removed, costs others 0.09
+        [row("A", 0.8, 0.01, -0.03), row("B", 0.6, 0.01, 0.05)],  # both at the goal (others within 0.05)
+    ]
+    (summary,) = effects_over_builds(builds)
+    means = np.array([0.5, 0.8, 0.7])
+    half = stats.t.ppf(0.975, 2) * means.std(ddof=1) / math.sqrt(3)
+    assert (summary["own_ais"], summary["own_low"], summary["own_high"]) == pytest.approx(
+        (means.mean(), means.mean() - half, means.mean() + half)
+    )
+    assert (summary["builds"], summary["regions"], summary["removed"], summary["at_goal"]) == (3, 6, 4, 3)
+    assert summary["goal_per_build"] == "1/0/2"
+    assert (summary["other_minus_random_low"], summary["other_minus_random_high"]) == pytest.approx((-0.04, 0.09))
+    assert summary["real_minus_random_low"] == pytest.approx(0.02)

@@ -28,7 +28,8 @@ neuron is zeroed, so a large A marks a neuron the right answer leans on. Options
 Every (option, ability, size) region and `draws` random regions per size are zeroed in turn and the test
 splits scored in process (acc_norm as lm-eval's multiple-choice scores it, choices.item_scores). Each result is
 a self-verifying line of frontier/evaluations.jsonl keyed by what it was computed from (the model's content, the
-test items, the neurons zeroed), so a rerun reuses exactly the results whose inputs still hold
+test items, the neurons zeroed), and each split's scores by that split's items, so a rerun reuses exactly the
+results whose inputs still hold and scores again only the splits whose items changed
 (frontier_plan.py, frontier_cache.py); frontier.csv, frontier.md and frontier.png summarise them
 (frontier_report.py). The planted recovery is frontier_planted.py's.
 """
@@ -112,24 +113,46 @@ def regions(
 
 
 def scored(
-    plan: FrontierPlan, inputs: FrontierInputs, model: torch.nn.Module, tok: PreTrainedTokenizerBase, todo: list[Region]
+    plan: FrontierPlan,
+    inputs: FrontierInputs,
+    model: torch.nn.Module,
+    tok: PreTrainedTokenizerBase,
+    todo: list[tuple[Region, dict[str, list[float]]]],
 ) -> Iterator[dict[str, Any]]:
-    """Each region of `todo` zeroed in turn and every test split scored: its record, appended to the records file
-    before it is yielded (a kill loses at most the region being scored)."""
+    """Each region of `todo` zeroed in turn and the test splits its known scores lack scored: its record (every
+    split, the known ones as they were), appended to the records file before it is yielded (a kill loses at most
+    the region being scored)."""
     from tqdm import tqdm
 
     from benchprof.stages.damage import ablated
 
     log, neurons = FrontierLayout(plan.out).records_file, model_neurons(model)
-    for region in tqdm(todo, desc="frontier", unit="region", leave=False):
+    for region, known in tqdm(todo, desc="frontier", unit="region", leave=False):
+        missing = {split: items for split, items in inputs.tests.items() if split not in known}
         with ablated(model, neuron_ids_region(neurons, region.neurons)):
-            acc_norm = score(model, tok, inputs.tests)
+            new = score(model, tok, missing)
         record = {
             "option": region.option, "region": region.name, "size": region.size, "neurons": region.neurons,
-            "acc_norm": acc_norm, "inputs": inputs.evaluation_key(region.neurons),
+            "acc_norm": {split: known[split] if split in known else new[split] for split in inputs.tests},
+            "inputs": inputs.evaluation_key(region.neurons),
+            "split_inputs": {split: inputs.split_key(split, region.neurons) for split in inputs.tests},
         }  # fmt: skip
         append_record(log, record)
         yield record
+
+
+def known_scores(records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[float]]]:
+    """What earlier records hold, by what they were computed from: whole records by their evaluation key, and each
+    split's scores by its split key (records written before split keys existed hold only the first)."""
+    whole = {r["inputs"]: r["acc_norm"] for r in records if isinstance(r.get("inputs"), str)}
+    splits = {
+        key: r["acc_norm"][split]
+        for r in records
+        if isinstance(r.get("split_inputs"), dict) and isinstance(r.get("acc_norm"), dict)
+        for split, key in r["split_inputs"].items()
+        if isinstance(key, str) and split in r["acc_norm"]
+    }
+    return whole, splits
 
 
 def measure(plan: FrontierPlan) -> Path:
@@ -160,13 +183,14 @@ def measure(plan: FrontierPlan) -> Path:
     statistics = train_statistics(plan, inputs, model, tok)
     iterative = iterative_selections(plan, inputs, model, tok, statistics.get("attribution", {}))
     measured = list(regions(plan, model_neurons(model), statistics, iterative))
-    known = {r["inputs"]: r["acc_norm"] for r in read_records(layout.records_file) if isinstance(r.get("inputs"), str)}
-    todo = list(
-        {
-            inputs.evaluation_key(r.neurons): r for r in measured if inputs.evaluation_key(r.neurons) not in known
-        }.values()
-    )
-    known.update({r["inputs"]: r["acc_norm"] for r in scored(plan, inputs, model, tok, todo)})
+    known, known_splits = known_scores(read_records(layout.records_file))
+    todo: dict[str, tuple[Region, dict[str, list[float]]]] = {}  # one per set of neurons, whichever option chose it
+    for region in measured:
+        if (key := inputs.evaluation_key(region.neurons)) not in known:
+            held = {s: known_splits.get(inputs.split_key(s, region.neurons)) for s in inputs.tests}
+            todo[key] = (region, {s: v for s, v in held.items() if v is not None})
+    splits_scored = sum(len(inputs.tests) - len(held) for _, held in todo.values())
+    known.update({r["inputs"]: r["acc_norm"] for r in scored(plan, inputs, model, tok, list(todo.values()))})
     records = [
         {"option": r.option, "region": r.name, "size": r.size, "neurons": r.neurons,
          "acc_norm": known[inputs.evaluation_key(r.neurons)]}
@@ -178,8 +202,8 @@ def measure(plan: FrontierPlan) -> Path:
     files = write_report(plan, records, shape["weights_per_neuron"], shape["total_params"])
     note = f" (inputs changed since the last run: {', '.join(changed)})" if changed else ""
     print(
-        f"frontier: {len(todo)} regions scored, {len(measured) - len(todo)} reused (the original model counted as "
-        f"one){note}; "
+        f"frontier: {len(todo)} regions scored ({splits_scored} of their {len(todo) * len(inputs.tests)} splits), "
+        f"{len(measured) - len(todo)} reused (the original model counted as one){note}; "
         f"{', '.join(map(str, files))} ({time.time() - started:.0f}s)"
     )
     return plan.out

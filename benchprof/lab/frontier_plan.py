@@ -199,6 +199,17 @@ class FrontierInputs:
 
         return value_hash({"model": self.model, "tests": self.tests, "neurons": sorted(neurons), "scorer": SCORER})
 
+    def split_key(self, split: str, neurons: list[int]) -> str:
+        """What one split's scores in an evaluation record are a function of: the model, that split's items and
+        the neurons zeroed. A split is scored on its own (choices.item_scores per split), so where one split's
+        items change the others' scores still hold and are reused."""
+        from benchprof.stages.choices import SCORER
+
+        return value_hash(
+            {"model": self.model, "split": split, "items": self.tests[split], "neurons": sorted(neurons),
+             "scorer": SCORER}
+        )  # fmt: skip
+
     def summary(self) -> dict[str, Any]:
         """Short hashes of each input, as plan.json records them: what changed since the last run (changed_since)."""
         return {

@@ -250,3 +250,80 @@ def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
         )
     write_text(md_path, "\n".join(lines) + "\n")
     return [csv_path, md_path]
+
+
+def effects_over_builds(builds: Sequence[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """What each option's regions do over several builds of one plant (planted_effects' rows of each build), per
+    option and size: the own AIS as each build's mean over its planted abilities, then their mean over builds with
+    its 95% t interval (validation.mean_interval: how much it would move with another build); how many regions of
+    all builds remove their planted ability and how many are at the goal (removes, spares); and the range over every
+    region of the other planted abilities' and the real splits' AIS minus the random regions'. An option measured on
+    only some builds is summarised over those."""
+    import numpy as np
+
+    from benchprof.lab.validation import mean_interval
+
+    out = []
+    for option, size in dict.fromkeys((r["option"], r["size"]) for build in builds for r in build):
+        per_build = [g for build in builds if (g := [r for r in build if (r["option"], r["size"]) == (option, size)])]
+        rows = [r for g in per_build for r in g]
+        own, low, high = mean_interval([float(np.mean([r["own_ais"] for r in g])) for g in per_build])
+        others = [r["other_planted_ais"] - r["random_other_planted"] for r in rows]
+        real = [r["real_ais"] - r["random_real"] for r in rows]
+        out.append({
+            "option": option, "size": size, "builds": len(per_build), "own_ais": own, "own_low": low,
+            "own_high": high, "random_own": float(np.mean([r["random_own"] for r in rows])),
+            "regions": len(rows), "removed": sum(removes(r) for r in rows),
+            "at_goal": sum(removes(r) and spares(r) for r in rows),
+            "goal_per_build": "/".join(str(sum(removes(r) and spares(r) for r in g)) for g in per_build),
+            "other_minus_random_low": float(np.min(others)), "other_minus_random_high": float(np.max(others)),
+            "real_minus_random_low": float(np.min(real)), "real_minus_random_high": float(np.max(real)),
+        })  # fmt: skip
+    return out
+
+
+BUILD_COLUMNS = (
+    "option", "size", "builds", "own_ais", "own_low", "own_high", "random_own", "regions", "removed", "at_goal",
+    "goal_per_build", "other_minus_random_low", "other_minus_random_high", "real_minus_random_low",
+    "real_minus_random_high",
+)  # fmt: skip
+
+
+def span(low: float, high: float) -> str:
+    """A range of differences in planted_effects_builds.md (MISSING_CELL where none was scored)."""
+    return MISSING_CELL if math.isnan(low) else f"{low:+.3f} to {high:+.3f}"
+
+
+def write_effects_over_builds(folders: Sequence[Path], planted: Sequence[str], out: Path) -> list[Path]:
+    """planted_effects_builds.csv and .md in `out`: effects_over_builds of the frontiers in `folders`, one folder
+    per build of one plant (each folder's own planted_effects files are written too)."""
+    from benchprof.core.storage import write_csv, write_text
+
+    for folder in folders:
+        write_planted_effects(folder, planted)
+    rows = effects_over_builds([planted_effects(folder, planted) for folder in folders])
+    csv_path, md_path = Path(out) / "planted_effects_builds.csv", Path(out) / "planted_effects_builds.md"
+    write_csv(csv_path, BUILD_COLUMNS, rows, digits=6)
+    lines = [
+        f"# What each option's regions remove over {len(folders)} builds of the plant ({', '.join(planted)} planted)",
+        "",
+        "own AIS: each build's mean over its planted abilities, then the mean over builds [95% t interval over "
+        "builds]; removed: own AIS ≥ 0.50 and above the random regions (one-sided p < 0.05); goal: removed, and the "
+        "other planted abilities' AIS within 0.05 of the random regions', in either direction (per build: b0/b1/…); "
+        f"the ranges run over every region of every build ({MISSING_CELL} where no real split was scored).",
+        "",
+        "| option | neurons | own AIS [95% t over builds] | random own | removed | other planted − random | "
+        "real − random | goal (per build) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        interval = "" if math.isnan(r["own_low"]) else f" [{r['own_low']:+.2f}, {r['own_high']:+.2f}]"
+        lines.append(
+            f"| {r['option']} | {r['size']} | {signed(r['own_ais'])}{interval} | {signed(r['random_own'])} | "
+            f"{r['removed']} of {r['regions']} | "
+            f"{span(r['other_minus_random_low'], r['other_minus_random_high'])} | "
+            f"{span(r['real_minus_random_low'], r['real_minus_random_high'])} | "
+            f"{r['at_goal']} of {r['regions']} ({r['goal_per_build']}) |"
+        )
+    write_text(md_path, "\n".join(lines) + "\n")
+    return [csv_path, md_path]
