@@ -6,10 +6,12 @@
 outputs/demo-planted-seed2/frontier Invented_Facts,Invented_Language --out docs/results/frontier-demo-plant
 """
 
+import sys
 from pathlib import Path
 
 import fire
 
+from benchprof import BenchprofError
 from benchprof.lab.frontier_planted import write_effects_over_builds, write_planted_effects
 
 
@@ -28,9 +30,13 @@ def planted_effects(folders: str | tuple[str, ...], abilities: str | tuple[str, 
         print(write_planted_effects(paths[0], planted)[1].read_text(), end="")
         return
     if not out:
-        raise SystemExit("error: --out: several builds need a folder for their summary")
+        raise BenchprofError("--out: several builds need a folder for their summary")
     print(write_effects_over_builds(paths, planted, Path(out))[1].read_text(), end="")
 
 
 if __name__ == "__main__":
-    fire.Fire(planted_effects)
+    try:
+        fire.Fire(planted_effects)
+    except BenchprofError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)

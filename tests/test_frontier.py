@@ -631,3 +631,27 @@ def test_effects_over_builds_counts_every_region_and_takes_a_t_interval_of_the_b
     assert summary["goal_per_build"] == "1/0/2"
     assert (summary["other_minus_random_low"], summary["other_minus_random_high"]) == pytest.approx((-0.04, 0.09))
     assert summary["real_minus_random_low"] == pytest.approx(0.02)
+
+
+def test_builds_with_a_missing_frontier_are_refused_in_one_line_before_anything_is_written(tmp_path):
+    """scripts/planted_effects.py over a committed build and a folder with no frontier: one line naming the missing
+    plan.json, exit 1, and neither the first build's planted_effects files nor the summary written."""
+    import shutil
+    import subprocess
+    import sys
+
+    build = tmp_path / "build0"
+    shutil.copytree(ROOT / "docs" / "results" / "frontier-demo-plant", build)
+    for path in build.glob("planted_effects*"):
+        path.unlink()
+    script = ROOT / "scripts" / "planted_effects.py"
+    done = subprocess.run(
+        [sys.executable, str(script), f"{build},{tmp_path / 'nowhere'}", "Invented_Facts,Invented_Language",
+         "--out", str(tmp_path / "summary")],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    missing = tmp_path / "nowhere" / "plan.json"
+    assert done.returncode == 1
+    assert done.stderr == f"error: {missing}: not found; measure the planted model's frontier first\n"
+    assert not list(build.glob("planted_effects*"))
+    assert not (tmp_path / "summary").exists()

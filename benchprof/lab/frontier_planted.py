@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchprof import BenchprofError
 from benchprof.profile.formatting import MISSING_CELL
 from benchprof.stages.neurons import (
     FRONTIER_SCORES,
@@ -137,6 +138,8 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
     from benchprof.lab.frontier_report import against_random, ais, cell_stats
 
     layout = FrontierLayout(Path(folder))
+    if not layout.plan_file.is_file():
+        raise BenchprofError(f"{layout.plan_file}: not found; measure the planted model's frontier first")
     plan = read_json(layout.plan_file)
     records = read_records(layout.records_file)
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
@@ -203,14 +206,14 @@ def p_cell(p: float) -> str:
     return MISSING_CELL if math.isnan(p) else f"{p:.2g}"
 
 
-def write_planted_effects(folder: Path, planted: Sequence[str]) -> list[Path]:
+def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[str, Any]] | None = None) -> list[Path]:
     """planted_effects.csv and planted_effects.md beside a planted model's frontier: per option, its mean over the
-    planted abilities and each region's row."""
+    planted abilities and each region's row (`rows`: planted_effects' rows of the folder, read there if None)."""
     import numpy as np
 
     from benchprof.core.storage import write_csv, write_text
 
-    rows = planted_effects(folder, planted)
+    rows = planted_effects(folder, planted) if rows is None else rows
     csv_path, md_path = Path(folder) / "planted_effects.csv", Path(folder) / "planted_effects.md"
     write_csv(csv_path, EFFECT_COLUMNS, rows, digits=6)
     lines = [
@@ -296,12 +299,13 @@ def span(low: float, high: float) -> str:
 
 def write_effects_over_builds(folders: Sequence[Path], planted: Sequence[str], out: Path) -> list[Path]:
     """planted_effects_builds.csv and .md in `out`: effects_over_builds of the frontiers in `folders`, one folder
-    per build of one plant (each folder's own planted_effects files are written too)."""
+    per build of one plant (each folder's own planted_effects files are written too, once every folder was read)."""
     from benchprof.core.storage import write_csv, write_text
 
-    for folder in folders:
-        write_planted_effects(folder, planted)
-    rows = effects_over_builds([planted_effects(folder, planted) for folder in folders])
+    builds = [planted_effects(folder, planted) for folder in folders]
+    for folder, build in zip(folders, builds, strict=True):
+        write_planted_effects(folder, planted, build)
+    rows = effects_over_builds(builds)
     csv_path, md_path = Path(out) / "planted_effects_builds.csv", Path(out) / "planted_effects_builds.md"
     write_csv(csv_path, BUILD_COLUMNS, rows, digits=6)
     lines = [
