@@ -4,16 +4,8 @@
 .venv/bin/python scripts/fetch_real.py --help
 """
 
-import sys
-
-import fire
-
-from benchprof import BenchprofError
+from benchprof.core.console import run_script
 from benchprof.lab.fetch import fetch_real
 
 if __name__ == "__main__":
-    try:
-        fire.Fire(fetch_real)
-    except BenchprofError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
+    run_script(fetch_real)

@@ -6,12 +6,10 @@
 outputs/demo-planted-seed2/frontier Invented_Facts,Invented_Language --out docs/results/frontier-demo-plant
 """
 
-import sys
 from pathlib import Path
 
-import fire
-
 from benchprof import BenchprofError
+from benchprof.core.console import run_script
 from benchprof.lab.frontier_planted import write_effects_over_builds, write_planted_effects
 
 
@@ -35,8 +33,4 @@ def planted_effects(folders: str | tuple[str, ...], abilities: str | tuple[str, 
 
 
 if __name__ == "__main__":
-    try:
-        fire.Fire(planted_effects)
-    except BenchprofError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
+    run_script(planted_effects)

@@ -176,6 +176,18 @@ class _State:
 _state = _State()
 
 
+def run_script(component: Any) -> None:
+    """A script under scripts/ run as fire's command line for `component`: a BenchprofError (bad input) ends it
+    with one line on stderr, "error: <the problem>", and exit status 1, not a traceback."""
+    import fire
+
+    try:
+        fire.Fire(component)
+    except BenchprofError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+
+
 def terminal() -> TextIO:
     """Where benchprof's own progress bars go: the terminal, also while a stage is quiet."""
     return _state.terminal or sys.stderr
