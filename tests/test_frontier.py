@@ -655,3 +655,67 @@ def test_builds_with_a_missing_frontier_are_refused_in_one_line_before_anything_
     assert done.stderr == f"error: {missing}: not found; measure the planted model's frontier first\n"
     assert not list(build.glob("planted_effects*"))
     assert not (tmp_path / "summary").exists()
+
+
+def study_script(name: str, *args: str) -> tuple[int, str]:
+    """scripts/<name>.py run as a user runs it: (exit status, stderr)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / f"{name}.py"), *args], capture_output=True, text=True)
+    return done.returncode, done.stderr
+
+
+def committed_build(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    """A copy of the small plant's committed frontier, and its files' bytes as they were."""
+    import shutil
+
+    folder = tmp_path / "frontier"
+    shutil.copytree(ROOT / "docs" / "results" / "frontier-demo-plant", folder)
+    return folder, {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def test_planted_effects_refuses_an_ability_the_plan_does_not_hold_and_keeps_its_good_files(tmp_path):
+    folder, before = committed_build(tmp_path)
+    status, stderr = study_script("planted_effects", str(folder), "Invented_Nothing")
+    assert status == 1 and stderr == (
+        f"error: Invented_Nothing: not an ability of {folder / 'plan.json'} (it holds Invented_Facts, "
+        "Invented_Language, Quantitative_Reasoning, Long_Term_Knowledge, Commonsense_Causal, Analogical_Reasoning, "
+        "Semantic_Relationship); give the planted abilities its frontier measured\n"
+    )
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+    assert study_script("planted_effects", str(folder), "Invented_Facts,Invented_Language")[0] == 0  # the plan's own
+    assert (folder / "planted_effects.csv").read_bytes() == before["planted_effects.csv"]
+
+
+def test_a_draw_cut_short_is_refused_by_both_study_scripts_before_any_file_is_written(tmp_path):
+    """evaluations.jsonl's line of one random draw cut short (a kill while it was appended): the random baseline
+    would rest on 4 of the plan's 5 draws, so planted_effects.py and frontier_render.py refuse in one line naming
+    the draw, and every file of the folder keeps its bytes."""
+    from test_frontier_plan import cut_draw
+
+    folder, before = committed_build(tmp_path)
+    cut_draw(folder)
+    before["evaluations.jsonl"] = (folder / "evaluations.jsonl").read_bytes()
+    for status, stderr in (
+        study_script("planted_effects", str(folder), "Invented_Facts,Invented_Language"),
+        study_script("frontier_render", str(folder)),
+    ):
+        assert status == 1 and stderr.count("\n") == 1
+        assert "no record of 1 of the plan's 69 regions (random draw4 at 72 neurons); 1 line(s)" in stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_plan_naming_other_abilities_is_one_line_in_both_study_scripts(tmp_path):
+    """plan.json edited to name an ability its records never scored: one line saying they disagree, not KeyError."""
+    folder, before = committed_build(tmp_path)
+    recorded = json.loads(before["plan.json"])
+    (folder / "plan.json").write_text(json.dumps({**recorded, "abilities": ["Invented_Other", "Invented_Language"]}))
+    for status, stderr in (
+        study_script("planted_effects", str(folder), "Invented_Language"),
+        study_script("frontier_render", str(folder)),
+    ):
+        assert status == 1 and stderr.count("\n") == 1 and "Traceback" not in stderr
+        assert "has no scores for Invented_Other" in stderr and "plan.json and its records disagree" in stderr
+    assert (folder / "planted_effects.csv").read_bytes() == before["planted_effects.csv"]
+    assert (folder / "frontier.md").read_bytes() == before["frontier.md"]

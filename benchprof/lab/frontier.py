@@ -302,23 +302,17 @@ def score(
 def render(folder: str | Path) -> list[Path]:
     """Redraw a frontier folder's frontier.csv, .md and .png from its plan.json and evaluations.jsonl alone (no
     model, no data): a committed result read by the current report. A record's region is named by its option,
-    ability or draw and size; where a folder holds several records of one region (other inputs), the last counts."""
+    ability or draw and size; where a folder holds several records of one region (other inputs), the last counts.
+    Refused in one line, before any file is written, when plan.json is not a plan or its records lack a region or
+    disagree with it (frontier_plan.plan_records)."""
+    from benchprof.lab.frontier_plan import plan_records, recorded_plan
     from benchprof.lab.frontier_report import write_report
 
     folder = Path(folder)
     layout = FrontierLayout(folder)
-    recorded = read_plan(layout.plan_file)
-    if recorded is None or not isinstance(recorded.get("model_shape"), dict):
-        raise BenchprofError(f"{layout.plan_file}: no plan with its model_shape to render from")
-    plan = FrontierPlan(
-        model=str(recorded["model"]), data_dir=Path(str(recorded["data_dir"])),
-        abilities=tuple(recorded["abilities"]), out=folder, options=tuple(recorded["options"]),
-        sizes=tuple(int(n) for n in recorded["sizes"]), draws=int(recorded["draws"]),
-        contrast=tuple(recorded["contrast"]), train_items=int(recorded["train_items"]),
-        train_from=int(recorded.get("train_from", 0)),
-        test_items=int(recorded["test_items"]), transfer_items=int(recorded.get("transfer_items", 0)),
-        seed=int(recorded["seed"]), model_given=str(recorded["model"]), data_given=str(recorded["data_dir"]),
-    )  # fmt: skip
-    records = read_records(layout.records_file)
-    shape = recorded["model_shape"]
+    plan, recorded = recorded_plan(folder)
+    shape, keys = recorded.get("model_shape"), ("weights_per_neuron", "total_params")
+    if not isinstance(shape, dict) or not all(isinstance(shape.get(k), int) for k in keys):
+        raise BenchprofError(f"{layout.plan_file}: no model_shape to render from (written at the end of a run)")
+    records = plan_records(plan, layout.records_file)  # every region of the plan, or one line saying which is not
     return write_report(plan, records, int(shape["weights_per_neuron"]), int(shape["total_params"]))

@@ -291,3 +291,107 @@ def region_sizes(value: object, count: int) -> tuple[int, ...]:
     if repeated is not None:
         raise BenchprofError(f"--sizes: {repeated} is given twice")
     return tuple(sorted(sizes))
+
+
+def recorded_plan(folder: Path) -> tuple[FrontierPlan, dict[str, Any]]:
+    """The plan a frontier folder's plan.json records, and the JSON itself (for what else it holds, its
+    model_shape): refused in one line naming the file and the value when it is missing, unreadable, or lacks a
+    value of the plan or holds one of the wrong kind (an edited plan.json), never a KeyError."""
+    from benchprof.core.layout import FrontierLayout
+
+    path = FrontierLayout(Path(folder)).plan_file
+    if not path.is_file():
+        raise BenchprofError(f"{path}: not found; measure the frontier first (`benchprof frontier`)")
+    recorded = read_plan(path)
+    if recorded is None:
+        raise BenchprofError(f"{path}: not a JSON object; measure the frontier again to rewrite it")
+
+    def value(key: str, kind: type, default: Any = None) -> Any:
+        found = recorded.get(key, default)
+        if kind is list:
+            ok = isinstance(found, list) and found and all(isinstance(v, str) and v for v in found)
+        elif kind is int:
+            ok = isinstance(found, int) and not isinstance(found, bool) and found >= 0
+        else:
+            ok = isinstance(found, str) and bool(found)
+        if not ok:
+            want = {list: "a list of names", int: "a whole number", str: "a name"}[kind]
+            raise BenchprofError(f"{path}: {key!r} is {'missing' if found is None else 'not ' + want}; not a plan")
+        return found
+
+    sizes = recorded.get("sizes")
+    if not isinstance(sizes, list) or not sizes or not all(isinstance(n, int) and n > 0 for n in sizes):
+        raise BenchprofError(f"{path}: 'sizes' is not a list of region sizes; not a plan")
+    plan = FrontierPlan(
+        model=value("model", str), data_dir=Path(value("data_dir", str)), abilities=tuple(value("abilities", list)),
+        out=Path(folder), options=tuple(value("options", list)), sizes=tuple(sizes), draws=value("draws", int),
+        contrast=tuple(value("contrast", list)), train_items=value("train_items", int),
+        train_from=value("train_from", int, 0), test_items=value("test_items", int),
+        transfer_items=value("transfer_items", int, 0), seed=value("seed", int), model_given=value("model", str),
+        data_given=value("data_dir", str),
+    )  # fmt: skip
+    return plan, recorded
+
+
+PlanRegion = tuple[str, str, int]  # (option, ability or random draw, size) as a record names it
+
+
+def plan_regions(plan: FrontierPlan) -> list[PlanRegion]:
+    """Every region the plan's report reads a record of: the original model, each (option, ability, size) and each
+    random draw of each size (frontier.regions names them so)."""
+    return [
+        ("original", "-", 0),
+        *[(o, a, n) for o in plan.options for a in plan.abilities for n in plan.sizes],
+        *[("random", f"draw{d}", n) for n in plan.sizes for d in range(plan.draws)],
+    ]
+
+
+def region_name(region: PlanRegion) -> str:
+    option, name, size = region
+    return "the original model" if option == "original" else f"{option} {name} at {size} neurons"
+
+
+def plan_records(plan: FrontierPlan, path: Path) -> list[dict[str, Any]]:
+    """The records of evaluations.jsonl (`path`) that a report of `plan` reads: one per region of the plan
+    (plan_regions; where several records name one region, the last), each checked to score every split the plan
+    names (each ability's test split, and its transfer split where the plan scored them) with the plan's item
+    counts. Refused in one line when a region has no record (a line cut short or edited is dropped on read: its
+    draw would be missing from the random baseline) or when a record disagrees with the plan (plan.json edited, or
+    another plan's records), so that no report rests on fewer draws or items than it says."""
+    from benchprof.abilities import transfer_benchmark
+    from benchprof.core.storage import read_records
+
+    records = read_records(path)
+    last = {(r.get("option"), r.get("region"), r.get("size")): r for r in records}
+    splits = {a: plan.test_items for a in plan.abilities}
+    if plan.transfer_items:
+        splits.update({transfer_benchmark(a): plan.transfer_items for a in plan.abilities})
+
+    def check(region: PlanRegion, record: dict[str, Any]) -> None:
+        scores = record.get("acc_norm")
+        for split, items in splits.items():
+            held = scores.get(split) if isinstance(scores, dict) else None
+            if not isinstance(held, list) or len(held) != items:
+                found = "no scores" if not isinstance(held, list) else f"{len(held)} items"
+                raise BenchprofError(
+                    f"{path}: {region_name(region)} has {found} for {split}, where plan.json names {items} items; "
+                    "plan.json and its records disagree (an edited plan.json, or another plan's records)"
+                )
+
+    wanted = plan_regions(plan)
+    if wanted[0] in last:  # the original model's record first: a plan naming other splits is told as such
+        check(wanted[0], last[wanted[0]])
+    missing = [region for region in wanted if region not in last]
+    if missing:
+        lines = sum(1 for line in path.read_bytes().splitlines() if line.strip()) if path.is_file() else 0
+        cut = lines - len(records)
+        dropped = f"; {cut} line(s) of it cut short or edited were dropped" if cut > 0 else ""
+        shown = ", ".join(region_name(r) for r in missing[:3]) + (", …" if len(missing) > 3 else "")
+        raise BenchprofError(
+            f"{path}: no record of {len(missing)} of the plan's {len(wanted)} regions ({shown}){dropped}; rerun "
+            "`benchprof frontier` with this plan to score them"
+        )
+    chosen = [last[region] for region in wanted]
+    for region, record in zip(wanted, chosen, strict=True):
+        check(region, record)
+    return chosen

@@ -130,30 +130,38 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
     planted folder) does, per option, size and planted ability: its AIS on its own planted ability's test split,
     the mean on the other planted abilities' and on the real abilities' splits, each beside the same for the
     random regions of its size, and the own AIS against those random regions (stats.control.top_against_random,
-    one-sided p). Reads the folder's plan.json and evaluations.jsonl only."""
+    one-sided p). Reads the folder's plan.json and evaluations.jsonl only; refused in one line, before any file is
+    written, for an ability the plan does not hold, a region of the plan without its record (a draw of the random
+    baseline included) and records that disagree with the plan (frontier_plan.plan_records)."""
     import numpy as np
 
     from benchprof.core.layout import FrontierLayout
-    from benchprof.core.storage import read_json, read_records
+    from benchprof.lab.frontier_plan import plan_records, recorded_plan
     from benchprof.lab.frontier_report import against_random, ais, cell_stats
 
     layout = FrontierLayout(Path(folder))
     if not layout.plan_file.is_file():
         raise BenchprofError(f"{layout.plan_file}: not found; measure the planted model's frontier first")
-    plan = read_json(layout.plan_file)
-    records = read_records(layout.records_file)
+    plan = recorded_plan(Path(folder))[0]
+    unknown = [a for a in planted if a not in plan.abilities]
+    if unknown or not planted:
+        raise BenchprofError(
+            f"{', '.join(unknown) or 'no ability given'}: not an ability of {layout.plan_file} (it holds "
+            f"{', '.join(plan.abilities)}); give the planted abilities its frontier measured"
+        )
+    records = plan_records(plan, layout.records_file)  # every region of the plan, each draw of the random baseline
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
     by_key = {(r["option"], r["region"], r["size"]): r["acc_norm"] for r in records}
-    abilities = tuple(plan["abilities"])
+    abilities = plan.abilities
     real = [a for a in abilities if a not in planted]
 
     def mean_ais(ablated: dict[str, list[float]], splits: Sequence[str]) -> float:
         return float(np.mean([ais(original[b], ablated[b]) for b in splits])) if splits else math.nan
 
     rows = []
-    for size in plan["sizes"]:
-        draws = [by_key[k] for d in range(plan["draws"]) if (k := ("random", f"draw{d}", size)) in by_key]
-        for option in plan["options"]:
+    for size in plan.sizes:
+        draws = [by_key[k] for d in range(plan.draws) if (k := ("random", f"draw{d}", size)) in by_key]
+        for option in plan.options:
             for ability in planted:
                 if (option, ability, size) not in by_key:
                     continue
