@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Wraps `benchprof run`. Usage: ./run.sh [-e] [config.yml]   (options in any order)
-#   -e   evaluation and aggregation only (masks and importance must exist)
+# Wraps `benchprof run`. Usage: ./run.sh [-e] [-f] [config.yml]   (options in any order)
+#   -e   evaluation and aggregation only (masks and importance must exist); evaluations still current are skipped
+#   -f   redo the work of the stages it runs even where it is current (`benchprof run --force`)
 # Works with bash 3.2 and later (no arrays under `set -u`).
 set -eu
-usage="usage: ./run.sh [-e] [config.yml]"
+usage="usage: ./run.sh [-e] [-f] [config.yml]"
 eval_only=""
+force=""
 config=""
 for arg in "$@"; do
     case $arg in
         -e) eval_only="--eval_only" ;;
+        -f) force="--force" ;;
         -h | --help) echo "$usage"; exit 0 ;;
         -*) echo "run.sh: unknown option $arg; $usage" >&2; exit 2 ;;
         *)
@@ -23,7 +26,5 @@ config=${config:-config.yml}
 here=$(cd "$(dirname "$0")" && pwd)
 benchprof=benchprof
 if [ -x "$here/.venv/bin/benchprof" ]; then benchprof="$here/.venv/bin/benchprof"; fi
-if [ -n "$eval_only" ]; then
-    exec "$benchprof" run "$config" "$eval_only"
-fi
-exec "$benchprof" run "$config"
+# $eval_only and $force unquoted: each is one word or none
+exec "$benchprof" run "$config" $eval_only $force

@@ -251,6 +251,7 @@ def main(argv: list[str] | None = None) -> None:
         check_arguments(argv)
         # fire prints a stage's return value; stages return None and print their own summary
         fire.Fire(COMMANDS, command=argv, name="benchprof")
+        sys.stdout.flush()  # here, where a reader that left (`| head`) is caught below, not at the interpreter's exit
         if rank:  # its files written and closed
             # skip the interpreter's teardown, where gloo's destructors aborted about one 2-process run in six
             sys.stdout.flush()
@@ -263,6 +264,19 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("benchprof: interrupted; rerun the same command to resume", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:  # `benchprof status | head`: the reader has what it wanted; the rest goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)  # as a process killed by SIGPIPE (128 + 13), like `yes | head`
+    except OSError as err:  # an I/O failure no stage put in its own words (a folder where a file goes): one line
+        print(f"benchprof: error: {io_failure(err)}; rerun the same command to resume", file=sys.stderr)
+        sys.exit(1)
+
+
+def io_failure(err: OSError) -> str:
+    """An OSError in one line: the file(s) it names, the system's reason and the error's type."""
+    files = " -> ".join(str(f) for f in (err.filename, err.filename2) if f is not None)
+    why = err.strerror or (str(err).splitlines() or ["?"])[0]
+    return f"{files + ': ' if files else ''}{why} ({type(err).__name__})"
 
 
 if __name__ == "__main__":  # `accelerate launch -m benchprof.cli …` as well as `-m benchprof`

@@ -178,6 +178,8 @@ def test_run_sh_passes_eval_only_in_any_order(tmp_path):
         assert proc.stdout.strip() == "run my.yml --eval_only", proc.stderr
     proc = subprocess.run(["bash", str(tmp_path / "run.sh")], capture_output=True, text=True)
     assert proc.stdout.strip() == "run config.yml"
+    proc = subprocess.run(["bash", str(tmp_path / "run.sh"), "-f", "-e", "my.yml"], capture_output=True, text=True)
+    assert proc.stdout.strip() == "run my.yml --eval_only --force", proc.stderr  # -f: redo current evaluations too
 
 
 @pytest.mark.parametrize(
@@ -193,3 +195,17 @@ def test_run_sh_passes_eval_only_in_any_order(tmp_path):
 def test_a_boolean_option_before_the_config_is_a_flag(argv, want):
     assert bool_flags_alone(argv) == want
     check_arguments(want)  # and the result passes the argument check
+
+
+def test_a_reader_that_leaves_early_gets_no_broken_pipe(tmp_path):
+    """`benchprof status config.yml | head`: the reader closes the pipe before status has printed; status ends
+    quietly (exit 141, as `yes | head` does), with nothing on stderr."""
+    config = tmp_path / "config.yml"
+    config.write_text((ROOT / "configs" / "demo.yml").read_text())
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchprof", "status", str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line
+    stderr = proc.stderr.read().decode()
+    assert proc.wait() == 141 and stderr == ""

@@ -91,3 +91,28 @@ def test_cpu_workers_divide_the_cores_and_see_no_gpu():
     assert [argv[-2:] for argv, _ in commands] == [[f"--shard={i}/3", "--k=0.01,0.03"] for i in range(3)]
     assert all(env["LOCAL_WORLD_SIZE"] == "3" for _, env in commands)  # what thread_count divides by
     assert Settings().thread_count(3) == max(1, len(os.sched_getaffinity(0)) // 3)
+
+
+def test_a_workers_io_failure_is_one_line_from_it_and_one_from_the_parent(tiny_model_dir, tmp_path):
+    """A job's samples path is a folder (a user's, or a copy gone wrong): the worker that scores it says so in one
+    line naming the path, the parent names the worker, and no traceback reaches the terminal."""
+    import subprocess
+    import sys
+
+    from benchprof.core.layout import Variant
+
+    config = write_project(tmp_path, tiny_model_dir, ks=KS, limit=LIMIT)
+    raw = yaml.safe_load(config.read_text())
+    raw["evals"]["cpu_workers"] = 2
+    config.write_text(yaml.safe_dump(raw))
+    cfg = load_config(config)
+    blocked = Layout(cfg.output_root, "tiny").samples_file(Variant(), cfg.evals.benchmarks[0])
+    blocked.mkdir(parents=True)
+    done = subprocess.run([sys.executable, "-m", "benchprof", "evaluate", str(config)], capture_output=True, text=True)
+    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+    assert errors == [
+        f"benchprof: error: {blocked}: cannot write ({blocked} is a folder, not a file); no partial file left; rerun "
+        "to resume",
+        "benchprof: error: evaluate: 1 worker(s) failed: shard 0/2 (CPU, exit 2); rerun the same command to resume",
+    ]

@@ -15,10 +15,11 @@ import re
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from benchprof.abilities import ABILITIES, KNOWN_ABILITIES, TRANSFER, split_of
 from benchprof.core.layout import SHARED_FOLDERS, name_problem, shown
+from benchprof.core.options import DEFAULT, NEURON_SCORES, SCORES, compares
 from benchprof.core.schema import ConfigError, cast
 
 REGIONS: tuple[str, ...] = ("top", "bottom", "random")
@@ -26,29 +27,11 @@ MAX_SPLIT = 1_000_000  # items of a generated split
 MAX_FEWSHOT = 1_000  # few-shot examples of a benchmark
 MAX_BOOTSTRAP = 100_000  # resamples of aggregate's intervals
 MAX_THREADS = 4096  # torch threads of one process (settings.threads, a command's --threads)
-# extract.score: which per-weight score ranks the weights (formulas: benchprof/stages/weight_scores.py), or which
-# neuron score ranks whole MLP neurons (benchprof/stages/neurons.py)
-ScoreName = Literal[
-    "importance",
-    "contrast_mean",
-    "ratio",
-    "rank",
-    "entropy",
-    "act_grad",
-    "act_grad_t",
-    "act_grad_contrast",
-    "act_grad_contrast_abs",
-    "act_contrast",
-]
-SCORES: tuple[str, ...] = typing.get_args(ScoreName)
-NEURON_SCORES: tuple[str, ...] = (
-    "act_grad",
-    "act_grad_t",
-    "act_grad_contrast",
-    "act_grad_contrast_abs",
-    "act_contrast",
-)
-WEIGHT_SCORES: tuple[str, ...] = tuple(s for s in SCORES if s not in NEURON_SCORES)
+# extract.score: a selection option of core/options.py (its registry: name, formula, purpose, status)
+if TYPE_CHECKING:
+    ScoreName = str
+else:
+    ScoreName = Literal[SCORES]  # the registry's extract.scores, so that schema.cast checks the name
 RECORD_FIELDS: tuple[str, ...] = ("context", "question", "options", "answer")
 
 
@@ -169,7 +152,7 @@ class ExtractSettings:
     chunk_size: int = 1_000_000  # only for selection: chunked (the authors' approximation)
     regions: list[str] = field(default_factory=lambda: list(REGIONS))
     random_seed: int = 0
-    score: ScoreName = "importance"  # which per-weight score ranks the weights (benchprof/stages/weight_scores.py)
+    score: ScoreName = DEFAULT  # what ranks the weights or neurons: core/options.py
     random_draws: int = 1  # independently seeded random regions per (ability, k): random, random2, ...
 
     def region_names(self) -> list[str]:
@@ -209,7 +192,7 @@ class EvalSettings:
 
     `cpu_workers` (evaluating on the CPU, backend hf): evaluate without --shard runs its jobs in this many
     `evaluate --shard i/n` processes side by side, each with the usable cores / n threads. A small model
-    gains little from a second thread but a second process halves its evaluation (README, "On a CPU").
+    gains little from a second thread but a second process halves its evaluation (docs/scaling.md, "On a CPU").
     """
 
     benchmarks: list[str] = field(default_factory=lambda: list(ABILITIES))
@@ -243,7 +226,7 @@ class AggregateSettings:
     bootstrap: int = 1000
     seed: int = 0
     metrics: dict[str, str] = field(default_factory=dict)  # benchmark -> primary metric override
-    alpha: float = 0.05  # false discovery rate of the stars: Benjamini-Hochberg over a model's profile
+    alpha: float = 0.05  # every star's level: Holm over the claim family, Benjamini-Hochberg over the others
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level (default: 1/#options)
     # a generation task (chance 0 unless aggregate.chance says otherwise): the original must get this many
     # items right before an AIS ratio means anything (with 3 right, 2 lost items are an AIS of +0.667)
@@ -486,7 +469,7 @@ def _extract(cfg: Config) -> None:
         raise ConfigError("extract.regions: top or random is required; the profile figures draw those")
     if extract.score in NEURON_SCORES and extract.selection != "exact":
         raise ConfigError(f"extract.selection: a neuron score ({extract.score}) ranks whole neurons; use exact")
-    if extract.score not in ("importance", "act_grad", "act_grad_t") and len(cfg.datasets) < 2:
+    if compares(extract.score) and len(cfg.datasets) < 2:
         raise ConfigError(
             f"extract.score: {shown(extract.score)} compares abilities; it needs at least two in datasets"
         )

@@ -1,4 +1,4 @@
-"""The outputs/ tree (README, "The outputs tree"). Every path a stage reads or writes comes from here.
+"""The outputs/ tree (docs/outputs.md). Every path a stage reads or writes comes from here.
 
 outputs/<model-tag>/
   original/eval/<benchmark>.json                         evaluate: unablated scores

@@ -12,6 +12,7 @@ from typing import Any, Literal, Union
 
 from benchprof import BenchprofError
 from benchprof.core.layout import shown
+from benchprof.core.options import did_you_mean
 
 
 class ConfigError(BenchprofError):
@@ -29,7 +30,9 @@ def cast(value: Any, hint: Any, key: str) -> Any:
         return cast(value, inner[0], key)
     if origin is Literal:
         if value not in args:
-            raise ConfigError(f"{key}: {shown(value)} is not one of {', '.join(map(str, args))}")
+            raise ConfigError(
+                f"{key}: {shown(value)} is not one of {', '.join(map(str, args))}{did_you_mean(value, args)}"
+            )
         return value
     if origin is list:
         if not isinstance(value, list):

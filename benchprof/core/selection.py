@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from benchprof import BenchprofError
 from benchprof.core.layout import shown
+from benchprof.core.options import did_you_mean
 
 # a command-line narrowing such as --ability or --k: one value, a list, or "a,b"; None for all
 Selection = str | int | float | Sequence[str | int | float] | None
@@ -48,7 +49,9 @@ def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any]
         except ValueError:
             raise BenchprofError(f"{flag}: {shown(raw)} is not valid") from None
         if value not in known:
-            raise BenchprofError(f"{flag}: {shown(value)} is not one of {', '.join(map(str, known))}")
+            raise BenchprofError(
+                f"{flag}: {shown(value)} is not one of {', '.join(map(str, known))}{did_you_mean(value, known)}"
+            )
         if value in out:  # each value names work to do once: a repeat would run it twice, or count it twice
             raise BenchprofError(f"{flag}: {shown(value)} is given twice")
         out.append(value)

@@ -39,6 +39,8 @@ def _why(path: Path, err: Exception) -> str:
     if isinstance(err, OSError) and err.errno in (errno.ENOTDIR, errno.EEXIST):
         blocker = next((p for p in [Path(path), *Path(path).parents] if p.exists() and not p.is_dir()), None)
         why = f"{blocker} is a file, not a folder" if blocker is not None else why
+    if isinstance(err, OSError) and err.errno == errno.EISDIR:
+        why = f"{path} is a folder, not a file"
     return str(why)
 
 
@@ -113,7 +115,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
         os.chmod(tmp, shared_mode())  # mkstemp makes 0600; outputs are for the whole group to read
         os.replace(tmp, path)
     except OSError as err:
-        if err.errno in WRITE_ERRORS:
+        if err.errno in WRITE_ERRORS or (err.errno == errno.EISDIR and Path(path).is_dir()):  # a folder in its place
             raise write_error(path, err) from err
         raise
     finally:

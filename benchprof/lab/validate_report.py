@@ -11,9 +11,10 @@ from typing import Any
 import numpy as np
 
 from benchprof.core.layout import format_k
+from benchprof.core.options import WEIGHT_SCORES
 from benchprof.lab.validation import mean_interval, share_interval
 
-SCORES = ("importance", "contrast_mean", "ratio", "rank", "entropy")  # the order of the tables' rows
+SCORES = WEIGHT_SCORES  # the order of the tables' rows: the registry's (core/options.py)
 SELECTIONS = ("exact", "chunked")
 
 

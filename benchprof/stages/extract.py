@@ -21,6 +21,7 @@ from benchprof import BenchprofError
 from benchprof.core.config import NEURON_SCORES, Config, ExtractSettings, ModelSpec, random_draw
 from benchprof.core.layout import Layout
 from benchprof.core.modeling import layer_index
+from benchprof.core.options import score_help
 from benchprof.core.regions import Region, write_region
 from benchprof.core.selection import Selection, select
 from benchprof.core.storage import clear_manifest, is_current, write_csv, write_manifest
@@ -135,9 +136,8 @@ def extract(
         ability: only this ability (or a comma-separated list).
         model: only this model (name or tag).
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
-        score: importance (default extract.score; the authors'), contrast_mean, ratio, rank or entropy; or a
-            neuron score (act_grad, act_grad_t, act_grad_contrast, act_grad_contrast_abs, act_contrast: whole MLP
-            neurons, ranked by an attribution this stage computes over each ability's train items; stages/neurons.py).
+        score: what ranks the weights or neurons (default extract.score; a neuron score's statistic is computed
+            here over each ability's train items, stages/neurons.py). SCORE_HELP.
         force: recompute even when the manifest matches.
     """
     from benchprof.core.modeling import pick_device
@@ -166,6 +166,9 @@ def extract(
         f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
         f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s"
     )
+
+
+extract.__doc__ = (extract.__doc__ or "").replace("SCORE_HELP", score_help())  # --help lists the registry's options
 
 
 def extract_ability(

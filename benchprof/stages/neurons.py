@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
+from benchprof.core.options import OPTIONS, did_you_mean
 
 if TYPE_CHECKING:
     import numpy as np
@@ -308,19 +309,13 @@ STATISTICS = {"attribution": neuron_attribution, "activity": neuron_activity}
 
 
 # every neuron score: the per-item statistic it reads, and what it holds an ability against ("": nothing,
-# "abilities": the other abilities' statistics, "general": general text's); the formulas are neuron_scores'
+# "abilities": the other abilities' statistics, "general": general text's), as core/options.py declares them; the
+# formulas are neuron_scores'
 SCORES: dict[str, tuple[str, str]] = {
-    "act_grad": ("attribution", ""),
-    "act_grad_t": ("attribution", ""),
-    "act_grad_contrast": ("attribution", "abilities"),
-    "act_contrast": ("activity", "abilities"),
-    "act_grad_general": ("attribution", "general"),
-    "act_general": ("activity", "general"),
-    "act_grad_contrast_iter": ("attribution", "abilities"),  # act_grad_contrast in rounds (iterative_contrast)
-    "act_grad_contrast_abs": ("attribution", "abilities"),  # t_a − max_b |t_b|: no neuron another leans against
+    o.name: (o.statistic, o.against) for o in OPTIONS if o.unit == "neurons" and not o.parts
 }
 # options that join two scores (option_scores): their top n is the union of the two parts' top neurons
-UNIONS: dict[str, tuple[str, str]] = {"act_union": ("act_contrast", "act_grad_contrast_abs")}
+UNIONS: dict[str, tuple[str, ...]] = {o.name: o.parts for o in OPTIONS if o.parts}
 FRONTIER_SCORES = (*SCORES, *UNIONS)  # what the frontier and the planted recovery measure; extract: NEURON_SCORES
 ITERATIVE = "act_grad_contrast_iter"  # the one selection that re-scores as it zeroes: no fixed ranking
 ITERATIVE_ROUNDS = 4  # its rounds, part of its definition: the region chosen in this many chunks
@@ -329,7 +324,11 @@ ITERATIVE_ROUNDS = 4  # its rounds, part of its definition: the region chosen in
 def score_spec(option: str) -> tuple[str, str]:
     """(statistic, held against) of a neuron score, refused in one line when unknown or a union (UNIONS)."""
     if option not in SCORES:
-        what = f"{option!r} joins two scores" if option in UNIONS else f"unknown neuron score {option!r}"
+        what = (
+            f"{option!r} joins two scores"
+            if option in UNIONS
+            else f"unknown neuron score {option!r}{did_you_mean(option, FRONTIER_SCORES)}"
+        )
         raise BenchprofError(f"{what} (known scores: {', '.join(SCORES)}; unions of two: {', '.join(UNIONS)})")
     return SCORES[option]
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import WEIGHT_SCORES
 from benchprof.core.layout import Layout
 from benchprof.core.modeling import is_eligible
+from benchprof.core.options import OPTIONS, WEIGHT_SCORES, did_you_mean
 from benchprof.core.storage import file_hash, open_tensors, read_manifest
 
 if TYPE_CHECKING:
@@ -32,13 +32,7 @@ if TYPE_CHECKING:
 RATIO_EPSILON = 1.0  # ratio's ε, in units of the mean of Ī_¬a over the eligible weights
 HIGH_BITS = 16  # rank: percentiles of the importance rounded to its top 16 bits (bfloat16)
 
-FORMULAS = {
-    "importance": "S_a = I_a",
-    "contrast_mean": "S_a = I_a - mean_{b!=a} I_b",
-    "ratio": f"S_a = I_a / (mean_{{b!=a}} I_b + eps), eps = {RATIO_EPSILON:g} x its mean over eligible weights",
-    "rank": "S_a = P_a - mean_{b!=a} P_b, P = mid-rank percentile of I (bfloat16 precision)",
-    "entropy": "S_a = q_a (1 - H(p)/log M), q_b = I_b / mean I_b, p_b = q_b / sum_c q_c",
-}
+FORMULAS = {o.name: o.formula for o in OPTIONS if o.unit == "weights"}  # in each mask manifest: score_inputs
 
 
 @dataclass
@@ -183,7 +177,9 @@ def specific_score(
         entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(0)
         result = q[0] * (1 - entropy / math.log(len(totals))).clamp_min(0)
     else:
-        raise BenchprofError(f"extract.score: {score!r} is not one of {', '.join(WEIGHT_SCORES)}")
+        raise BenchprofError(
+            f"extract.score: {score!r} is not one of {', '.join(WEIGHT_SCORES)}{did_you_mean(score, WEIGHT_SCORES)}"
+        )
     return result.float()
 
 
