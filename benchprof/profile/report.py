@@ -9,6 +9,7 @@ q-value is below aggregate.alpha.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from benchprof.core.config import NEURON_SCORES
 from benchprof.core.layout import Layout, format_k
 from benchprof.core.storage import write_csv, write_json, write_text
+from benchprof.profile.claims import claims_markdown
 from benchprof.profile.formatting import (
     MISSING_CELL,
     UNDEFINED_CELL,
@@ -41,6 +43,7 @@ from benchprof.profile.rows import (
 CSV_COLUMNS = tuple(f.name for f in fields(AisRow))  # ais.csv: one column per AisRow field, in order
 BREADTH_COLUMNS = tuple(f.name for f in fields(Breadth))  # benchmarks.csv; lists of abilities joined by ";"
 SIMILARITY_COLUMNS = tuple(f.name for f in fields(Similarity) if f.name not in ("model_b", "paired"))
+READING = "## How to read the tables"  # the heading after ais.md's Claims
 
 
 def _no_nan(record: dict[str, Any]) -> dict[str, Any]:
@@ -220,12 +223,16 @@ def statistics_markdown(profile: Profile) -> list[str]:
 
 
 def render_markdown(profile: Profile) -> str:
-    """ais.md: headline tables at the report k, the k sweep per benchmark, region specificity, and
-    what is missing."""
+    """ais.md: the claims in words (claims.py), headline tables at the report k, the k sweep per benchmark, region
+    specificity, what is missing, and the notes, each said once."""
     k = format_k(profile.report_k)
     regions = profile.regions_with_adjusted
     parts = [
         f"# Benchmark profile: {profile.name} (`{profile.model}`)",
+        "",
+        *claims_markdown(profile),
+        "",
+        READING,
         "",
         "AIS = (s_original - s_ablated) / s_original on each benchmark's primary metric, when the "
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
@@ -314,12 +321,27 @@ def render_markdown(profile: Profile) -> str:
         )
     else:
         parts.append("None.")
-    if profile.notes:
+    notes = merged_notes(profile.notes)
+    if notes:
         shown = 30
-        parts += ["", "## Notes", ""] + [f"- {note}" for note in profile.notes[:shown]]
-        if len(profile.notes) > shown:
-            parts.append(f"- ... and {len(profile.notes) - shown} more (ais.json, `notes`)")
+        parts += ["", "## Notes", ""] + [f"- {note}" for note in notes[:shown]]
+        if len(notes) > shown:
+            parts.append(f"- ... and {len(notes) - shown} more (ais.json, `notes`)")
     return "\n".join(parts) + "\n"
+
+
+SUBJECT_NOTE = re.compile(r"^(\S+) \(([^)]+)\): (.+)$")  # "<benchmark> (<what>): <the note>"
+
+
+def merged_notes(notes: list[str]) -> list[str]:
+    """Notes said once: those that differ only in the benchmark they open with ("arc_easy (p_correct): rows with
+    ...", "piqa (p_correct): rows with ...") become one note listing the benchmarks, where the first stood."""
+    merged: dict[tuple[str, str], list[str]] = {}  # (what, note) -> benchmarks; other notes keyed by themselves
+    for note in dict.fromkeys(notes):
+        match = SUBJECT_NOTE.match(note)
+        key = (match.group(2), match.group(3)) if match else ("", note)
+        merged.setdefault(key, []).append(match.group(1) if match else "")
+    return [f"{', '.join(subjects)} ({what}): {note}" if what else note for (what, note), subjects in merged.items()]
 
 
 def k_steps_markdown(profile: Profile) -> list[str]:

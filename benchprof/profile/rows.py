@@ -6,7 +6,9 @@ Profile itself.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 from benchprof.core.config import KNOWN_ABILITIES, TRANSFER, random_draw, split_of
 from benchprof.core.layout import format_k
@@ -58,6 +60,23 @@ class AisRow:
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
     at_chance: bool = False  # the benchmark's original score is not above chance: no q-value, no star
     family: str = ""  # claim, damage, secondary or control (random regions: tested, never starred); "" untested
+
+    @classmethod
+    def from_record(cls, record: Mapping[str, str]) -> AisRow:
+        """One line of ais.csv as core.storage.read_csv returns it, back into a row (the inverse of
+        core.storage.csv_cell): an empty cell is NaN for a float field and None where the field may be None."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            text, kind = record[f.name], str(f.type)
+            if kind == "str":
+                values[f.name] = text
+            elif text == "":
+                values[f.name] = None if "None" in kind else {"float": math.nan, "int": 0, "bool": False}[kind]
+            elif kind.startswith("bool"):
+                values[f.name] = text == "true"
+            else:
+                values[f.name] = int(text) if kind.startswith("int") else float(text)
+        return cls(**values)
 
 
 @dataclass

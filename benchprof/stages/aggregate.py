@@ -18,6 +18,7 @@ from benchprof.core.layout import CompareLayout, Layout, format_k
 from benchprof.core.results import evaluation_hashes
 from benchprof.core.storage import clear_manifest, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
+from benchprof.profile.claims import claims_terminal
 from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
 from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
@@ -102,7 +103,8 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
 
 
 def _print_profile(cfg: Config, profile: Profile, k: float) -> None:
-    """One model's headline AIS table at k, its overlap, specificity and breadth lines, on the console.
+    """One model's headline AIS table at k, its overlap, specificity and breadth lines, then its claims in words
+    (ais.md's opening section), on the console.
 
     With random regions the table is the claim's: top - random, starred by Holm over the claim family (the
     region hurts more than a random region of its size). Without them, the top region's AIS, starred by the
@@ -124,6 +126,7 @@ def _print_profile(cfg: Config, profile: Profile, k: float) -> None:
     print(ais_table(profile, region=region))
     for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
         print(line)
+    print("\n" + "\n".join(claims_terminal(profile)))  # last: what the profile claims, as ais.md opens
 
 
 def aggregate(cfg: Config, model: str | None = None, report_k: float | None = None, plots: bool = True) -> None:

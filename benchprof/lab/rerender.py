@@ -1,0 +1,99 @@
+"""A committed profile's ais.md brought up to the current report's opening, from the files its folder keeps.
+
+A committed profile (docs/results/profile-*/) keeps ais.csv, ais.md, benchmarks.csv, similarity.csv, overlap.csv
+and its config.yml, not ais.json nor the evaluations. The chance tests' p-values, the null calibration, the k
+steps, the missing evaluations and the notes are only in ais.md's text, so the whole report cannot be computed
+again from the folder. What the Claims need is all in ais.csv: every row with its family, star, interval,
+minimum detectable AIS and at-chance flag. So this rewrites two parts of ais.md and leaves every other line as it
+was: its opening (the Claims of profile/claims.py, then the heading over the reading paragraph) and its Notes
+(each said once, report.merged_notes).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchprof import BenchprofError
+from benchprof.core.config import AggregateSettings
+from benchprof.core.storage import read_csv, write_text
+from benchprof.profile.claims import claims_markdown
+from benchprof.profile.report import READING, merged_notes
+from benchprof.profile.rows import SPECIFICITY, AisRow, Profile
+
+NOTES = "## Notes"
+MORE = "- ... and "  # the line that counts the notes ais.md did not show
+
+
+def folder_profile(folder: Path) -> Profile:
+    """The profile the Claims need, from a committed folder: ais.csv's rows, and aggregate.alpha and report_k from
+    its config.yml (the defaults where it names none: the largest k)."""
+    import yaml
+
+    csv_path, config_path = folder / "ais.csv", folder / "config.yml"
+    if not csv_path.is_file():
+        raise BenchprofError(f"{folder}: no ais.csv to read the claims from")
+    rows = [AisRow.from_record(record) for record in read_csv(csv_path)]
+    if not rows:
+        raise BenchprofError(f"{csv_path}: no rows")
+    config = yaml.safe_load(config_path.read_text()) if config_path.is_file() else {}
+    aggregate = (config or {}).get("aggregate") or {}
+    k_values = sorted({row.k for row in rows})
+    report_k = float(aggregate.get("report_k") or k_values[-1])
+    defaults = AggregateSettings()
+    return Profile(
+        model=rows[0].model,
+        name=rows[0].model,
+        abilities=list(dict.fromkeys(row.ability for row in rows)),
+        benchmarks=list(dict.fromkeys(row.benchmark for row in rows if row.benchmark != SPECIFICITY)),
+        k_values=k_values,
+        regions=list(dict.fromkeys(row.region for row in rows)),
+        report_k=report_k,
+        threshold=float(aggregate.get("threshold", defaults.threshold)),
+        bootstrap=int(aggregate.get("bootstrap", defaults.bootstrap)),
+        rows=rows,
+        alpha=float(aggregate.get("alpha", defaults.alpha)),
+    )
+
+
+def with_claims(text: str, profile: Profile) -> str:
+    """ais.md's text opening with the profile's Claims (replacing any it had) and its Notes each said once; the
+    rest unchanged."""
+    lines = text.rstrip("\n").split("\n")
+    title, rest = lines[0], lines[1:]
+    if READING in rest:  # rendered since the Claims exist: replace them
+        rest = rest[rest.index(READING) + 1 :]
+    while rest and not rest[0].strip():
+        rest = rest[1:]
+    lines = [title, "", *claims_markdown(profile), "", READING, "", *rest]
+    if NOTES in lines:
+        start = lines.index(NOTES) + 1
+        end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+        section = lines[start:end]
+        notes = [line[2:] for line in section if line.startswith("- ") and not line.startswith(MORE)]
+        more = [line for line in section if line.startswith(MORE)]
+        lines[start:end] = ["", *[f"- {note}" for note in merged_notes(notes)], *more] + (
+            [""] if end < len(lines) else []
+        )
+    return "\n".join(lines) + "\n"
+
+
+def rerender(folder: Path) -> Path:
+    """Rewrite `folder`/ais.md to open with its Claims (from ais.csv) and say each note once; returns its path."""
+    path = folder / "ais.md"
+    if not path.is_file():
+        raise BenchprofError(f"{folder}: no ais.md to re-render")
+    write_text(path, with_claims(path.read_text(), folder_profile(folder)))
+    return path
+
+
+def main(*folders: str) -> None:
+    """Re-render each committed profile folder's ais.md (docs/results/profile-*) so that it opens with its Claims.
+
+    Arguments:
+        folders: profile folders holding ais.csv, ais.md and config.yml.
+    """
+    if not folders:
+        raise BenchprofError("name at least one profile folder (docs/results/profile-*)")
+    for folder in folders:
+        path = rerender(Path(folder))
+        print(f"{path}: opens with its Claims")

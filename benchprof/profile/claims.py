@@ -1,0 +1,196 @@
+"""What a profile claims, in words: one line per benchmark, the section `## Claims` that opens ais.md and the lines
+`aggregate` prints last for each model.
+
+A benchmark draws on an ability when the ability's top-random row at the report k, on the benchmark's primary
+metric, is starred: Holm's correction over the claim family (cells.family_of, docs/statistics.md) says zeroing
+the ability's region lowers the benchmark more than zeroing random regions of its size. A benchmark with tested
+claim rows and no star gets the minimum detectable AIS of its top regions (the median of their `mde`): effects
+below it could not have been seen. A benchmark the model is at chance on claims nothing. Everything is read from
+the rows (AisRow), so a profile read back from ais.csv gets the same lines as the one `aggregate` computed.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, field
+
+from benchprof.core.layout import format_k
+from benchprof.profile.formatting import fmt_interval
+from benchprof.profile.rows import ADJUSTED, MEAN, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
+
+
+@dataclass
+class Claim:
+    """One benchmark's verdict at the report k. kind: "claims" (at least one starred claim row), "none" (tested,
+    nothing starred), "chance" (the model is at chance on it) or "untested" (no claim row with a test)."""
+
+    benchmark: str
+    kind: str
+    draws_on: list[AisRow] = field(default_factory=list)  # starred top-random rows with AIS > 0, largest first
+    less_than_random: list[AisRow] = field(default_factory=list)  # starred with AIS < 0
+    top: dict[str, float] = field(default_factory=dict)  # ability -> the top region's own AIS
+    mde: float = math.nan  # kind "none": the median minimum detectable AIS of its top regions
+    original: float = math.nan  # kind "chance": the original score and the chance level
+    chance: float = math.nan
+
+
+def _is_claim_row(row: AisRow, k: float) -> bool:
+    """A top-random row of one ability on a benchmark's primary metric at k, tested or not."""
+    return (
+        row.region == ADJUSTED
+        and row.metric != P_CORRECT
+        and row.ability != MEAN
+        and row.benchmark != SPECIFICITY
+        and math.isclose(row.k, k)
+    )
+
+
+def _benchmarks(profile: Profile) -> list[str]:
+    """The profile's benchmarks in its order, then any only its rows name (a profile read back from ais.csv)."""
+    named = [b for b in profile.benchmarks if b != SPECIFICITY]
+    return named + list(dict.fromkeys(r.benchmark for r in profile.rows if r.benchmark not in named + [SPECIFICITY]))
+
+
+def benchmark_claims(profile: Profile) -> list[Claim]:
+    """One Claim per benchmark with rows at the report k, in the profile's order."""
+    k = profile.report_k
+    out = []
+    for benchmark in _benchmarks(profile):
+        rows = [r for r in profile.rows if r.benchmark == benchmark and math.isclose(r.k, k) and r.metric != P_CORRECT]
+        if not rows:
+            continue
+        if any(r.at_chance for r in rows):
+            scored = next((r for r in rows if not math.isnan(r.chance)), rows[0])
+            out.append(Claim(benchmark, "chance", original=scored.score_original, chance=scored.chance))
+            continue
+        claim_rows = [r for r in rows if _is_claim_row(r, k)]
+        tested = [r for r in claim_rows if r.family == PRIMARY and not math.isnan(r.p_value)]
+        if not tested:
+            out.append(Claim(benchmark, "untested"))
+            continue
+        starred = sorted((r for r in tested if r.significant), key=lambda r: -r.ais)
+        top = {r.ability: r.ais for r in rows if r.region == "top"}
+        if starred:
+            positive = [r for r in starred if r.ais > 0]
+            negative = [r for r in starred if r.ais < 0]
+            out.append(Claim(benchmark, "claims", positive, negative[::-1], top))
+            continue
+        mdes = [r.mde for r in rows if r.region == "top" and not math.isnan(r.mde)]
+        out.append(Claim(benchmark, "none", mde=statistics.median(mdes) if mdes else math.nan))
+    return out
+
+
+def _figure(row: AisRow, top: dict[str, float], against: str = "beyond") -> str:
+    """'Analogical_Reasoning (AIS +0.301, +0.144 [+0.072, +0.216] beyond random regions)'."""
+    own = top.get(row.ability, math.nan)
+    excess = fmt_interval(row.ais, row.ci_low, row.ci_high, digits=3, sign="+")
+    return f"{row.ability} (" + ("" if math.isnan(own) else f"AIS {own:+.3f}, ") + f"{excess} {against} random regions)"
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def claim_line(claim: Claim) -> str:
+    """One benchmark's verdict in words (one line; said the same way in ais.md and on the terminal). What "draws
+    on", "no claim" and "at chance" mean is said once, in the lead above the lines."""
+    b = claim.benchmark
+    if claim.kind == "chance":
+        against = "" if math.isnan(claim.chance) else f" against {claim.chance:.3f}"
+        return f"{b}: at chance ({claim.original:.3f}{against}); no claim."
+    if claim.kind == "none":
+        if math.isnan(claim.mde):
+            return f"{b}: no claim; no minimum detectable AIS (no per-document results)."
+        return f"{b}: no claim (minimum detectable AIS {claim.mde:.2f})."
+    parts = []
+    if claim.draws_on:
+        parts.append(f"{b} draws on " + _and([_figure(r, claim.top) for r in claim.draws_on]))
+    if claim.less_than_random:
+        figures = _and([_figure(r, claim.top, "against") for r in claim.less_than_random])
+        parts.append(("" if parts else f"{b}: ") + f"the region of {figures} lowers it less than random regions do")
+    return "; ".join(parts) + "."
+
+
+def specificity_line(profile: Profile) -> str:
+    """The abilities whose region lowers their own split more than the others, beyond what random regions show
+    there (the starred top-random specificity rows at the report k); '' when the profile has no such rows."""
+    rows = [
+        r
+        for r in profile.rows
+        if r.benchmark == SPECIFICITY
+        and r.region == ADJUSTED
+        and r.ability != MEAN
+        and r.family == PRIMARY
+        and math.isclose(r.k, profile.report_k)
+    ]
+    if not rows:
+        return ""
+    starred = sorted((r for r in rows if r.significant and r.ais > 0), key=lambda r: -r.ais)
+    if not starred:
+        return (
+            "Specificity: no region lowers its own split more than the other splits beyond what random regions show "
+            f"({len(rows)} tested)."
+        )
+    figures = [f"{r.ability} ({fmt_interval(r.ais, r.ci_low, r.ci_high, digits=3, sign='+')})" for r in starred]
+    return (
+        f"Specificity: the regions of {_and(figures)} lower their own split more than the other splits, beyond what "
+        f"random regions show there ({len(starred)} of {len(rows)} tested)."
+    )
+
+
+def claim_lines(profile: Profile) -> list[str]:
+    """The Claims' lines: one per benchmark (those without a test in one line), then the specificity line."""
+    claims = benchmark_claims(profile)
+    lines = [claim_line(c) for c in claims if c.kind != "untested"]
+    untested = [c.benchmark for c in claims if c.kind == "untested"]
+    if untested:
+        lines.append(
+            f"{', '.join(untested)}: no claim can be tested, no top − random row has a test at this k (random "
+            "regions missing, or fewer draws than their spread needs: Notes)."
+        )
+    if spec := specificity_line(profile):
+        lines.append(spec)
+    return lines
+
+
+def _claim_family(profile: Profile) -> list[AisRow]:
+    return [r for r in profile.rows if r.family == PRIMARY]
+
+
+def claims_markdown(profile: Profile) -> list[str]:
+    """ais.md's opening section: what its words mean, once, then one line per benchmark."""
+    k = profile.report_k
+    family = _claim_family(profile)
+    draws = max((r.control_draws for r in profile.rows if _is_claim_row(r, k)), default=0)
+    if not family:
+        lead = (
+            f"At k = {format_k(k)}, no claim was tested. A claim compares an ability's region with random regions of "
+            "its size (extract.regions with random: at least three draws at k, pooled over the abilities); without "
+            "them the tables below say which regions hurt a benchmark, not which abilities it draws on. At chance: "
+            "the model does not score above chance there, so its AIS is noise."
+        )
+        return ["## Claims", "", lead, ""] + [f"- {line}" for line in claim_lines(profile)]
+    lead = (
+        f"At k = {format_k(k)}, on each benchmark's primary metric. **Draws on**: zeroing the ability's region lowers "
+        "the benchmark more than zeroing random regions of the same size"
+        + (f" ({draws} draws at this k, pooled over the abilities)" if draws else "")
+        + "; the figures are the top region's AIS, then that excess (top − random) with its 95% interval. Only rows "
+        f"starred by Holm's correction over the {len(family)} rows of the claim family count, so the chance of any "
+        f"false claim in this profile is at most {profile.alpha:g} (docs/statistics.md). **No claim**: no ability's "
+        "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
+        "smallest effect its test would likely have seen, and nothing can be said of smaller ones. **At chance**: the "
+        "model does not score above chance there, so its AIS is noise. Every cell is in the tables below and in "
+        "ais.csv."
+    )
+    return ["## Claims", "", lead, ""] + [f"- {line}" for line in claim_lines(profile)]
+
+
+def claims_terminal(profile: Profile) -> list[str]:
+    """The lines `aggregate` prints last for one model: the same claims as ais.md's, under a one-line key."""
+    return [
+        f"{profile.model}: claims at k = {format_k(profile.report_k)} (draws on: the ability's region lowers the "
+        "benchmark more than random regions of its size, top AIS then top − random [95% interval], Holm p < "
+        f"{profile.alpha:g} over the claim family; no claim: none does, with the smallest AIS its test would likely "
+        "have seen; ais.md opens with the same lines)"
+    ] + [f"- {line}" for line in claim_lines(profile)]

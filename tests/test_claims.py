@@ -1,0 +1,137 @@
+import math
+
+from benchprof.profile.claims import benchmark_claims, claim_lines, claims_markdown, claims_terminal
+from benchprof.profile.report import merged_notes, render_markdown
+from benchprof.profile.rows import ADJUSTED, DAMAGE, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
+
+K = 0.01
+
+
+def row(ability, benchmark, region, ais, **fields):
+    values = {"score_original": 0.6, "score_ablated": None if region == ADJUSTED else 0.5, "metric": "acc,none"}
+    return AisRow("m", ability, benchmark, K, region, ais=ais, **(values | fields))
+
+
+def small_profile() -> Profile:
+    """Three benchmarks by hand: `known` with one starred claim (A) and one not (B); `faint` tested and nothing
+    starred, its top regions' minimum detectable AIS 0.30 and 0.50; `coin` at chance."""
+    claim = {"family": PRIMARY, "control_draws": 4}
+    rows = [
+        row("A", "known", "top", 0.40, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
+        row("A", "known", ADJUSTED, 0.25, ci_low=0.1, ci_high=0.4, p_value=0.001, significant=True, **claim),
+        row("B", "known", "top", 0.15, family=DAMAGE, p_value=0.03, significant=True, mde=0.2),
+        row("B", "known", ADJUSTED, 0.02, ci_low=-0.1, ci_high=0.14, p_value=0.7, significant=False, **claim),
+        row("A", "known", ADJUSTED, 0.9, metric=P_CORRECT, p_value=0.0, significant=True),  # not the primary metric
+        row("A", "faint", "top", 0.10, family=DAMAGE, p_value=0.2, significant=False, mde=0.30),
+        row("B", "faint", "top", 0.05, family=DAMAGE, p_value=0.5, significant=False, mde=0.50),
+        row("A", "faint", ADJUSTED, 0.05, p_value=0.4, significant=False, **claim),
+        row("B", "faint", ADJUSTED, 0.01, p_value=0.9, significant=False, **claim),
+        row("A", "coin", "top", 0.3, at_chance=True, chance=0.25, score_original=0.26, p_value=0.01),
+        row("A", "coin", ADJUSTED, 0.3, at_chance=True, score_original=0.26, p_value=0.01),
+        row("A", SPECIFICITY, ADJUSTED, 0.2, ci_low=0.05, ci_high=0.35, p_value=0.01, significant=True, **claim),
+    ]
+    return Profile(
+        model="m",
+        name="model",
+        abilities=["A", "B"],
+        benchmarks=["known", "faint", "coin"],
+        k_values=[K],
+        regions=["top", "random"],
+        report_k=K,
+        threshold=0.05,
+        bootstrap=100,
+        metrics={b: "acc,none" for b in ("known", "faint", "coin")},
+        original_scores={"known": 0.6, "faint": 0.6, "coin": 0.26},
+        rows=rows,
+        chance={"known": 0.25, "faint": 0.25, "coin": 0.25},
+        chance_p={"known": 1e-9, "faint": 1e-9, "coin": 0.4},
+        notes=[
+            "known (p_correct): rows with too few changed documents get no mean test",
+            "faint (p_correct): rows with too few changed documents get no mean test",
+            "top-random rows at k=0.01: 2 random draw(s) cannot say how much random regions differ",
+        ],
+    )
+
+
+def test_each_benchmark_gets_its_verdict_from_the_claim_rows():
+    claims = {c.benchmark: c for c in benchmark_claims(small_profile())}
+    assert [c.kind for c in claims.values()] == ["claims", "none", "chance"]
+    assert [r.ability for r in claims["known"].draws_on] == [
+        "A"
+    ]  # B's claim row is not starred; p_correct's is not one
+    assert claims["known"].top == {"A": 0.40, "B": 0.15}
+    assert claims["faint"].mde == 0.40  # the median of 0.30 and 0.50
+    assert (claims["coin"].original, claims["coin"].chance) == (0.26, 0.25)
+
+
+def test_the_lines_say_each_verdict_in_words_with_its_figures():
+    lines = claim_lines(small_profile())
+    assert lines == [
+        "known draws on A (AIS +0.400, +0.250 [+0.100, +0.400] beyond random regions).",
+        "faint: no claim (minimum detectable AIS 0.40).",
+        "coin: at chance (0.260 against 0.250); no claim.",
+        "Specificity: the regions of A (+0.200 [+0.050, +0.350]) lower their own split more than the other splits, "
+        "beyond what random regions show there (1 of 1 tested).",
+    ]
+
+
+def test_a_region_that_does_less_than_random_and_benchmarks_without_a_test():
+    profile = small_profile()
+    faint_b = next(r for r in profile.rows if (r.ability, r.benchmark, r.region) == ("B", "faint", ADJUSTED))
+    faint_b.ais, faint_b.ci_low, faint_b.ci_high, faint_b.significant = -0.2, -0.3, -0.1, True
+    profile.rows = [r for r in profile.rows if not (r.benchmark == "coin" and r.region == "top")]
+    for r in profile.rows:
+        if r.benchmark == "coin":
+            r.at_chance, r.family, r.p_value = False, "", math.nan
+    profile.rows.append(row("A", "other", "top", 0.1))
+    lines = claim_lines(profile)
+    assert lines[1] == (
+        "faint: the region of B (AIS +0.050, -0.200 [-0.300, -0.100] against random regions) lowers it less than "
+        "random regions do."
+    )
+    assert lines[2].startswith("coin, other: no claim can be tested")  # said once for both
+
+
+def test_ais_md_opens_with_the_claims_and_the_terminal_says_the_same():
+    profile = small_profile()
+    text = render_markdown(profile)
+    lines = text.splitlines()
+    assert lines[0] == "# Benchmark profile: model (`m`)"
+    assert lines[2] == "## Claims"
+    assert "Holm's correction over the 5 rows of the claim family" in lines[4]
+    assert lines[6 : 6 + 4] == [f"- {line}" for line in claim_lines(profile)]
+    assert claims_markdown(profile)[-4:] == claims_terminal(profile)[1:]
+    assert text.count("rows with too few changed documents") == 1
+
+
+def test_a_note_that_differs_only_in_its_benchmark_is_said_once():
+    notes = [
+        "arc (p_correct): too few",
+        "piqa (p_correct): too few",
+        "arc (changes between k values): too few",
+        "piqa (changes between k values): too few",
+        "a note of its own",
+        "arc (p_correct): too few",
+        "hellaswag A/k0.01: 3 of 100 resamples had no AIS",
+    ]
+    assert merged_notes(notes) == [
+        "arc, piqa (p_correct): too few",
+        "arc, piqa (changes between k values): too few",
+        "a note of its own",
+        "hellaswag A/k0.01: 3 of 100 resamples had no AIS",
+    ]
+    assert merged_notes(merged_notes(notes)) == merged_notes(notes)
+
+
+def test_a_row_read_back_from_ais_csv_is_the_row_written():
+    from dataclasses import asdict
+
+    from benchprof.core.storage import csv_cell
+
+    original = row("A", "known", ADJUSTED, 0.25, ci_low=0.1, p_value=0.001, significant=True, family=PRIMARY)
+    original.flips_lost, original.at_chance = 3, True
+    record = {key: csv_cell(value) if key != "k" else "0.01" for key, value in asdict(original).items()}
+    back = AisRow.from_record(record)
+    assert back.score_ablated is None and math.isnan(back.ci_high) and back.flips_gained is None
+    assert (back.flips_lost, back.at_chance, back.significant, back.k, back.n_docs) == (3, True, True, 0.01, 0)
+    assert {key: csv_cell(value) if key != "k" else "0.01" for key, value in asdict(back).items()} == record

@@ -1,0 +1,84 @@
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from benchprof import BenchprofError
+from benchprof.lab.rerender import folder_profile, rerender, with_claims
+from benchprof.profile.claims import claims_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = sorted((ROOT / "docs" / "results").glob("profile-*"))
+
+
+def notes(text: str) -> list[str]:
+    """The bullets of ais.md's Notes section."""
+    lines = text.splitlines()
+    if "## Notes" not in lines:
+        return []
+    section = lines[lines.index("## Notes") + 1 :]
+    end = next((i for i, line in enumerate(section) if line.startswith("## ")), len(section))
+    return [line for line in section[:end] if line.startswith("- ")]
+
+
+def note_bodies(text: str) -> list[str]:
+    """Each note without the benchmarks it opens with: what a reader would find said twice."""
+    return [line.split("): ", 1)[-1] for line in notes(text)]
+
+
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: p.name)
+def test_every_committed_profile_opens_with_its_claims_and_says_each_note_once(folder):
+    text = (folder / "ais.md").read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("# Benchmark profile: ") and lines[2] == "## Claims"
+    assert lines[2 : 2 + len(claims_markdown(folder_profile(folder)))] == claims_markdown(folder_profile(folder))
+    assert [body for body, n in Counter(note_bodies(text)).items() if n > 1] == []
+    assert with_claims(text, folder_profile(folder)) == text  # re-rendering changes nothing: it is current
+
+
+def test_committed_profiles_are_found():
+    assert len(COMMITTED) >= 7
+
+
+def test_rerender_puts_the_claims_first_merges_the_notes_and_keeps_the_rest(tmp_path):
+    folder = tmp_path / "profile"
+    shutil.copytree(COMMITTED[0], folder)
+    old = [
+        "# Benchmark profile: x (`x`)",
+        "",
+        "AIS = the reading paragraph.",
+        "",
+        "## Primary metrics",
+        "",
+        "a table",
+        "",
+        "## Notes",
+        "",
+        "- arc (p_correct): too few changed documents",
+        "- piqa (p_correct): too few changed documents",
+        "- a note of its own",
+    ]
+    (folder / "ais.md").write_text("\n".join(old) + "\n")
+    rerender(folder)
+    text = (folder / "ais.md").read_text()
+    claims = claims_markdown(folder_profile(folder))
+    assert text.splitlines() == [
+        old[0],
+        "",
+        *claims,
+        "",
+        "## How to read the tables",
+        "",
+        *old[2:10],
+        "- arc, piqa (p_correct): too few changed documents",
+        "- a note of its own",
+    ]
+    rerender(folder)
+    assert (folder / "ais.md").read_text() == text
+
+
+def test_a_folder_without_ais_csv_is_refused_in_one_line(tmp_path):
+    (tmp_path / "ais.md").write_text("# x\n")
+    with pytest.raises(BenchprofError, match="no ais.csv"):
+        rerender(tmp_path)
