@@ -418,3 +418,44 @@ def test_compare_refuses_configs_it_cannot_compare(tmp_path, second_models, seco
     with pytest.raises(BenchprofError, match="--against needs the config of at least one other model"):
         compare(first, against=" , ", out=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_path):
+    """compare over a profile one evaluation short, or whose samples file was edited after its result recorded it,
+    is refused in one line naming the evaluation, never compared without it; an --out that is a file (or under one)
+    is one line before any work."""
+    from benchprof.core.storage import content_record
+    from benchprof.stages.compare import compare
+
+    for name in ("first", "second"):
+        (tmp_path / name).mkdir()
+    first = load_config(write_config(tmp_path / "first", models=("t",)))
+    second = write_config(tmp_path / "second", models=("u",))
+    write_model(first, "t")
+    write_model(load_config(second), "u")
+    layout = Layout(load_config(second).output_root, "u")
+    partial = layout.eval_file(Variant(ABILITIES[1], K, "top"), "mixed")
+    partial.unlink()
+    with pytest.raises(BenchprofError) as refused:
+        compare(first, against=str(second), out=str(tmp_path / "out"), plots=False)
+    assert str(refused.value).startswith(
+        f"compare: u's profile lacks 1 evaluation(s) (first: mixed {ABILITIES[1]}/k{K}/top: "
+    ) and str(refused.value).endswith(
+        f"run `benchprof evaluate {second}` to finish it (`benchprof status {second}` lists each)"
+    )
+    write_model(load_config(second), "u")  # whole again; then one samples file edited after its result was written
+    edited = layout.eval_file(Variant(ABILITIES[0], K, "top"), "one_ability")
+    samples = layout.samples_file(Variant(ABILITIES[0], K, "top"), "one_ability")
+    edited.write_text(json.dumps({**json.loads(edited.read_text()), "files": {samples.name: content_record(samples)}}))
+    samples.write_text(samples.read_text().replace('"acc": 0.0', '"acc": 1.0', 5))
+    with pytest.raises(BenchprofError, match=r"compare: u's profile lacks 1 evaluation\(s\) \(first: one_ability "):
+        compare(first, against=str(second), out=str(tmp_path / "out"), plots=False)
+    assert not (tmp_path / "out").exists()
+    write_model(load_config(second), "u")
+    (tmp_path / "a-file").write_text("mine\n")
+    for out in (tmp_path / "a-file", tmp_path / "a-file" / "under"):
+        with pytest.raises(BenchprofError, match=rf"{tmp_path / 'a-file'} is a file, not a folder"):
+            compare(first, against=str(second), out=str(out), plots=False)
+    assert (tmp_path / "a-file").read_text() == "mine\n"
+    compare(first, against=str(second), out=str(tmp_path / "out"), plots=False)  # whole: compared
+    assert (tmp_path / "out" / "compare.md").is_file()

@@ -65,6 +65,7 @@ def compare(
     only, as `aggregate` does: run `benchprof evaluate` with each config first.
 
     Writes profiles.csv, differences.csv, correlation.csv, compare.md and (with plots) profiles.png into `out`.
+    A profile with an evaluation missing, stale or changed since written is refused, in one line naming the first.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
@@ -74,8 +75,14 @@ def compare(
             aggregate.report_k or its largest k.
         plots: also draw profiles.png.
     """
+    from benchprof.core.storage import writable_folder
+
     started = time.time()
     configs = compared_configs(cfg, against)
+    # not outputs/compare/, which aggregate writes for this config's own models
+    default = "compare-" + "-".join(spec.tag for c in configs for spec in c.models)
+    layout = CompareLayout(cfg.output_root, default) if out is None else CompareLayout(Path(out).parent, Path(out).name)
+    writable_folder(layout.compare_dir)  # a file named by --out: one line now, not an error after the work
     k = default_report_k(cfg, report_k)
     for c in configs[1:]:
         try:
@@ -92,11 +99,15 @@ def compare(
                 raise BenchprofError(
                     f"compare: no AIS for {spec.tag} under {c.output_root} (run `benchprof evaluate {c.path}` first)"
                 )
+            if profile.missing:  # a partial or stale profile: its cells would drop out of the comparison unsaid
+                first, count = profile.missing[0], len(profile.missing)
+                raise BenchprofError(
+                    f"compare: {spec.tag}'s profile lacks {count} evaluation(s) (first: {first.benchmark} "
+                    f"{first.variant}: {first.reason}); run `benchprof evaluate {c.path}` to finish it "
+                    f"(`benchprof status {c.path}` lists each)"
+                )
             profiles.append(profile)
             draws.append(joint)
-    # not outputs/compare/, which aggregate writes for this config's own models
-    default = "compare-" + "-".join(p.model for p in profiles)
-    layout = CompareLayout(cfg.output_root, default) if out is None else CompareLayout(Path(out).parent, Path(out).name)
     comparison = compare_models(profiles, draws)
     written = write_comparison(comparison, layout, plots=plots)
     starred = sum(bool(d.significant) for d in comparison.differences)
