@@ -217,7 +217,8 @@ def test_nothing_but_the_cli_and_scripts_imports_the_lab():
 
 
 def test_no_banner_comments():
-    """Comments say why (STYLE.md): no `# ---- section ----` lines dividing a module into blocks."""
+    """No `# ---- section ----` lines dividing a module into blocks: the project's style rule "Comments say why,
+    briefly. No banner blocks, no restating the code." """
     banner = re.compile(r"^\s*#\s*([-=#*~_])\1{3,}")
     offences = [
         f"{module_name(path)}:{number}"
