@@ -67,13 +67,16 @@ def test_an_unknown_name_gets_a_did_you_mean():
     assert options.did_you_mean("zzzz", options.SCORES) == ""
 
 
-def test_extract_help_lists_every_score():
+def test_extract_and_frontier_help_list_every_option():
     from benchprof.cli import COMMANDS
 
     help_text = COMMANDS["extract"].__doc__ or ""
     for name in options.SCORES:
         assert re.search(rf"\b{name}\b", help_text), name
     assert f"{options.RECOMMENDED} (recommended for a real model)" in help_text
+    frontier_help = COMMANDS["frontier"].__doc__ or ""
+    for name in options.FRONTIER_OPTIONS:
+        assert re.search(rf"\b{name}\b", frontier_help), name
 
 
 def table_block(text: str) -> str:

@@ -210,6 +210,12 @@ def score_help() -> str:
     return f"Per weight: {weights}. Whole MLP neurons: {neurons}. Formulas and status: docs/config.md"
 
 
+def frontier_help() -> str:
+    """frontier --options' help: every neuron option with its status, from OPTIONS."""
+    names = ", ".join(_labelled(o) for o in OPTIONS if o.unit == "neurons")
+    return f"{names}. Formulas and status: docs/config.md"
+
+
 def _labelled(option: Option) -> str:
     return option.name if option.status == "study" else f"{option.name} ({STATUS_WORDS[option.status]})"
 

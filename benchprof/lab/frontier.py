@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 from benchprof import BenchprofError
 from benchprof.core.config import MAX_THREADS, NEURON_SCORES
 from benchprof.core.layout import FrontierLayout
+from benchprof.core.options import frontier_help
 from benchprof.core.storage import append_record, link_error, read_records, write_text
 from benchprof.lab.frontier_plan import (
     MAX_DRAWS,
@@ -225,8 +226,9 @@ def frontier(
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
     region zeroed and every ability's test split scored, against random regions of the same size
-    (docs/frontier.md). Writes outputs/<model>/frontier/; a rerun reuses every result whose inputs (the model's
-    content, the items) still hold, and recomputes exactly those whose inputs changed.
+    (docs/frontier.md). Run it before a profile of your own model, to choose its selection option and region
+    size. Writes outputs/<model>/frontier/; a rerun reuses every result whose inputs (the model's content, the
+    items) still hold, and recomputes exactly those whose inputs changed.
 
     Needs the abilities' data (`benchprof data`). Attribution reads the train splits, scoring the test splits.
 
@@ -235,12 +237,8 @@ def frontier(
         ability: the abilities whose regions are measured (comma-separated); default every ability of `datasets:`.
             At least two. act_grad_contrast holds each against every ability of `datasets:`.
         model: the model (name or tag); default the config's first.
-        options: neuron scores, comma-separated, of act_grad, act_grad_t, act_grad_contrast, act_contrast and the two
-            against general text the model samples itself, act_grad_general and act_general, and act_grad_contrast
-            chosen in four rounds of zeroing and re-scoring, act_grad_contrast_iter (neurons.py; three more
-            attributions of the ability per region), t_a − max_b |t_b|, act_grad_contrast_abs, and the union of
-            act_contrast's and act_grad_contrast_abs's top neurons, act_union; a rerun may add options and sizes to
-            those already measured.
+        options: neuron options, comma-separated, of FRONTIER_HELP (act_grad_contrast_iter costs three more
+            attributions of the ability per region). A rerun may add options and sizes to those already measured.
         sizes: region sizes in neurons (each neuron is 3 x hidden weights), comma-separated; at most the model's
             neurons (layers x MLP width).
         draws: random regions per size (at least 3 for a comparison with random; at most 1000).
@@ -290,13 +288,26 @@ def frontier(
     measure(plan)
 
 
+frontier.__doc__ = (frontier.__doc__ or "").replace("FRONTIER_HELP", frontier_help())  # the registry's options
+
+
 def score(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]]
-) -> dict[str, list[float]]:
-    """acc_norm per item of every test split."""
-    from benchprof.stages.choices import item_scores
+) -> dict[str, SplitScores]:
+    """Every test split's per-item acc_norm (lm-eval's, choices.mc_metrics) and each item's option
+    log-likelihoods (rounded to 1e-6, below float32's resolution at these magnitudes), so that another metric
+    can be computed from a record without scoring again."""
+    from benchprof.stages.choices import item_logliks, mc_metrics, option_chars
 
-    return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
+    scores: dict[str, SplitScores] = {}
+    for split, records in tests.items():
+        logliks = item_logliks(model, tok, records)
+        acc_norm = mc_metrics(logliks, option_chars(records), [int(r["label"]) for r in records])[1]
+        scores[split] = {
+            "acc_norm": [float(x) for x in acc_norm],
+            "loglik": [[round(value, 6) for value in item] for item in logliks],
+        }
+    return scores
 
 
 def render(folder: str | Path) -> list[Path]:
