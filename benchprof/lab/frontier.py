@@ -293,21 +293,11 @@ frontier.__doc__ = (frontier.__doc__ or "").replace("FRONTIER_HELP", frontier_he
 
 def score(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]]
-) -> dict[str, SplitScores]:
-    """Every test split's per-item acc_norm (lm-eval's, choices.mc_metrics) and each item's option
-    log-likelihoods (rounded to 1e-6, below float32's resolution at these magnitudes), so that another metric
-    can be computed from a record without scoring again."""
-    from benchprof.stages.choices import item_logliks, mc_metrics, option_chars
+) -> dict[str, list[float]]:
+    """acc_norm per item of every test split."""
+    from benchprof.stages.choices import item_scores
 
-    scores: dict[str, SplitScores] = {}
-    for split, records in tests.items():
-        logliks = item_logliks(model, tok, records)
-        acc_norm = mc_metrics(logliks, option_chars(records), [int(r["label"]) for r in records])[1]
-        scores[split] = {
-            "acc_norm": [float(x) for x in acc_norm],
-            "loglik": [[round(value, 6) for value in item] for item in logliks],
-        }
-    return scores
+    return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
 
 
 def render(folder: str | Path) -> list[Path]:
