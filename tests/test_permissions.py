@@ -66,7 +66,7 @@ def test_saved_checkpoint_is_shared_and_a_killed_runs_folder_is_removed(project,
     config = copy_project(project, tmp_path, tiny_model_dir)
     layout = Layout(tmp_path / "outputs", "tiny")
     target = layout.damaged_dir(ABILITY, K, "top")
-    leftover = target.parent / f".{target.name}.abc123.tmp"  # what a kill -9 during --save leaves
+    leftover = target.parent / f".{target.name}.abc123.benchprof.tmp"  # what a kill -9 during --save leaves
     (leftover / "sub").mkdir(parents=True)
     (leftover / "sub" / "model.safetensors").write_bytes(b"\0" * 1024)
     old = os.umask(0o022)

@@ -93,7 +93,7 @@ def test_a_damaged_checkpoint_is_listed_stale_and_rewritten(finished, tmp_path, 
     assert checkpoint_state() == [("done", "")]
     weights = layout.damaged_dir(ABILITY, K, "top") / "model.safetensors"
     whole = weights.read_bytes()
-    leftover = weights.parent.parent / ".top.killed.tmp"  # what a save killed halfway leaves
+    leftover = weights.parent.parent / ".top.killed.benchprof.tmp"  # what a save killed halfway leaves
     for harm, why in (
         (lambda: weights.write_bytes(whole[:5000]), "damaged model.safetensors (not the file its manifest recorded)"),
         (weights.unlink, "missing model.safetensors"),
@@ -480,3 +480,28 @@ def test_no_lock_log_or_record_is_written_through_a_link(tmp_path):
                 append_record(link, {"region": "x"})
         assert link.is_symlink() and outside.read_text() == "keep me\n"
         link.unlink()
+
+
+def test_the_temp_cleanup_removes_only_names_benchprof_wrote(tmp_path):
+    """A stage folder holding a user's files named like temporaries (".X.Y.tmp", ".notes.draft.tmp") and what a
+    killed atomic write left (a temporary named as atomic_path names it): clear_manifest removes the leftover, and
+    only it; remove_temps for one name removes only that name's."""
+    from benchprof.core.storage import TEMP_SUFFIX, atomic_path, clear_manifest, remove_temps
+
+    folder = tmp_path / "stage"
+    folder.mkdir()
+    users = [folder / ".X.Y.tmp", folder / ".notes.draft.tmp", folder / ".ais.csv.mine.tmp"]
+    for path in users:
+        path.write_text("the user's\n")
+    with atomic_path(folder / "ais.csv") as tmp:  # a write killed here leaves its temporary behind
+        tmp.write_text("half")
+        os.link(tmp, folder / "kept")
+    leftover = folder / tmp.name
+    os.replace(folder / "kept", leftover)
+    assert leftover.name.startswith(".ais.csv.") and leftover.name.endswith(TEMP_SUFFIX)
+    other = folder / f".other.json.abc{TEMP_SUFFIX}"
+    other.write_text("")
+    remove_temps(folder, "ais.csv")
+    assert not leftover.exists() and other.exists() and all(p.read_text() == "the user's\n" for p in users)
+    clear_manifest(folder)
+    assert not other.exists() and all(p.read_text() == "the user's\n" for p in users)

@@ -96,6 +96,15 @@ def shared_mode(directory: bool = False) -> int:
     return (0o777 if directory else 0o666) & ~umask
 
 
+TEMP_SUFFIX = ".benchprof.tmp"  # every temporary name benchprof writes ends so; remove_temps removes no other
+
+
+def temp_affixes(path: Path) -> tuple[str, str]:
+    """(prefix, suffix) of mkstemp's or mkdtemp's temporary of `path`, made beside it: ".<name>.<random>" +
+    TEMP_SUFFIX, a name no user file has by chance (a user's ".X.Y.tmp" is not one)."""
+    return f".{Path(path).name}.", TEMP_SUFFIX
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
@@ -106,7 +115,8 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        prefix, suffix = temp_affixes(path)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=path.parent)
         os.close(fd)
     except OSError as err:  # nothing but the folder is touched here: any failure is one of writing
         raise write_error(path, err) from err
@@ -385,14 +395,14 @@ def write_manifest(
 
 def remove_temps(directory: Path, name: str = "") -> None:
     """Remove the temporary files (and checkpoint folders) a killed run left in `directory`, only those
-    for `name` if given.
+    for `name` if given: names benchprof wrote (temp_affixes), never another file that starts with a dot.
 
     Call it only where no other process writes at the same time (a stage's own folder, or one job's files).
     """
     import glob
     import shutil
 
-    for tmp in Path(directory).glob(f".{glob.escape(name) if name else '*'}.*.tmp"):
+    for tmp in Path(directory).glob(f".{glob.escape(name) if name else '*'}.*{TEMP_SUFFIX}"):
         if tmp.is_dir() and not tmp.is_symlink():
             shutil.rmtree(tmp, ignore_errors=True)
         else:

@@ -183,12 +183,20 @@ def save_checkpoint(
     """Write the ablated model (and tokenizer) as a full HF checkpoint; the folder appears whole or not at all."""
     from benchprof import BenchprofError
     from benchprof.core.modeling import save_model
-    from benchprof.core.storage import WRITE_ERRORS, remove_temps, shared_mode, write_error, write_manifest
+    from benchprof.core.storage import (
+        WRITE_ERRORS,
+        remove_temps,
+        shared_mode,
+        temp_affixes,
+        write_error,
+        write_manifest,
+    )
 
     out_dir = Path(out_dir)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     remove_temps(out_dir.parent, out_dir.name)  # a killed run's checkpoint-sized leftovers
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", suffix=".tmp", dir=out_dir.parent))
+    prefix, suffix = temp_affixes(out_dir)
+    tmp = Path(tempfile.mkdtemp(prefix=prefix, suffix=suffix, dir=out_dir.parent))
     started = time.time()
     try:
         os.chmod(tmp, shared_mode(directory=True))  # mkdtemp makes 0700
