@@ -77,6 +77,10 @@ def test_extract_and_frontier_help_list_every_option():
     frontier_help = COMMANDS["frontier"].__doc__ or ""
     for name in options.FRONTIER_OPTIONS:
         assert re.search(rf"\b{name}\b", frontier_help), name
+    from fire.docstrings import parse
+
+    score = next(arg for arg in parse(help_text).args if arg.name == "score")  # fire reads the list as one argument
+    assert all(name in (score.description or "") for name in options.SCORES)
 
 
 def table_block(text: str) -> str:

@@ -204,16 +204,17 @@ def compares(name: str) -> bool:
 
 
 def score_help() -> str:
-    """extract --score's help: every extract.score with its status, from OPTIONS."""
+    """extract --score's help: every extract.score with its status, from OPTIONS (no colon: fire would read the
+    words before one as another argument's name)."""
     weights = ", ".join(_labelled(o) for o in OPTIONS if o.extract and o.unit == "weights")
     neurons = ", ".join(_labelled(o) for o in OPTIONS if o.extract and o.unit == "neurons")
-    return f"Per weight: {weights}. Whole MLP neurons: {neurons}. Formulas and status: docs/config.md"
+    return f"per weight {weights}; whole MLP neurons {neurons}; formulas and status in docs/config.md"
 
 
 def frontier_help() -> str:
     """frontier --options' help: every neuron option with its status, from OPTIONS."""
     names = ", ".join(_labelled(o) for o in OPTIONS if o.unit == "neurons")
-    return f"{names}. Formulas and status: docs/config.md"
+    return f"{names}; formulas and status in docs/config.md"
 
 
 def _labelled(option: Option) -> str:

@@ -136,8 +136,8 @@ def extract(
         ability: only this ability (or a comma-separated list).
         model: only this model (name or tag).
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
-        score: what ranks the weights or neurons (default extract.score; a neuron score's statistic is computed
-            here over each ability's train items, stages/neurons.py). SCORE_HELP.
+        score: what ranks the weights or neurons (default extract.score), SCORE_HELP. A neuron score's statistic
+            is computed here over each ability's train items (stages/neurons.py).
         force: recompute even when the manifest matches.
     """
     from benchprof.core.modeling import pick_device
