@@ -116,3 +116,23 @@ def test_a_workers_io_failure_is_one_line_from_it_and_one_from_the_parent(tiny_m
         "to resume",
         "benchprof: error: evaluate: 1 worker(s) failed: shard 0/2 (CPU, exit 2); rerun the same command to resume",
     ]
+
+
+def test_cpu_workers_are_capped_at_the_cores_and_the_pending_jobs(tiny_model_dir, tmp_path, capfd):
+    """evals.cpu_workers 4096 with one job left to score: no worker process is started for nothing; the job is
+    scored in this process (one model load) and the cap is said in one line."""
+    config = write_project(tmp_path, tiny_model_dir, ks=KS, limit=LIMIT)
+    evaluate(load_config(config))
+    cfg = load_config(config)
+    job = job_list(cfg)[3]
+    Layout(cfg.output_root, "tiny").eval_file(job.variant, job.benchmark).unlink()  # one job pending again
+    raw = yaml.safe_load(config.read_text())
+    raw["evals"]["cpu_workers"] = 4096
+    config.write_text(yaml.safe_dump(raw))
+    capfd.readouterr()
+    evaluate(load_config(config))
+    printed = capfd.readouterr().out
+    cores = len(os.sched_getaffinity(0))
+    assert f"evaluate: evals.cpu_workers 4096 capped at 1 ({cores} usable cores, 1 pending jobs)\n" in printed
+    assert "evaluate: 1 jobs run, 6 skipped (finished)" in printed and "1 model load(s)" in printed
+    assert "workers (CPU) finished" not in printed

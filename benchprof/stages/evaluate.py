@@ -372,10 +372,11 @@ def evaluate(
     if shard is None and len(devices) // per_worker > 1 and cuda_available():
         run_workers(plan, devices, per_worker, options, started)
         return
-    cpu_workers = min(cfg.evals.cpu_workers, len(jobs))  # no worker without a job
-    if shard is None and cpu_workers > 1 and backend == "hf" and not on_gpu(cfg):
-        run_workers(plan, [], 1, options, started, cpu_workers)
-        return
+    if shard is None and cfg.evals.cpu_workers > 1 and backend == "hf" and not on_gpu(cfg):
+        cpu_workers = cpu_worker_count(plan, cfg.evals.cpu_workers)
+        if cpu_workers > 1:
+            run_workers(plan, [], 1, options, started, cpu_workers)
+            return
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
     score_models(plan, f"shard {index}/{count}, " if shard is not None else "", started)
@@ -393,6 +394,31 @@ class Plan:
     backend: str
     limit: int | None
     force: bool
+
+
+def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]]:
+    """The plan's jobs of one model that are not done (all of them with --force), each with its inputs; the masks
+    they need are checked first (one line naming a missing one)."""
+    layout = Layout(plan.cfg.output_root, spec.tag)
+    require_masks(layout, ablated_variants(plan.jobs))
+    job_inputs = JobInputs(plan.cfg, spec, layout, plan.include_path, plan.mapping, plan.backend, plan.limit)
+    pending = []
+    for job in plan.jobs:
+        inputs = job_inputs(job)
+        if plan.force or not is_current(layout.eval_output(job.variant, job.benchmark), inputs):
+            pending.append((job, inputs))
+    return pending
+
+
+def cpu_worker_count(plan: Plan, asked: int) -> int:
+    """evals.cpu_workers capped at the usable cores and at the pending jobs: each worker loads the model, so one
+    without a job, or one sharing a core, only costs. The cap is said in one line."""
+    cores = len(os.sched_getaffinity(0))
+    pending = sum(len(pending_jobs(plan, spec)) for spec in plan.specs)
+    workers = min(asked, cores, pending)
+    if workers < asked:
+        print(f"evaluate: evals.cpu_workers {asked} capped at {workers} ({cores} usable cores, {pending} pending jobs)")
+    return workers
 
 
 def on_gpu(cfg: Config) -> bool:
@@ -433,13 +459,7 @@ def score_models(plan: Plan, where: str, started: float) -> None:
     variants_run: set[tuple[str, Variant]] = set()
     for spec in plan.specs:
         layout = Layout(cfg.output_root, spec.tag)
-        require_masks(layout, ablated_variants(jobs))
-        job_inputs = JobInputs(cfg, spec, layout, plan.include_path, plan.mapping, plan.backend, plan.limit)
-        pending = []
-        for job in jobs:
-            inputs = job_inputs(job)
-            if force or not is_current(layout.eval_output(job.variant, job.benchmark), inputs):
-                pending.append((job, inputs))
+        pending = pending_jobs(plan, spec)
         skipped += len(jobs) - len(pending)
         if not pending:
             continue
