@@ -306,3 +306,28 @@ def test_run_reports_an_unusable_data_dir_before_any_model_or_task_check(tmp_pat
     assert proc.returncode != 0
     assert proc.stderr.strip().splitlines() == [f"benchprof: error: data.dir: {tmp_path / 'afile'} is not a folder"]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "folder", "where"),
+    [
+        ("settings", "output_dir", str(ROOT / "benchprof"), "benchprof's package folder"),
+        ("data", "dir", str(ROOT / "benchprof" / "abilities"), "benchprof's package folder"),
+        ("settings", "output_dir", str(ROOT / ".git" / "outputs"), "a .git folder"),
+        ("data", "dir", str(ROOT / ".git"), "a .git folder"),
+        ("settings", "output_dir", str(ROOT), "benchprof's package folder"),  # the model tagged benchprof: its folder
+    ],
+)
+def test_a_folder_benchprof_writes_inside_its_package_or_git_is_refused_at_load(tmp_path, section, key, folder, where):
+    """settings.output_dir or data.dir inside the package's own folder or a .git folder (the probe's ../benchprof
+    and benchprof/abilities): one line naming the key before any command runs, and nothing written there."""
+    raw = base()
+    raw["models"][0]["tag"] = "benchprof"
+    raw.setdefault(section, {})[key] = folder
+    config = tmp_path / "config.yml"
+    config.write_text(yaml.safe_dump(raw))
+    with pytest.raises(ConfigError, match=rf"^{section}\.{key}: .* is inside {where}"):
+        load_config(config)
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "data", str(config)], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.startswith(f"benchprof: error: {section}.{key}: ")
+    assert proc.stderr.count("\n") == 1 and not (ROOT / "benchprof" / "benchprof").exists()

@@ -325,6 +325,21 @@ def _folder(key: str, folder: str) -> None:
         raise ConfigError(f"{key}: an empty path (write . for the config's folder)")
 
 
+def _written_folder(cfg: Config, key: str, folder: str, below: tuple[str, ...] = ()) -> None:
+    """A folder benchprof writes into (and its subfolders `below`, e.g. one per model tag): never inside the
+    benchprof package (its code, assets and ability tables) nor inside a .git folder, where a stage's files or its
+    temp-file cleanup would land among files that are not its own."""
+    package = Path(__file__).resolve().parents[1]
+    for path in [cfg.resolve(folder), *(cfg.resolve(folder) / name for name in below)]:
+        real = path.resolve()
+        if real == package or package in real.parents:
+            raise ConfigError(
+                f"{key}: {shown(folder)} is inside benchprof's package folder {package}; choose a folder outside it"
+            )
+        if ".git" in real.parts:
+            raise ConfigError(f"{key}: {shown(folder)} is inside a .git folder ({real}); choose a folder outside it")
+
+
 def _settings(cfg: Config) -> None:
     """`settings:` the k values, the layers left out, batch sizes, the outputs folder, threads, the seed."""
     settings = cfg.settings
@@ -342,6 +357,7 @@ def _settings(cfg: Config) -> None:
         if getattr(settings, key) < 1:
             raise ConfigError(f"settings.{key}: must be >= 1")
     _folder("settings.output_dir", settings.output_dir)
+    _written_folder(cfg, "settings.output_dir", settings.output_dir, tuple(m.tag for m in cfg.models))
     if not 0 <= settings.threads <= MAX_THREADS:
         raise ConfigError(f"settings.threads: {shown(settings.threads)} must lie in [0, {MAX_THREADS}] (0: automatic)")
     _seed("settings.seed", settings.seed)
@@ -481,6 +497,7 @@ def _extract(cfg: Config) -> None:
 def _data(cfg: Config) -> None:
     """`data:` the folder, the split sizes, the seed."""
     _folder("data.dir", cfg.data.dir)
+    _written_folder(cfg, "data.dir", cfg.data.dir)
     for key in ("train_size", "test_size"):
         if not 1 <= getattr(cfg.data, key) <= MAX_SPLIT:  # a generator asked for 1e12 items would never end
             raise ConfigError(f"data.{key}: {getattr(cfg.data, key)} must lie in [1, {MAX_SPLIT:,}]")
