@@ -28,7 +28,7 @@ class Claim:
     benchmark: str
     kind: str
     draws_on: list[AisRow] = field(default_factory=list)  # starred top-random rows with AIS > 0, largest first
-    less_than_random: list[AisRow] = field(default_factory=list)  # starred with AIS < 0
+    less_than_random: list[AisRow] = field(default_factory=list)  # starred with AIS < 0, most negative first
     top: dict[str, float] = field(default_factory=dict)  # ability -> the top region's own AIS
     mde: float = math.nan  # kind "none": the median minimum detectable AIS of its top regions
     original: float = math.nan  # kind "chance": the original score and the chance level
