@@ -505,3 +505,38 @@ def test_the_temp_cleanup_removes_only_names_benchprof_wrote(tmp_path):
     assert not leftover.exists() and other.exists() and all(p.read_text() == "the user's\n" for p in users)
     clear_manifest(folder)
     assert not other.exists() and all(p.read_text() == "the user's\n" for p in users)
+
+
+def test_an_edited_or_truncated_profile_file_is_not_done_and_is_written_again(finished, tmp_path, tiny_model_dir):
+    """The profile's manifest records each file's size and sha256: ais.csv with one byte changed (its mtime put
+    back) or cut to 100 bytes is stale in `status` (which `run --dry_run` prints) naming the file, and aggregate
+    writes it again, byte for byte."""
+    from benchprof.stages.aggregate import aggregate
+
+    config, layout = copy(finished, tmp_path, tiny_model_dir)
+    ais = layout.profile_dir / "ais.csv"
+    whole = ais.read_bytes()
+    assert state(config, "profile", "ais") == ("done", "")
+    damaged = ("stale", "damaged ais.csv (not the file its manifest recorded)")
+    same_size_edit(ais, whole.index(b"\n") + 3)
+    assert state(config, "profile", "ais") == damaged
+    aggregate(load_config(config), plots=False)
+    assert ais.read_bytes() == whole and state(config, "profile", "ais") == ("done", "")
+    ais.write_bytes(whole[:100])
+    assert state(config, "profile", "ais") == damaged
+
+
+def test_another_configs_evaluations_in_the_same_folder_leave_the_profile_current(finished, tmp_path, tiny_model_dir):
+    """A second config sharing the output folder and the model's tag evaluates another benchmark there: the first
+    config's profile, computed from its own evaluations, is still done (it was "stale (1 evaluation(s) newer)")."""
+    from benchprof.stages.data import data
+
+    config, layout = copy(finished, tmp_path, tiny_model_dir)
+    other = write_config(
+        tmp_path / "other", tiny_model_dir, settings__output_dir=str(tmp_path / "outputs"), data__dir="data",
+        datasets=[{"name": "Temporal_Reasoning"}], evals__benchmarks=["Temporal_Reasoning"],
+    )  # fmt: skip
+    data(load_config(other))
+    evaluate(load_config(other), original_only=True)
+    assert (layout.model_dir / "original" / "eval" / "Temporal_Reasoning.json").is_file()
+    assert state(config, "profile", "ais") == ("done", "")

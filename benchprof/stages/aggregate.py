@@ -94,7 +94,7 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
         extra={
             "rows": len(profile.rows),
             "missing": len(profile.missing),
-            "files": [p.name for p in written],
+            "written": [p.name for p in written],  # not "files": that key holds each file's size and sha256
             "evaluations": evaluation_hashes(layout.model_dir),  # status: is the profile behind them?
         },
         started=model_started,

@@ -241,6 +241,7 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
     from benchprof.core.results import evaluation_hashes
     from benchprof.core.storage import read_manifest
     from benchprof.stages.aggregate import profile_inputs
+    from benchprof.stages.eval_jobs import job_list
 
     layout = Layout(cfg.output_root, spec.tag)
     output = layout.profile_output()
@@ -249,7 +250,10 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
         unfinished = sum(1 for e in evals if e.state != "done")
         recorded = (read_manifest(layout.profile_dir) or {}).get("evaluations", {})
         current = evaluation_hashes(layout.model_dir)
-        changed = [path for path in current if recorded.get(path) != current[path]]
+        # this config's evaluations only: another config's benchmarks evaluated in the same folder are not the
+        # profile's, and leave it current
+        own = [str(layout.eval_file(j.variant, j.benchmark).relative_to(layout.model_dir)) for j in job_list(cfg)]
+        changed = [path for path in own if path in current and recorded.get(path) != current[path]]
         if unfinished:
             state, why = "stale", f"{unfinished} evaluation(s) not done"
         elif changed:
