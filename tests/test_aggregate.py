@@ -297,6 +297,10 @@ def test_aggregate_end_to_end(results, capsys):
     # the terminal's table is the claim's (top - random, Holm's stars), not the top region's damage table
     assert "top region minus random regions of its size" in out and "Holm p < 0.05 over the claim family" in out
     assert "| Quantitative_Reasoning | +0.500" in out and "| Quantitative_Reasoning | +0.250" not in out
+    # last before the summary line: the claims in words, the very lines ais.md opens with
+    claims = markdown.split("## Claims\n\n")[1].split("\n\n## ")[0].split("\n\n")[1].splitlines()
+    assert claims and out.split("claims at k = 0.01")[1].splitlines()[1 : 1 + len(claims)] == claims
+    assert markdown.startswith("# Benchmark profile") and markdown.splitlines()[2] == "## Claims"
 
 
 def test_load_scores_matrix(results):
