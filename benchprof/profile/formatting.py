@@ -1,7 +1,8 @@
 """How a number is written in a table: the text of a cell in ais.md, compare.md, the terminal and the figures.
 
 `–` (MISSING_CELL) is a cell with no evaluation and `n/a` (UNDEFINED_CELL) one whose original score is 0 (AIS
-undefined); `*` after an AIS marks a row whose Benjamini-Hochberg q-value is below aggregate.alpha.
+undefined); `*` after an AIS marks a row whose adjusted p-value is below aggregate.alpha within its family (Holm
+over the claim family, Benjamini-Hochberg over the others).
 """
 
 from __future__ import annotations

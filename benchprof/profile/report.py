@@ -2,8 +2,8 @@
 and the terminal table of one model (several models: compare_report.py; the text of a cell: formatting.py).
 
 Cells: NaN and None are written empty in CSV and null in JSON; in Markdown `–` is a cell with no
-evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a row whose Benjamini-Hochberg
-q-value is below aggregate.alpha.
+evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a row whose adjusted p-value is
+below aggregate.alpha within its family (Holm over the claim family, Benjamini-Hochberg over the others).
 """
 
 from __future__ import annotations

@@ -219,7 +219,7 @@ class Profile:
     score: str = "importance"  # extract.score of the evaluated top/bottom masks (from their headers)
     loss_on: str = ""  # finetune.loss_on of the importance files ("" when unknown)
     overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
-    alpha: float = 0.05  # aggregate.alpha: the false discovery rate of the stars
+    alpha: float = 0.05  # aggregate.alpha: every star's level (Holm in the claim family, Benjamini-Hochberg elsewhere)
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level
     chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"
     discordance: dict[str, float] = field(default_factory=dict)  # benchmark -> median share of flipped items
