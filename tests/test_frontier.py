@@ -61,7 +61,8 @@ def objective_through_scales(model, tok, record) -> torch.Tensor:
     try:
         rows = mc_rows(tok, [record])
         loglik = option_logliks(model, rows)
-        chars = torch.tensor([r[4] for r in rows], dtype=loglik.dtype)
+        # the objective's normaliser (ATTRIBUTION_OBJECTIVE v1): the characters of " option", delimiter counted
+        chars = torch.tensor([len(" " + option) for option in record["options"]], dtype=loglik.dtype)
         objective = torch.log_softmax(loglik / chars, 0)[record["label"]]
         grads = torch.autograd.grad(objective, scales)
     finally:

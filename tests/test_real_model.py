@@ -142,3 +142,44 @@ def test_tied_embeddings_count_once_and_ablation_restores_bit_identically(real_m
         assert sorted(changed) == sorted(region)
     assert all(torch.equal(p, before[n]) for n, p in model.state_dict().items())
     assert model.lm_head.weight is model.model.embed_tokens.weight
+
+
+def test_the_frontier_scores_every_item_as_lm_eval_does_on_a_real_model(real_model_dir, tmp_path):
+    """On SmolLM2 and 40 Analogical_Reasoning test items, the frontier's scorer (frontier.score, the one the planted
+    effects read too) gives every item the acc_norm that lm-eval's task machinery gives it (document_scores, the
+    pipeline's evaluation), and its stored log-likelihoods recompute it. The v1 normaliser, which counted the
+    space before each option, scores at least one of these items otherwise: a test that tells the two apart."""
+    import numpy as np
+
+    from benchprof.abilities import generate
+    from benchprof.core.loader import parse_config
+    from benchprof.core.modeling import load_model
+    from benchprof.lab.frontier import score
+    from benchprof.stages.choices import mc_metrics, option_chars
+    from benchprof.stages.data import write_jsonl
+    from benchprof.stages.evaluate import document_scores
+    from benchprof.stages.prefix_scorer import SharedPrefixLM
+    from benchprof.stages.tasks import benchmark_tasks
+
+    ability = "Analogical_Reasoning"
+    test = generate(ability, 0, 40, seed=0)[1]
+    write_jsonl(tmp_path / "data" / "train.jsonl", test[:4])
+    write_jsonl(tmp_path / "data" / "test.jsonl", test)
+    raw = {
+        "settings": {"output_dir": str(tmp_path / "out")},
+        "models": [{"name": str(real_model_dir)}],
+        "datasets": [{"name": ability, "path": str(tmp_path / "data")}],
+        "evals": {"benchmarks": [ability]},
+    }
+    cfg = parse_config(raw, tmp_path / "config.yml")
+    tasks, manager = benchmark_tasks(cfg, [ability], str(tmp_path / "config.yml"))
+    model, tok = load_model(str(real_model_dir), dtype="float32")
+    pipeline = document_scores(
+        SharedPrefixLM(pretrained=model, tokenizer=tok, batch_size=8), tasks, None, manager, 0, "acc_norm"
+    )
+    frontier = score(model, tok, {ability: test})[ability]
+    assert frontier["acc_norm"] == pipeline[ability].tolist()
+    labels = [r["label"] for r in test]
+    assert mc_metrics(frontier["loglik"], option_chars(test), labels)[1].tolist() == frontier["acc_norm"]
+    with_space = [[n + 1 for n in item] for item in option_chars(test)]
+    assert (mc_metrics(frontier["loglik"], with_space, labels)[1] != np.array(frontier["acc_norm"])).any()

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from benchprof.core.config import Config
 
 RANDOM = "random"
+SplitScores = dict[str, Any]  # one split's scores: "acc_norm" (0/1 per item) and "loglik" (per item, per option)
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def scored(
     inputs: FrontierInputs,
     model: torch.nn.Module,
     tok: PreTrainedTokenizerBase,
-    todo: list[tuple[Region, dict[str, list[float]]]],
+    todo: list[tuple[Region, dict[str, SplitScores]]],
 ) -> Iterator[dict[str, Any]]:
     """Each region of `todo` zeroed in turn and the test splits its known scores lack scored: its record (every
     split, the known ones as they were), appended to the records file before it is yielded (a kill loses at most
@@ -132,9 +133,11 @@ def scored(
         missing = {split: items for split, items in inputs.tests.items() if split not in known}
         with ablated(model, neuron_ids_region(neurons, region.neurons)):
             new = score(model, tok, missing)
+        split_scores = {split: known[split] if split in known else new[split] for split in inputs.tests}
         record = {
             "option": region.option, "region": region.name, "size": region.size, "neurons": region.neurons,
-            "acc_norm": {split: known[split] if split in known else new[split] for split in inputs.tests},
+            "acc_norm": {split: scores["acc_norm"] for split, scores in split_scores.items()},
+            "loglik": {split: scores["loglik"] for split, scores in split_scores.items()},
             "inputs": inputs.evaluation_key(region.neurons),
             "split_inputs": {split: inputs.split_key(split, region.neurons) for split in inputs.tests},
         }  # fmt: skip
@@ -142,18 +145,16 @@ def scored(
         yield record
 
 
-def known_scores(records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, list[float]]]:
-    """What earlier records hold, by what they were computed from: whole records by their evaluation key, and each
-    split's scores by its split key (records written before split keys existed hold only the first)."""
-    whole = {r["inputs"]: r["acc_norm"] for r in records if isinstance(r.get("inputs"), str)}
-    splits = {
-        key: r["acc_norm"][split]
+def known_scores(records: list[dict[str, Any]]) -> dict[str, SplitScores]:
+    """Each split's scores that earlier records hold, by the split key they were computed from (the scorer's
+    version is in the key, so records of another scorer are never reused)."""
+    return {
+        key: {"acc_norm": r["acc_norm"][split], "loglik": r["loglik"][split]}
         for r in records
-        if isinstance(r.get("split_inputs"), dict) and isinstance(r.get("acc_norm"), dict)
+        if all(isinstance(r.get(field), dict) for field in ("split_inputs", "acc_norm", "loglik"))
         for split, key in r["split_inputs"].items()
-        if isinstance(key, str) and split in r["acc_norm"]
+        if isinstance(key, str) and split in r["acc_norm"] and split in r["loglik"]
     }
-    return whole, splits
 
 
 def measure(plan: FrontierPlan) -> Path:
@@ -184,11 +185,15 @@ def measure(plan: FrontierPlan) -> Path:
     statistics = train_statistics(plan, inputs, model, tok)
     iterative = iterative_selections(plan, inputs, model, tok, statistics.get("attribution", {}))
     measured = list(regions(plan, model_neurons(model), statistics, iterative))
-    known, known_splits = known_scores(read_records(layout.records_file))
-    todo: dict[str, tuple[Region, dict[str, list[float]]]] = {}  # one per set of neurons, whichever option chose it
+    known_splits = known_scores(read_records(layout.records_file))
+    todo: dict[str, tuple[Region, dict[str, SplitScores]]] = {}  # one per set of neurons, whichever option chose it
+    known: dict[str, dict[str, list[float]]] = {}  # acc_norm per split, by evaluation key
     for region in measured:
-        if (key := inputs.evaluation_key(region.neurons)) not in known:
-            held = {s: known_splits.get(inputs.split_key(s, region.neurons)) for s in inputs.tests}
+        key = inputs.evaluation_key(region.neurons)
+        held = {s: known_splits.get(inputs.split_key(s, region.neurons)) for s in inputs.tests}
+        if all(v is not None for v in held.values()):
+            known[key] = {s: v["acc_norm"] for s, v in held.items() if v is not None}
+        elif key not in todo:
             todo[key] = (region, {s: v for s, v in held.items() if v is not None})
     splits_scored = sum(len(inputs.tests) - len(held) for _, held in todo.values())
     known.update({r["inputs"]: r["acc_norm"] for r in scored(plan, inputs, model, tok, list(todo.values()))})
@@ -293,11 +298,21 @@ frontier.__doc__ = (frontier.__doc__ or "").replace("FRONTIER_HELP", frontier_he
 
 def score(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, tests: dict[str, list[dict[str, Any]]]
-) -> dict[str, list[float]]:
-    """acc_norm per item of every test split."""
-    from benchprof.stages.choices import item_scores
+) -> dict[str, SplitScores]:
+    """Every test split's per-item acc_norm (lm-eval's, choices.mc_metrics) and each item's option
+    log-likelihoods (rounded to 1e-6, below float32's resolution at these magnitudes), so that another metric
+    can be computed from a record without scoring again."""
+    from benchprof.stages.choices import item_logliks, mc_metrics, option_chars
 
-    return {a: [float(x) for x in item_scores(model, tok, records)[1]] for a, records in tests.items()}
+    scores: dict[str, SplitScores] = {}
+    for split, records in tests.items():
+        logliks = item_logliks(model, tok, records)
+        acc_norm = mc_metrics(logliks, option_chars(records), [int(r["label"]) for r in records])[1]
+        scores[split] = {
+            "acc_norm": [float(x) for x in acc_norm],
+            "loglik": [[round(value, 6) for value in item] for item in logliks],
+        }
+    return scores
 
 
 def render(folder: str | Path) -> list[Path]:

@@ -1,7 +1,8 @@
 """In-process multiple-choice scoring, as lm-eval scores a multiple-choice task: each option's log-likelihood
-after the prompt (core.prompts.eval_prompt), acc (largest sum) and acc_norm (largest per character). Used where
-lm-eval's task machinery would cost more than the scoring (the neuron attribution, the frontier, the plants);
-tests/test_evaluate.py holds it to lm-eval's per-document results.
+after the prompt (core.prompts.eval_prompt), acc (largest sum) and acc_norm (largest per character of the option,
+the delimiter before it not counted, as lm-eval's `len(choice)`). Used where lm-eval's task machinery would cost
+more than the scoring (the neuron attribution, the frontier, the plants); tests/test_evaluate.py and
+tests/test_real_model.py hold it to lm-eval's per-document results item by item.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from transformers import PreTrainedTokenizerBase
 
-# one multiple-choice row: (item, option, context ids, option ids, characters of " option")
+# one multiple-choice row: (item, option, context ids, option ids, characters of the option: acc_norm's divisor)
 McRow = tuple[int, int, list[int], list[int], int]
 
 
@@ -28,7 +29,7 @@ def mc_rows(tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]]) -> 
         ctx = tok(eval_prompt(record), add_special_tokens=False)["input_ids"]
         for j, option in enumerate(record["options"]):
             cont = tok(" " + option, add_special_tokens=False)["input_ids"]
-            rows.append((i, j, ctx, cont, len(" " + option)))
+            rows.append((i, j, ctx, cont, len(option)))
     return rows
 
 
@@ -83,33 +84,54 @@ def option_logliks(model: torch.nn.Module, rows: Sequence[McRow]) -> torch.Tenso
     return torch.zeros(len(rows), device=device).index_add(0, torch.tensor(row_of, device=device), picked)
 
 
-SCORER = "acc and acc_norm per item, lm-eval's multiple-choice scoring, v1"  # what item_scores computes
+SCORER = "acc and acc_norm per item, lm-eval's multiple-choice scoring, v2"  # what item_scores computes
+# v1 divided by the characters of " option" (the delimiter counted), which lm-eval does not: 4 of 40 items differed
+
+
+def mc_metrics(
+    logliks: Sequence[Sequence[float]], chars: Sequence[Sequence[int]], labels: Sequence[int]
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per-item 0/1 (acc, acc_norm) from each item's option log-likelihoods, as lm-eval's multiple-choice
+    process_results: acc, the option with the largest log-likelihood; acc_norm, the largest log-likelihood per
+    character of the option (`chars`, lm-eval's len(choice)); ties go to the first (np.argmax)."""
+    import numpy as np
+
+    acc = np.array([float(int(np.argmax(values)) == label) for values, label in zip(logliks, labels, strict=True)])
+    acc_norm = np.array(
+        [
+            float(int(np.argmax(np.asarray(values, dtype=float) / np.asarray(n, dtype=float))) == label)
+            for values, n, label in zip(logliks, chars, labels, strict=True)
+        ]
+    )
+    return acc, acc_norm
+
+
+def option_chars(records: Sequence[dict[str, Any]]) -> list[list[int]]:
+    """Each item's options' lengths in characters: the divisor of acc_norm (mc_metrics)."""
+    return [[len(option) for option in record["options"]] for record in records]
+
+
+def item_logliks(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_rows: int = 128
+) -> list[list[float]]:
+    """Each item's options' summed log-likelihoods of ' option' after the prompt, in the records' order."""
+    import torch
+
+    rows = mc_rows(tok, records)
+    loglik: list[float] = []
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_rows):
+            loglik += option_logliks(model, rows[start : start + batch_rows]).double().cpu().tolist()
+    per_item, pos = [], 0
+    for record in records:
+        per_item.append(loglik[pos : pos + len(record["options"])])
+        pos += len(record["options"])
+    return per_item
 
 
 def item_scores(
     model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: list[dict[str, Any]], batch_rows: int = 128
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Per-item 0/1 correctness as lm-eval scores a multiple-choice task: (acc, acc_norm).
-
-    acc: the option with the largest summed log-likelihood of ' option' after the prompt; acc_norm: the
-    largest log-likelihood per character of the option text (lm-eval's normalisation); ties go to the first.
-    """
-    import numpy as np
-    import torch
-
-    rows = mc_rows(tok, records)
-    loglik = np.zeros(len(rows))
-    with torch.no_grad():
-        for start in range(0, len(rows), batch_rows):
-            chunk = rows[start : start + batch_rows]
-            loglik[start : start + len(chunk)] = option_logliks(model, chunk).double().cpu().numpy()
-    acc, acc_norm = np.zeros(len(records)), np.zeros(len(records))
-    pos = 0
-    for i, record in enumerate(records):
-        n = len(record["options"])
-        values = loglik[pos : pos + n]
-        chars = np.array([rows[pos + j][4] for j in range(n)], dtype=float)
-        acc[i] = float(int(np.argmax(values)) == record["label"])
-        acc_norm[i] = float(int(np.argmax(values / chars)) == record["label"])
-        pos += n
-    return acc, acc_norm
+    """Per-item 0/1 correctness as lm-eval scores a multiple-choice task: (acc, acc_norm) (mc_metrics)."""
+    logliks = item_logliks(model, tok, records, batch_rows)
+    return mc_metrics(logliks, option_chars(records), [int(record["label"]) for record in records])

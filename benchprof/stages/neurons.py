@@ -162,7 +162,9 @@ def neuron_attribution(
             pos = 0
             for record in chunk:
                 n = len(record["options"])
-                chars = torch.tensor([r[4] for r in rows[pos : pos + n]], dtype=loglik.dtype, device=loglik.device)
+                # the objective's own normaliser: the characters of " option" (delimiter counted), as every
+                # committed region was chosen by (ATTRIBUTION_OBJECTIVE v1); a surrogate, not the score (mc_metrics)
+                chars = torch.tensor([r[4] + 1 for r in rows[pos : pos + n]], dtype=loglik.dtype, device=loglik.device)
                 objective = objective + torch.log_softmax(loglik[pos : pos + n] / chars, 0)[record["label"]]
                 pos += n
             grads = torch.autograd.grad(objective, acts)
