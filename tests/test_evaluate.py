@@ -189,7 +189,7 @@ def test_several_gpus_spawn_one_worker_each(tmp_path, tiny_model_dir, monkeypatc
     config.write_text(yaml.safe_dump(raw))
     spawned = []
     monkeypatch.setattr(evaluate_module, "cuda_available", lambda: True)
-    monkeypatch.setattr(evaluate_module, "spawn_workers", spawned.extend)
+    monkeypatch.setattr(evaluate_module, "spawn_workers", lambda commands, **_: spawned.extend(commands))
     evaluate(load_config(config), limit=3, force=True)
     assert "model load" not in capsys.readouterr().out  # the parent loads nothing: its workers do
     assert [env["CUDA_VISIBLE_DEVICES"] for _, env in spawned] == ["2", "5"]

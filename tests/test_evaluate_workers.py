@@ -4,13 +4,15 @@ evaluate starts one worker per device when it sees several GPUs, and `evals.cpu_
 CPU. In the first case the parent is told CUDA is there (the only thing replaced) and
 `cuda_visible_devices: "0,1"`; in the second nothing is replaced. Either way it spawns two real
 `python -m benchprof evaluate --shard=i/2` processes, which evaluate on this machine's CPU.
-Each worker loads the model, writes the task files, applies its own variants in place and writes its
-jobs. Every job's scores and per-document rows must equal a one-process run of the same project: a
-worker that applied another job's mask, skipped a job or wrote into another's file would differ.
+Each worker loads the model, writes the task files, takes jobs from the queue the workers share (the next
+whose lock no other holds), applies each job's variant in place and writes its result. Every job's scores and
+per-document rows must equal a one-process run of the same project: a worker that applied another job's mask,
+skipped a job or wrote into another's file would differ.
 """
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -23,7 +25,7 @@ from test_evaluate import LIMIT, read_samples
 from benchprof.core.layout import Layout
 from benchprof.core.loader import load_config
 from benchprof.stages import evaluate as evaluate_module
-from benchprof.stages.evaluate import evaluate, job_list, shard_jobs, worker_commands
+from benchprof.stages.evaluate import evaluate, job_list, worker_commands
 
 KS = (0.01, 0.2)
 COMPARED = ("benchmark", "primary_task", "results", "n_samples", "variant", "model_fingerprint", "inputs_hash")
@@ -69,9 +71,11 @@ def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp
 
     jobs = job_list(load_config(two))
     assert len(jobs) == 7  # the original and 2 k x 3 regions, one benchmark
-    for i in range(2):  # each worker ran exactly its shard's jobs, with its own single model load
-        mine = len(shard_jobs(jobs, i, 2))
-        assert f"evaluate: {mine} jobs run, 0 skipped" in printed and f"1 model load(s), shard {i}/2" in printed
+    # the workers share one queue: each job run by exactly one of them, each worker with its own single model load
+    ran = [int(n) for n in re.findall(r"evaluate: (\d+) jobs run, 0 skipped", printed)]
+    assert len(ran) == 2 and sum(ran) == 7 and min(ran) >= 1, printed
+    for i in range(2):
+        assert f"1 model load(s), worker {i}/2" in printed
     assert f"evaluate: 2 workers ({'GPUs 0 | 1' if how == 'gpus' else 'CPU'}) finished 7 jobs" in printed
 
     single, workers = results_of(one), results_of(two)
@@ -111,11 +115,19 @@ def test_a_workers_io_failure_is_one_line_from_it_and_one_from_the_parent(tiny_m
     done = subprocess.run([sys.executable, "-m", "benchprof", "evaluate", str(config)], capture_output=True, text=True)
     errors = [line for line in done.stderr.splitlines() if "error" in line]
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
-    assert errors == [
+    worker = (
         f"benchprof: error: {blocked}: cannot write ({blocked} is a folder, not a file); no partial file left; rerun "
-        "to resume",
-        "benchprof: error: evaluate: 1 worker(s) failed: shard 0/2 (CPU, exit 2); rerun the same command to resume",
-    ]
+        "to resume"
+    )
+    # the queue's worker that took the job fails on it, and the others are stopped unless done already (one that
+    # took the job up after the first let go fails alike, each in its line)
+    assert errors[0] == worker and set(errors[:-1]) == {worker}
+    assert re.fullmatch(
+        r"benchprof: error: evaluate: (1 worker\(s\) failed: shard [01]/2 \(CPU, exit 2\)(; 1 other\(s\) stopped)?|"
+        r"2 worker\(s\) failed: shard 0/2 \(CPU, exit 2\); shard 1/2 \(CPU, exit 2\)); rerun the same command to "
+        r"resume",
+        errors[-1],
+    ), errors
 
 
 def test_cpu_workers_are_capped_at_the_cores_and_the_pending_jobs(tiny_model_dir, tmp_path, capfd):
@@ -136,3 +148,24 @@ def test_cpu_workers_are_capped_at_the_cores_and_the_pending_jobs(tiny_model_dir
     assert f"evaluate: evals.cpu_workers 4096 capped at 1 ({cores} usable cores, 1 pending jobs)\n" in printed
     assert "evaluate: 1 jobs run, 6 skipped (finished)" in printed and "1 model load(s)" in printed
     assert "workers (CPU) finished" not in printed
+
+
+def test_the_shared_queue_takes_the_longest_jobs_first_and_keeps_a_variants_jobs_together():
+    """longest_first orders the pending jobs by their documents (no limit: the longest), job order among equals;
+    variant_runs applies each run of one variant once; only the queue's workers are told to share it."""
+    from benchprof.core.layout import Variant
+    from benchprof.stages.eval_jobs import Job
+    from benchprof.stages.evaluate import JOB_QUEUE, longest_first, variant_runs
+
+    a, b = Variant("A", 0.1, "top"), Variant("B", 0.1, "top")
+    limits = {"short": 10, "long": 200, "whole": None}
+    pending = [(Job(v, bench), {"limit": limits[bench]}) for v in (Variant(), a, b) for bench in limits]
+    ordered = longest_first(pending)
+    assert [(j.variant, j.benchmark) for j, _ in ordered] == [
+        (v, bench) for bench in ("whole", "long", "short") for v in (Variant(), a, b)
+    ]
+    assert [(v, len(run)) for v, run in variant_runs(ordered)] == [(Variant(), 1), (a, 1), (b, 1)] * 3
+    assert [(v, len(run)) for v, run in variant_runs(pending)] == [(Variant(), 3), (a, 3), (b, 3)]
+    shared = worker_commands("c.yml", [], 1, {}, cpu_workers=2, queue=True)
+    assert [env[JOB_QUEUE] for _, env in shared] == ["1", "1"]
+    assert all(JOB_QUEUE not in env for _, env in worker_commands("c.yml", ["0", "1"], 1, {}))

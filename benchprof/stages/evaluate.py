@@ -6,7 +6,10 @@ wraps it in one lm-eval HFLM (scoring.SharedPrefixLM, which computes a prefix sh
 requests once, unless evals.scorer is lm_eval), and for each variant zeroes the region in place,
 runs all of the variant's benchmarks and restores the weights (damage.ablated). `--shard i/n`
 keeps the jobs j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker
-process runs per GPU. A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last,
+process runs per GPU (with evals.cpu_workers, one per share of the cores). The workers evaluate spawns with
+backend hf share one queue instead (JOB_QUEUE): each walks every pending job, the longest first, and takes the
+next whose lock no other worker holds, so none sits idle while another has work left.
+A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last,
 so the JSON marks it done; it records a hash of its inputs and a rerun skips jobs whose hash still
 matches.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import importlib.util
+import math
 import os
 import subprocess
 import sys
@@ -125,6 +129,28 @@ def document_scores(
     return out
 
 
+JOB_QUEUE = "BENCHPROF_JOB_QUEUE"  # set by evaluate for the workers it spawns: take jobs from the shared queue
+
+
+def longest_first(pending: list[tuple[Job, dict]]) -> list[tuple[Job, dict]]:
+    """The queue's order: jobs by the documents they score, most first (a benchmark without a limit counts as
+    the longest: its size is known only to lm-eval), in job order among equals, so that a variant's jobs stay
+    together where they cost alike and the last jobs taken are the shortest."""
+    return sorted(pending, key=lambda pair: -math.inf if pair[1]["limit"] is None else -int(pair[1]["limit"]))
+
+
+def variant_runs(pending: list[tuple[Job, dict]]) -> list[tuple[Variant, list[tuple[Job, dict]]]]:
+    """Consecutive pending (job, inputs) pairs of one variant: each run is applied once (in job order, every
+    variant's jobs are one run)."""
+    runs: list[tuple[Variant, list[tuple[Job, dict]]]] = []
+    for job, inputs in pending:
+        if runs and runs[-1][0] == job.variant:
+            runs[-1][1].append((job, inputs))
+        else:
+            runs.append((job.variant, [(job, inputs)]))
+    return runs
+
+
 def by_variant(pending: list[tuple[Job, dict]]) -> dict[Variant, list[tuple[Job, dict]]]:
     """Pending (job, inputs) pairs grouped by variant, in job order: each variant is applied once."""
     groups: dict[Variant, list[tuple[Job, dict]]] = {}
@@ -170,7 +196,7 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
     left = 0
-    for variant, jobs in by_variant(pending).items():
+    for variant, jobs in variant_runs(pending):
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
         with ablated(model, region):
             for job, inputs in jobs:
@@ -250,11 +276,17 @@ def run_job(worker: Worker, job: Job, inputs: dict[str, Any], lm: LM, model_fing
 
 
 def worker_commands(
-    config: Path, devices: list[str], per_worker: int, options: dict[str, Any], cpu_workers: int = 0
+    config: Path,
+    devices: list[str],
+    per_worker: int,
+    options: dict[str, Any],
+    cpu_workers: int = 0,
+    queue: bool = False,
 ) -> list[tuple[list[str], dict[str, str]]]:
-    """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n. With
-    `cpu_workers`, that many workers that see no GPU, each told how many run side by side
-    (LOCAL_WORLD_SIZE, which settings.thread_count divides the cores by)."""
+    """(argv, env) of each worker process: worker i sees its own GPU(s) and runs shard i/n, or with `queue`
+    takes jobs from the queue all workers share (JOB_QUEUE). With `cpu_workers`, that many workers that see no
+    GPU, each told how many run side by side (LOCAL_WORLD_SIZE, which settings.thread_count divides the cores
+    by)."""
     if cpu_workers:
         groups: list[list[str]] = [[] for _ in range(cpu_workers)]
         side_by_side = {"LOCAL_WORLD_SIZE": str(cpu_workers)}
@@ -271,23 +303,41 @@ def worker_commands(
     out = []
     for i, group in enumerate(groups):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(group), **side_by_side)
+        env.pop(JOB_QUEUE, None)
+        if queue:
+            env[JOB_QUEUE] = "1"
         argv = [sys.executable, "-m", "benchprof", "evaluate", str(config), f"--shard={i}/{len(groups)}", *args]
         out.append((argv, env))
     return out
 
 
-def spawn_workers(commands: list[tuple[list[str], dict[str, str]]]) -> None:
-    """Run the workers side by side, wait for all, and fail naming any that failed."""
+def spawn_workers(commands: list[tuple[list[str], dict[str, str]]], stop_on_failure: bool = False) -> None:
+    """Run the workers side by side, wait for all, and fail naming any that failed. With `stop_on_failure` (the
+    shared queue's workers, where another would take up a failed job and fail on it too) the first failure stops
+    the others: what they finished is kept, their job in progress is left for the rerun."""
     from benchprof.core.console import terminal_fd
     from benchprof.stages.sharding import parent_death_signal
 
     dies_with_us = parent_death_signal()  # a killed evaluate takes its workers with it
     procs = [subprocess.Popen(argv, env=env, stderr=terminal_fd(), preexec_fn=dies_with_us) for argv, env in commands]
+    stopped: set[int] = set()
+    while stop_on_failure and any(p.poll() is None for p in procs):
+        if any(p.returncode not in (None, 0) for p in procs):
+            stopped = {i for i, p in enumerate(procs) if p.poll() is None}
+            for i in stopped:
+                procs[i].terminate()
+            break
+        time.sleep(0.2)
     codes = [p.wait() for p in procs]
-    failed = [f"shard {i}/{len(procs)} ({where(commands[i][1])}, exit {c})" for i, c in enumerate(codes) if c != 0]
+    failed = [
+        f"shard {i}/{len(procs)} ({where(commands[i][1])}, exit {c})"
+        for i, c in enumerate(codes)
+        if c != 0 and i not in stopped
+    ]
     if failed:
+        others = f"; {len(stopped)} other(s) stopped" if stopped else ""
         raise BenchprofError(
-            f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}; rerun the same command to resume"
+            f"evaluate: {len(failed)} worker(s) failed: {'; '.join(failed)}{others}; rerun the same command to resume"
         )
 
 
@@ -359,10 +409,11 @@ def evaluate(
     specs = cfg.selected_models(model)
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
     index, count = parse_shard(shard) if shard is not None else (0, 1)
-    jobs = shard_jobs(all_jobs, index, count)
+    queue = shard is not None and os.environ.get(JOB_QUEUE) == "1"  # a worker of the shared queue: every job
+    jobs = all_jobs if queue else shard_jobs(all_jobs, index, count)
     # the tasks of the benchmarks these jobs score (every shard the same): one evaluated alone needs no other's data
     include_path, mapping = tasks.write_tasks(cfg, sorted({job.benchmark for job in all_jobs}))
-    plan = Plan(cfg, specs, jobs, include_path, mapping, backend, limit, force)
+    plan = Plan(cfg, specs, jobs, include_path, mapping, backend, limit, force, queue)
 
     devices = cfg.settings.devices()
     per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
@@ -379,7 +430,7 @@ def evaluate(
             return
     if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
         os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
-    score_models(plan, f"shard {index}/{count}, " if shard is not None else "", started)
+    score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, " if shard is not None else "", started)
 
 
 @dataclass(frozen=True)
@@ -394,6 +445,7 @@ class Plan:
     backend: str
     limit: int | None
     force: bool
+    queue: bool = False  # a worker of the shared queue (JOB_QUEUE): its jobs are every job, longest first
 
 
 def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]]:
@@ -439,8 +491,9 @@ def run_workers(
     if plan.backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
         for spec in plan.specs:
             ensure_checkpoints(plan.cfg, spec, ablated_variants(plan.jobs))
-    commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options, cpu_workers)
-    spawn_workers(commands)
+    queue = plan.backend == "hf"  # vllm starts an engine per variant: its workers keep their shards of variants
+    commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options, cpu_workers, queue)
+    spawn_workers(commands, stop_on_failure=queue)
     gpus = "CPU" if cpu_workers else "GPUs " + " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
     print(
         f"evaluate: {len(commands)} workers ({gpus}) finished {len(plan.jobs)} jobs in "
@@ -461,6 +514,8 @@ def score_models(plan: Plan, where: str, started: float) -> None:
         layout = Layout(cfg.output_root, spec.tag)
         pending = pending_jobs(plan, spec)
         skipped += len(jobs) - len(pending)
+        if plan.queue:
+            pending = longest_first(pending)
         if not pending:
             continue
         task_manager = tasks.task_manager(cfg, plan.include_path)
@@ -482,7 +537,12 @@ def score_models(plan: Plan, where: str, started: float) -> None:
     originals = len(variants_run) - ablated
     print(
         f"evaluate: {ran} jobs run, {skipped} skipped (finished)"
-        + (f", {elsewhere} left to another process (`benchprof status` shows when they are done)" if elsewhere else "")
+        + (f", {elsewhere} taken by the other workers" if elsewhere and plan.queue else "")
+        + (
+            f", {elsewhere} left to another process (`benchprof status` shows when they are done)"
+            if elsewhere and not plan.queue
+            else ""
+        )
         + f", over {ablated} ablated variant(s)"
         f"{' + original' if originals else ''}, "
         f"{loads} model load(s), {where}{time.time() - started:.0f}s; "
