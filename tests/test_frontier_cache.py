@@ -174,3 +174,37 @@ def test_data_refuses_an_outputs_folder_it_cannot_write_before_writing_anything(
     assert code.value.code != 0 and not (tmp_path / "data").exists()
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is a file, not a folder" in err
+
+
+def test_a_bfloat16_frontier_is_its_own_result_and_scores_as_a_bfloat16_model(tmp_path, capsys):
+    """--dtype bfloat16 scores every region in bfloat16 (the original model's per-item acc_norm equals item_scores on
+    the model cast to bfloat16) after float32 selections (its regions equal the float32 run's), reuses none of a
+    float32 run's scores in the same folder, and records its dtype in plan.json and frontier.md; --dtype float16 is
+    refused in one line."""
+    import torch
+
+    from benchprof.core.modeling import load_model
+    from benchprof.stages.choices import item_scores
+    from benchprof.stages.data import read_jsonl
+
+    config = project(tmp_path / "p")
+    frontier(config)
+    folder = config.parent / "out" / "demo" / "frontier"
+    count = len(read_records(folder / "evaluations.jsonl"))
+    capsys.readouterr()
+    frontier(config, "--dtype", "bfloat16")
+    assert ", 0 reused" in capsys.readouterr().out
+    records = read_records(folder / "evaluations.jsonl")
+    single, halves = records[:count], records[count:]
+    assert {tuple(r["neurons"]) for r in halves} == {tuple(r["neurons"]) for r in single}  # float32 selections
+    assert json.loads((folder / "plan.json").read_text())["dtype"] == "bfloat16"
+    assert "scored in bfloat16" in (folder / "frontier.md").read_text()
+    model, tok = load_model(str(DEMO), dtype="float32")
+    model = model.to(torch.bfloat16)
+    for ability in ABILITIES:
+        items = read_jsonl(config.parent / "data" / ability / "test.jsonl")[:20]
+        original = next(r for r in halves if r["option"] == "original")
+        assert original["acc_norm"][ability] == item_scores(model, tok, items)[1].tolist()
+    with pytest.raises(SystemExit):
+        main(["frontier", str(config), *FLAGS, "--dtype", "float16"])
+    assert "--dtype: 'float16' is not one of float32, bfloat16" in capsys.readouterr().err

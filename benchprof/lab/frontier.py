@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from benchprof.core.config import Config
 
 RANDOM = "random"
+SCORING_DTYPES = ("float32", "bfloat16")  # what the frontier may score in
 SplitScores = dict[str, Any]  # one split's scores: "acc_norm" (0/1 per item) and "loglik" (per item, per option)
 
 
@@ -184,6 +185,7 @@ def measure(plan: FrontierPlan) -> Path:
     model = AutoModelForCausalLM.from_pretrained(plan.model, dtype=torch.float32).eval()
     statistics = train_statistics(plan, inputs, model, tok)
     iterative = iterative_selections(plan, inputs, model, tok, statistics.get("attribution", {}))
+    model = model.to(getattr(torch, plan.dtype))  # selections are made in float32; the scoring dtype from here on
     measured = list(regions(plan, model_neurons(model), statistics, iterative))
     known_splits = known_scores(read_records(layout.records_file))
     todo: dict[str, tuple[Region, dict[str, SplitScores]]] = {}  # one per set of neurons, whichever option chose it
@@ -228,6 +230,7 @@ def frontier(
     train_from: int = 0,
     folder: str = "frontier",
     threads: int | None = None,
+    dtype: str = "float32",
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
     region zeroed and every ability's test split scored, against random regions of the same size
@@ -257,6 +260,8 @@ def frontier(
             train split, measured in its own --folder.
         folder: the frontier's folder under outputs/<model>/ (default frontier).
         threads: torch threads (1 to 4096); default settings.threads (automatic: the usable cores).
+        dtype: what the test splits are scored in, float32 or bfloat16 (the attribution is float32 either way);
+            part of every score's identity, so the two never mix in one folder's results (docs/performance.md).
     """
     from benchprof.core.layout import Layout
     from benchprof.core.selection import select
@@ -287,6 +292,7 @@ def frontier(
         if threads is not None
         else cfg.settings.thread_count(),
         seed=cfg.settings.seed,
+        dtype=scoring_dtype(dtype),
         model_given=spec.name,
         data_given=cfg.data.dir,
     )
@@ -294,6 +300,13 @@ def frontier(
 
 
 frontier.__doc__ = (frontier.__doc__ or "").replace("FRONTIER_HELP", frontier_help())  # the registry's options
+
+
+def scoring_dtype(given: str) -> str:
+    """--dtype: one of SCORING_DTYPES, refused in one line otherwise."""
+    if given not in SCORING_DTYPES:
+        raise BenchprofError(f"--dtype: {given!r} is not one of {', '.join(SCORING_DTYPES)}")
+    return given
 
 
 def score(

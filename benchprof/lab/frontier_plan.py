@@ -39,6 +39,7 @@ class FrontierPlan:
     test_items: int = 100  # items of each test split scored
     transfer_items: int = 0  # items of each transfer split scored (0: none; abilities.TRANSFER)
     seed: int = 0
+    dtype: str = "float32"  # what the test splits are scored in (EVAL_DTYPES); attribution is always float32
     threads: int = 1
     batch_items: int = 8
     model_given: str = ""  # the model and the data folder as the config names them (plan.json, frontier.md):
@@ -147,6 +148,7 @@ class FrontierInputs:
     model: dict[str, Any]
     train: dict[str, list[dict[str, Any]]]  # every ability's (scored and contrast) first train_items items
     tests: dict[str, list[dict[str, Any]]]  # every scored ability's first test_items items
+    dtype: str = "float32"  # what the test splits are scored in: part of every score's identity
 
     def statistic_inputs(self, statistic: str, ability: str) -> dict[str, Any]:
         """A statistic (attribution or activity) of one ability's train items."""
@@ -197,7 +199,15 @@ class FrontierInputs:
         neurons zeroed (none: the original model). Whichever option chose a region, the same neurons score the same."""
         from benchprof.stages.choices import SCORER
 
-        return value_hash({"model": self.model, "tests": self.tests, "neurons": sorted(neurons), "scorer": SCORER})
+        return value_hash(
+            {
+                "model": self.model,
+                "tests": self.tests,
+                "neurons": sorted(neurons),
+                "scorer": SCORER,
+                "dtype": self.dtype,
+            }
+        )
 
     def split_key(self, split: str, neurons: list[int]) -> str:
         """What one split's scores in an evaluation record are a function of: the model, that split's items and
@@ -207,7 +217,7 @@ class FrontierInputs:
 
         return value_hash(
             {"model": self.model, "split": split, "items": self.tests[split], "neurons": sorted(neurons),
-             "scorer": SCORER}
+             "scorer": SCORER, "dtype": self.dtype}
         )  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
@@ -234,7 +244,7 @@ def load_inputs(plan: FrontierPlan, cache_dir: Path) -> FrontierInputs:
 
         for a in plan.abilities:
             tests[transfer_benchmark(a)] = read_split(plan, a, TRANSFER, plan.transfer_items, "--transfer_items")
-    return FrontierInputs(model_identity(plan.model, cache_dir), train, tests)
+    return FrontierInputs(model_identity(plan.model, cache_dir), train, tests, plan.dtype)
 
 
 def changed_since(recorded: dict[str, Any] | None, inputs: FrontierInputs) -> list[str]:
@@ -327,8 +337,8 @@ def recorded_plan(folder: Path) -> tuple[FrontierPlan, dict[str, Any]]:
         out=Path(folder), options=tuple(value("options", list)), sizes=tuple(sizes), draws=value("draws", int),
         contrast=tuple(value("contrast", list)), train_items=value("train_items", int),
         train_from=value("train_from", int, 0), test_items=value("test_items", int),
-        transfer_items=value("transfer_items", int, 0), seed=value("seed", int), model_given=value("model", str),
-        data_given=value("data_dir", str),
+        transfer_items=value("transfer_items", int, 0), seed=value("seed", int), dtype=value("dtype", str, "float32"),
+        model_given=value("model", str), data_given=value("data_dir", str),
     )  # fmt: skip
     return plan, recorded
 
