@@ -424,7 +424,7 @@ def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_
     """compare over a profile one evaluation short, or whose samples file was edited after its result recorded it,
     is refused in one line naming the evaluation, never compared without it; an --out that is a file (or under one)
     is one line before any work."""
-    from benchprof.core.storage import content_record
+    from benchprof.core.storage import content_record, matches_record
     from benchprof.stages.compare import compare
 
     for name in ("first", "second"):
@@ -458,4 +458,9 @@ def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_
             compare(first, against=str(second), out=str(out), plots=False)
     assert (tmp_path / "a-file").read_text() == "mine\n"
     compare(first, against=str(second), out=str(tmp_path / "out"), plots=False)  # whole: compared
-    assert (tmp_path / "out" / "compare.md").is_file()
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    md = tmp_path / "out" / "compare.md"
+    assert set(manifest["files"]) == {"profiles.csv", "differences.csv", "correlation.csv", "compare.md"}
+    assert matches_record(md, manifest["files"]["compare.md"]) and set(manifest["evaluations"]) == {"t", "u"}
+    md.write_text(md.read_text()[:100])  # cut short: the manifest no longer vouches for it
+    assert not matches_record(md, manifest["files"]["compare.md"])

@@ -66,6 +66,7 @@ def compare(
 
     Writes profiles.csv, differences.csv, correlation.csv, compare.md and (with plots) profiles.png into `out`.
     A profile with an evaluation missing, stale or changed since written is refused, in one line naming the first.
+    Its manifest.json, written last, records each file's size and sha256 and the evaluations compared.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
@@ -75,7 +76,9 @@ def compare(
             aggregate.report_k or its largest k.
         plots: also draw profiles.png.
     """
-    from benchprof.core.storage import writable_folder
+    from benchprof.core.layout import Layout
+    from benchprof.core.results import evaluation_hashes
+    from benchprof.core.storage import clear_manifest, writable_folder, write_manifest
 
     started = time.time()
     configs = compared_configs(cfg, against)
@@ -109,7 +112,12 @@ def compare(
             profiles.append(profile)
             draws.append(joint)
     comparison = compare_models(profiles, draws)
+    clear_manifest(layout.compare_dir)  # written last: a folder killed halfway has none to vouch for a mix
     written = write_comparison(comparison, layout, plots=plots)
+    evaluations = {spec.tag: evaluation_hashes(Layout(c.output_root, spec.tag).model_dir)
+                   for c in configs for spec in c.models}  # fmt: skip
+    write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": k, "plots": plots},
+                   extra={"evaluations": evaluations}, started=started)  # fmt: skip
     starred = sum(bool(d.significant) for d in comparison.differences)
     print(
         f"compare: {len(profiles)} models, {len(comparison.benchmarks)} benchmarks above chance in all, "
