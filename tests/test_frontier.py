@@ -564,7 +564,7 @@ def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
     goal = sum(
         r["own_ais"] >= 0.5
         and r["own_vs_random_p"] < 0.05
-        and abs(r["other_planted_ais"] - r["random_other_planted"]) <= 0.05
+        and r["other_planted_ais"] - r["random_other_planted"] <= 0.05
         for r in rows
     )
     markdown = write_planted_effects(folder, planted)[1].read_text()
@@ -577,13 +577,15 @@ def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
     ("other", "random_other", "want"),
     [
         (0.10, 0.06, True),  # costs the others 0.04 more than random regions: within 0.05
-        (0.00, 0.06, False),  # spares them 0.06 more than random regions: outside, in the helpful direction
+        (0.00, 0.06, True),  # spares them 0.06 more than random regions: one-sided, that spares them too
+        (0.11, 0.06, True),  # costs them 0.05 more: at the margin
+        (0.12, 0.06, False),  # costs them 0.06 more
         (0.20, 0.06, False),  # costs them 0.14 more
         (math.nan, math.nan, True),  # one planted ability: no others to spare, the goal is its removal alone
         (0.10, math.nan, False),  # others scored, no random regions to hold them against: not shown to spare
     ],
 )
-def test_spares_holds_the_others_within_005_of_random_in_either_direction(other, random_other, want):
+def test_spares_holds_the_others_at_most_005_above_random_one_sided(other, random_other, want):
     from benchprof.lab.frontier_planted import spares
 
     assert spares({"other_planted_ais": other, "random_other_planted": random_other}) is want
