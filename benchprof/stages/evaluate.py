@@ -129,7 +129,8 @@ def document_scores(
     return out
 
 
-JOB_QUEUE = "BENCHPROF_JOB_QUEUE"  # set by evaluate for the workers it spawns: take jobs from the shared queue
+# set by evaluate for the workers it spawns, to the time (ns) the queue began: take jobs from the shared queue
+JOB_QUEUE = "BENCHPROF_JOB_QUEUE"
 
 
 def longest_first(pending: list[tuple[Job, dict]]) -> list[tuple[Job, dict]]:
@@ -174,6 +175,7 @@ class Worker:
     mapping: dict[str, str]
     task_manager: TaskManager
     force: bool
+    queue_since: int = 0  # a worker of the shared queue: when it began (time.time_ns); 0 otherwise
 
 
 def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> tuple[int, int]:
@@ -257,8 +259,13 @@ def run_job(worker: Worker, job: Job, inputs: dict[str, Any], lm: LM, model_fing
     cfg, spec, layout, force = worker.cfg, worker.spec, worker.layout, worker.force
 
     with job_lock(layout.job_lock(job.variant, job.benchmark), f"benchprof evaluate ({spec.tag})") as mine:
-        if not mine or (not force and is_current(layout.eval_output(job.variant, job.benchmark), inputs)):
+        output_of_job = layout.eval_output(job.variant, job.benchmark)
+        if not mine or (not force and is_current(output_of_job, inputs)):
             return False
+        result = layout.eval_file(job.variant, job.benchmark)
+        if force and worker.queue_since and result.is_file() and result.stat().st_mtime_ns >= worker.queue_since:
+            if is_current(output_of_job, inputs):  # --force in a shared queue: another worker scored it this run
+                return False
         started = time.time()
         task = worker.mapping[job.benchmark]
         try:
@@ -300,12 +307,12 @@ def worker_commands(
         if isinstance(value, (list, tuple)):
             value = ",".join(map(str, value))
         args.append(f"--{name}" if value is True else f"--{name}={value}")
-    out = []
+    out, since = [], str(time.time_ns())
     for i, group in enumerate(groups):
         env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(group), **side_by_side)
         env.pop(JOB_QUEUE, None)
         if queue:
-            env[JOB_QUEUE] = "1"
+            env[JOB_QUEUE] = since
         argv = [sys.executable, "-m", "benchprof", "evaluate", str(config), f"--shard={i}/{len(groups)}", *args]
         out.append((argv, env))
     return out
@@ -409,11 +416,12 @@ def evaluate(
     specs = cfg.selected_models(model)
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
     index, count = parse_shard(shard) if shard is not None else (0, 1)
-    queue = shard is not None and os.environ.get(JOB_QUEUE) == "1"  # a worker of the shared queue: every job
+    since = os.environ.get(JOB_QUEUE, "")
+    queue = shard is not None and since.isdigit()  # a worker of the shared queue: every job is its to take
     jobs = all_jobs if queue else shard_jobs(all_jobs, index, count)
     # the tasks of the benchmarks these jobs score (every shard the same): one evaluated alone needs no other's data
     include_path, mapping = tasks.write_tasks(cfg, sorted({job.benchmark for job in all_jobs}))
-    plan = Plan(cfg, specs, jobs, include_path, mapping, backend, limit, force, queue)
+    plan = Plan(cfg, specs, jobs, include_path, mapping, backend, limit, force, int(since) if queue else 0)
 
     devices = cfg.settings.devices()
     per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
@@ -445,7 +453,7 @@ class Plan:
     backend: str
     limit: int | None
     force: bool
-    queue: bool = False  # a worker of the shared queue (JOB_QUEUE): its jobs are every job, longest first
+    queue_since: int = 0  # a worker of the shared queue (JOB_QUEUE): when it began; its jobs: all, longest first
 
 
 def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]]:
@@ -514,7 +522,7 @@ def score_models(plan: Plan, where: str, started: float) -> None:
         layout = Layout(cfg.output_root, spec.tag)
         pending = pending_jobs(plan, spec)
         skipped += len(jobs) - len(pending)
-        if plan.queue:
+        if plan.queue_since:
             pending = longest_first(pending)
         if not pending:
             continue
@@ -522,7 +530,7 @@ def score_models(plan: Plan, where: str, started: float) -> None:
         unknown = sorted({plan.mapping[j.benchmark] for j, _ in pending} - set(task_manager.all_tasks))
         if unknown:
             raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
-        worker = Worker(cfg, spec, layout, plan.mapping, task_manager, force)
+        worker = Worker(cfg, spec, layout, plan.mapping, task_manager, force, plan.queue_since)
         with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
             if plan.backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
@@ -537,10 +545,10 @@ def score_models(plan: Plan, where: str, started: float) -> None:
     originals = len(variants_run) - ablated
     print(
         f"evaluate: {ran} jobs run, {skipped} skipped (finished)"
-        + (f", {elsewhere} taken by the other workers" if elsewhere and plan.queue else "")
+        + (f", {elsewhere} taken by the other workers" if elsewhere and plan.queue_since else "")
         + (
             f", {elsewhere} left to another process (`benchprof status` shows when they are done)"
-            if elsewhere and not plan.queue
+            if elsewhere and not plan.queue_since
             else ""
         )
         + f", over {ablated} ablated variant(s)"
