@@ -723,3 +723,31 @@ def test_a_plan_naming_other_abilities_is_one_line_in_both_study_scripts(tmp_pat
         assert "has no scores for Invented_Other" in stderr and "plan.json and its records disagree" in stderr
     assert (folder / "planted_effects.csv").read_bytes() == before["planted_effects.csv"]
     assert (folder / "frontier.md").read_bytes() == before["frontier.md"]
+
+
+def test_a_region_that_takes_its_split_below_chance_is_marked_and_counted_down_to_chance_only(tmp_path):
+    """Own split 0.5 → 0.05 on four-option items (chance 0.25, read from the records' option log-likelihoods): raw AIS
+    0.9, to chance (0.5 − 0.25) / 0.5 = 0.5, marked below chance in frontier.csv and .md; the goal's own part reads
+    the AIS to chance, so a region that steers a 0.30 split to 0.0 (raw 1.0, to chance 0.167) misses it."""
+    from benchprof.lab.frontier_plan import FrontierPlan
+    from benchprof.lab.frontier_report import markdown, reaches_goal, rows_of
+
+    n = 200
+    loglik = [[-1.0, -2.0, -3.0, -4.0]] * n
+    original = {"A": [float(i % 2 == 0) for i in range(n)], "B": [float(i % 10 < 3) for i in range(n)]}
+    steered = {"A": [float(i % 20 == 0) for i in range(n)], "B": [0.0] * n}
+    records = [
+        {"option": "original", "region": "-", "size": 0, "acc_norm": original, "loglik": {"A": loglik, "B": loglik}}
+    ]
+    records += [{"option": "act_grad", "region": a, "size": 4, "acc_norm": steered} for a in ("A", "B")]
+    records += [
+        {"option": "random", "region": f"draw{d}", "size": 4, "acc_norm": {"A": original["A"], "B": original["B"]}}
+        for d in range(3)
+    ]
+    plan = FrontierPlan("m", tmp_path, ("A", "B"), tmp_path, options=("act_grad",), sizes=(4,), draws=3)
+    rows = {r["ability"]: r for r in rows_of(plan, records, 10, 10**4) if r["option"] == "act_grad"}
+    assert rows["A"]["own_ais"] == pytest.approx(0.9) and rows["A"]["own_to_chance"] == pytest.approx(0.5)
+    assert rows["A"]["own_below_chance"] and rows["B"]["own_below_chance"]
+    assert rows["B"]["own_ais"] == pytest.approx(1.0) and rows["B"]["own_to_chance"] == pytest.approx(0.05 / 0.3)
+    assert "own" in reaches_goal(rows["A"]) and "own" not in reaches_goal(rows["B"])
+    assert "↓chance (+0.500 to chance)" in markdown(plan, list(rows.values()))

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from benchprof.stats.impact import adjusted_ais, ais_above_chance, chance_level, chance_test, p_correct
+from benchprof.stats.impact import adjusted_ais, ais_above_chance, ais_to_chance, chance_level, chance_test, p_correct
 
 
 def test_adjusted_ais():
@@ -74,3 +74,13 @@ def test_ais_above_chance():
     assert math.isnan(ais_above_chance(0.25, 0.20, 0.25))  # at chance: nothing to remove
     np.testing.assert_allclose(ais_above_chance([0.8, 0.2], [0.6, 0.1], 0.0), [0.25, 0.5])
     assert ais_above_chance(np.array([[0.5]]), np.array([0.4, 0.3]), 0.25).shape == (1, 2)
+
+
+def test_ais_to_chance_stops_removal_at_chance():
+    """By hand: Quantitative's region on SmolLM2 (0.373 → 0.137, chance 0.25) removes (0.373 − 0.25) / 0.373 to
+    chance, not the raw (0.373 − 0.137) / 0.373; above chance it is the raw AIS; a gain is a negative AIS as raw."""
+    assert ais_to_chance(0.373, 0.137, 0.25) == pytest.approx(0.123 / 0.373)
+    assert ais_to_chance(0.6, 0.45, 0.25) == pytest.approx(0.15 / 0.6)  # the raw AIS
+    assert ais_to_chance(0.6, 0.7, 0.25) == pytest.approx(-1 / 6)
+    assert math.isnan(ais_to_chance(0.25, 0.1, 0.25))  # at chance: nothing to remove
+    np.testing.assert_allclose(ais_to_chance([0.8, 0.5], [0.1, 0.4], 0.25), [0.55 / 0.8, 0.1 / 0.5])

@@ -137,7 +137,7 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
 
     from benchprof.core.layout import FrontierLayout
     from benchprof.lab.frontier_plan import plan_records, recorded_plan
-    from benchprof.lab.frontier_report import against_random, ais, cell_stats
+    from benchprof.lab.frontier_report import against_random, ais, cell_stats, split_chance
 
     layout = FrontierLayout(Path(folder))
     if not layout.plan_file.is_file():
@@ -151,6 +151,7 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
         )
     records = plan_records(plan, layout.records_file)  # every region of the plan, each draw of the random baseline
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
+    chance = split_chance(next(r for r in records if r["option"] == "original"))
     by_key = {(r["option"], r["region"], r["size"]): r["acc_norm"] for r in records}
     abilities = plan.abilities
     real = [a for a in abilities if a not in planted]
@@ -169,10 +170,14 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
                 pool = [
                     cell_stats(original, d, ability, abilities, 0, f"random|{size}|{i}") for i, d in enumerate(draws)
                 ]
-                cell = cell_stats(original, ablated, ability, abilities, 0, f"{option}|{size}|{ability}")
+                cell = cell_stats(
+                    original, ablated, ability, abilities, 0, f"{option}|{size}|{ability}",
+                    chance=chance.get(ability, math.nan),
+                )  # fmt: skip
                 estimate, p = against_random(cell, pool, "own") if pool else (math.nan, math.nan)
                 rows.append({
                     "option": option, "size": size, "ability": ability, "own_ais": cell["own"],
+                    "own_to_chance": cell["own_to_chance"],
                     "random_own": float(np.mean([c["own"] for c in pool])) if pool else math.nan,
                     "own_vs_random": estimate, "own_vs_random_p": p,
                     "other_planted_ais": mean_ais(ablated, others),
@@ -184,8 +189,8 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
 
 
 EFFECT_COLUMNS = (
-    "option", "size", "ability", "own_ais", "random_own", "own_vs_random", "own_vs_random_p", "other_planted_ais",
-    "random_other_planted", "real_ais", "random_real",
+    "option", "size", "ability", "own_ais", "own_to_chance", "random_own", "own_vs_random", "own_vs_random_p",
+    "other_planted_ais", "random_other_planted", "real_ais", "random_real",
 )  # fmt: skip
 
 
@@ -193,9 +198,12 @@ SPARE_MARGIN = 0.05  # how much more than random regions a region may cost the o
 
 
 def removes(row: dict[str, Any]) -> bool:
-    """Whether a region removes its planted ability: own AIS ≥ 0.50 and above the random regions (one-sided
+    """Whether a region removes its planted ability: own AIS ≥ 0.50, counted down to chance only (a region that
+    takes the split below chance steers, it does not remove more), and above the random regions (one-sided
     p < 0.05)."""
-    return bool(row["own_ais"] >= 0.5 and row["own_vs_random_p"] < 0.05)
+    from benchprof.lab.frontier_report import to_chance
+
+    return bool(to_chance(row) >= 0.5 and row["own_vs_random_p"] < 0.05)
 
 
 def spares(row: dict[str, Any]) -> bool:

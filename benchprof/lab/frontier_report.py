@@ -34,9 +34,9 @@ RESAMPLES = 1000
 CLAIMS = ("own_vs_random", "transfer_vs_random", "spec_vs_random")  # each (option, size)'s family of "vs random"
 COLUMNS = (
     "option", "size", "weights", "k", "ability",
-    "own_ais", "own_low", "own_high", "random_ais", "own_vs_random", "own_vs_random_p", "own_vs_random_q",
-    "transfer_ais", "transfer_low", "transfer_high", "random_transfer", "transfer_vs_random", "transfer_vs_random_p",
-    "transfer_vs_random_q",
+    "own_ais", "own_low", "own_high", "own_to_chance", "own_below_chance", "random_ais", "own_vs_random",
+    "own_vs_random_p", "own_vs_random_q", "transfer_ais", "transfer_low", "transfer_high", "random_transfer",
+    "transfer_vs_random", "transfer_vs_random_p", "transfer_vs_random_q",
     "other_ais", "other_harm", "other_help", "random_other", "other_vs_random",
     "specificity", "spec_low", "spec_high", "spec_without_help", "random_specificity", "spec_vs_random",
     "spec_vs_random_p", "spec_vs_random_q", "goal",
@@ -68,14 +68,17 @@ def cell_stats(
     seed: int,
     tag: str,
     resamples: int = RESAMPLES,
+    chance: float = math.nan,
 ) -> dict[str, Any]:
     """One region's numbers for `ability`, with bootstrap samples: its own test split's AIS, its transfer split's
     (abilities.transfer_benchmark; NaN where not scored), the other abilities' test splits' mean AIS, their harm
     (the mean of the positive AIS, the others' losses) and help (the mean of the negative ones, their gains), the
-    specificity own − other and the same with the others' gains set to zero (own − harm)."""
+    specificity own − other and the same with the others' gains set to zero (own − harm); with the own split's
+    `chance` level, its AIS counted down to chance only and whether the region takes it below chance."""
     import numpy as np
 
     from benchprof.abilities import transfer_benchmark
+    from benchprof.stats.impact import ais_to_chance
 
     others = [b for b in abilities if b != ability]
     boots = {b: boot_ais(original[b], ablated[b], seed, f"{tag}|{b}", resamples) for b in [ability, *others]}
@@ -94,6 +97,8 @@ def cell_stats(
         "other": other, "harm": float(np.mean([max(v, 0.0) for v in other_ais])) if others else math.nan,
         "help": float(np.mean([min(v, 0.0) for v in other_ais])) if others else math.nan,
         "spec": own - other, "spec_boot": spec_boot,
+        "own_to_chance": float(ais_to_chance(np.mean(original[ability]), np.mean(ablated[ability]), chance)),
+        "own_below_chance": bool(np.mean(ablated[ability]) < chance),
     }  # fmt: skip
 
 
@@ -125,6 +130,7 @@ def region_row(cell: dict[str, Any], pool: list[dict[str, Any]]) -> dict[str, An
         "other_harm": cell["harm"], "other_help": cell["help"], "specificity": cell["spec"],
         "spec_without_help": cell["own"] - cell["harm"], "random_ais": mean("own"), "random_transfer": mean("transfer"),
         "random_other": mean("other"), "random_specificity": mean("spec"),
+        "own_to_chance": cell["own_to_chance"], "own_below_chance": cell["own_below_chance"],
     }  # fmt: skip
     row["other_vs_random"] = row["other_ais"] - row["random_other"]
     for key, column in (("own", "own"), ("transfer", "transfer"), ("spec", "spec")):
@@ -142,13 +148,15 @@ def rows_of(
     (option, size): its rows' claims above random (own, transfer, specificity), Benjamini–Hochberg at ALPHA over
     it, so an option's count at the goal is the same whichever other options and sizes were measured."""
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
+    chance = split_chance(next(r for r in records if r["option"] == "original"))
     by_key = {(r["option"], r["region"], r["size"]): r["acc_norm"] for r in records}
     rows: list[dict[str, Any]] = []
     for size in plan.sizes:
         shape = {"size": size, "weights": size * weights_per_neuron, "k": size * weights_per_neuron / total}
         draws = [by_key[key] for d in range(plan.draws) if (key := ("random", f"draw{d}", size)) in by_key]
         pool = {
-            a: [cell_stats(original, draw, a, plan.abilities, plan.seed, f"random|{size}|{d}|{a}", resamples)
+            a: [cell_stats(original, draw, a, plan.abilities, plan.seed, f"random|{size}|{d}|{a}", resamples,
+                           chance.get(a, math.nan))
                 for d, draw in enumerate(draws)]
             for a in plan.abilities
         }  # fmt: skip
@@ -157,7 +165,13 @@ def rows_of(
             for a in plan.abilities:
                 if (option, a, size) in by_key:
                     cell = cell_stats(
-                        original, by_key[(option, a, size)], a, plan.abilities, plan.seed, f"{option}|{size}|{a}"
+                        original,
+                        by_key[(option, a, size)],
+                        a,
+                        plan.abilities,
+                        plan.seed,
+                        f"{option}|{size}|{a}",
+                        chance=chance.get(a, math.nan),
                     )
                     family.append({"option": option, **shape, "ability": a, **region_row(cell, pool[a])})
             rows += with_qvalues(family)
@@ -198,13 +212,23 @@ def starred(row: dict[str, Any], key: str) -> bool:
     return not math.isnan(q) and q < ALPHA and row[key] > 0
 
 
+def split_chance(record: dict[str, Any]) -> dict[str, float]:
+    """Each split's chance level, the mean of 1 / options over its items, from a record's option log-likelihoods
+    (records scored before they were kept give none)."""
+    logliks = record.get("loglik")
+    if not isinstance(logliks, dict):
+        return {}
+    return {split: sum(1 / len(item) for item in items) / len(items) for split, items in logliks.items() if items}
+
+
 def reaches_goal(row: dict[str, Any]) -> str:
-    """Which parts of the goal a row meets: "own" (own AIS ≥ 0.20 and starred), "transfer" (the same on the transfer
+    """Which parts of the goal a row meets: "own" (own AIS ≥ 0.20, counted down to chance only where the region takes
+    the split below chance, and starred), "transfer" (the same on the transfer
     split; a plan without transfer splits leaves it out), "specific" (specificity starred and the other splits' mean
     AIS within 0.05 of the random regions', in either direction: a region that raises the others as much as it
     lowers its own is not specific), "cheap-random" (random regions' own AIS < 0.05); "all" when every part holds."""
     parts = {
-        "own": row["own_ais"] >= GOAL_OWN and starred(row, "own_vs_random"),
+        "own": to_chance(row) >= GOAL_OWN and starred(row, "own_vs_random"),
         "specific": starred(row, "spec_vs_random") and abs(row["other_vs_random"]) <= OTHERS_NEAR_RANDOM,
         "cheap-random": row["random_ais"] < GOAL_RANDOM,
     }
@@ -212,6 +236,13 @@ def reaches_goal(row: dict[str, Any]) -> str:
         parts["transfer"] = row["transfer_ais"] >= GOAL_OWN and starred(row, "transfer_vs_random")
     met = [p for p in ("own", "transfer", "specific", "cheap-random") if parts.get(p)]
     return "all" if len(met) == len(parts) else "+".join(met) or "none"
+
+
+def to_chance(row: dict[str, Any]) -> float:
+    """A row's own AIS with removal counted down to chance only; the raw AIS where no chance level is known.
+    Below chance the region steers the model to wrong answers, which the raw AIS reads as more removal."""
+    value = row.get("own_to_chance", math.nan)
+    return row["own_ais"] if value is None or math.isnan(value) else float(value)
 
 
 GOAL_RESAMPLES, GOAL_INNER = 100, 200  # item resamples of the goal count; bootstrap resamples inside each
@@ -279,6 +310,13 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def below(row: dict[str, Any]) -> str:
+    """The mark of an own AIS whose region takes the split below chance, with its AIS counted down to chance."""
+    if not row.get("own_below_chance"):
+        return ""
+    return f" ↓chance ({row['own_to_chance']:+.3f} to chance)"
+
+
 def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[str, int], str] | None = None) -> str:
     def star(r: dict[str, Any], key: str) -> str:
         return "*" if starred(r, key) else ""
@@ -301,7 +339,9 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         "AIS = relative drop; own: "
         "the ability's test split; transfer: its transfer split (formats its train split never uses); other: mean "
         "over the other abilities' test splits, split into harm (their losses) and help (their gains); specificity = "
-        "own − other, and own − harm (the others' gains set to zero). `*`: above the random regions of that size, "
+        "own − other, and own − harm (the others' gains set to zero); ↓chance: the region takes its own split below "
+        "chance (steering to wrong answers, not removal), with its AIS counted down to chance only, which the goal "
+        "reads. `*`: above the random regions of that size, "
         f"Benjamini–Hochberg q < {ALPHA} within one option and size (its own, transfer and specificity claims; the "
         "family is fixed before any result, so adding an option or a size moves no other star). Goal: own and "
         f"transfer AIS ≥ {GOAL_OWN} and starred{goal_transfer}, specificity starred with the other splits' mean AIS "
@@ -329,7 +369,7 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
             continue
         lines.append(
             f"| {r['option']} | {r['size']} | {r['ability']} | "
-            f"{cell(r['own_ais'], r['own_low'], r['own_high'], star(r, 'own_vs_random'))} | "
+            f"{cell(r['own_ais'], r['own_low'], r['own_high'], star(r, 'own_vs_random'))}{below(r)} | "
             f"{cell(r['transfer_ais'], r['transfer_low'], r['transfer_high'], star(r, 'transfer_vs_random'))} | "
             f"{r['other_ais']:+.3f} ({r['other_harm']:+.3f} / {r['other_help']:+.3f}) | {cell(r['other_vs_random'])} | "
             f"{cell(r['specificity'], r['spec_low'], r['spec_high'], star(r, 'spec_vs_random'))} | "

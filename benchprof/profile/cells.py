@@ -36,7 +36,7 @@ from benchprof.profile.rows import (
 )
 from benchprof.stats.control import MIN_DRAWS, top_against_random
 from benchprof.stats.control import null_calibration as control_calibration
-from benchprof.stats.impact import adjusted_ais, ais_above_chance, impact_score
+from benchprof.stats.impact import adjusted_ais, ais_above_chance, ais_to_chance, impact_score
 from benchprof.stats.multitest import bh_qvalues, holm
 from benchprof.stats.paired import paired_test
 from benchprof.stats.power import minimum_detectable_ais, minimum_detectable_ais_continuous
@@ -417,6 +417,8 @@ def cell_rows(
             row.chance = chance
             if sign > 0:  # a chance level means nothing for a loss
                 row.ais_above_chance = float(ais_above_chance(row.score_original, row.score_ablated, chance))
+                row.ais_to_chance = float(ais_to_chance(row.score_original, row.score_ablated, chance))
+                row.below_chance = bool(row.score_ablated < chance)
     return list(rows.values())
 
 

@@ -55,6 +55,8 @@ class AisRow:
     q_value: float = math.nan  # Benjamini-Hochberg over every row of the model's profile with a p-value
     chance: float = math.nan  # the benchmark's chance level (mean 1/#options, or aggregate.chance)
     ais_above_chance: float = math.nan  # (s - s') / (s - chance)
+    ais_to_chance: float = math.nan  # (s - max(s', chance)) / s: removal counted down to chance only
+    below_chance: bool = False  # the ablated score is below the chance level: steering, not removal
     mde: float = math.nan  # smallest AIS detectable at 80% power at alpha / (rows in the family)
     dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
@@ -67,7 +69,7 @@ class AisRow:
         core.storage.csv_cell): an empty cell is NaN for a float field and None where the field may be None."""
         values: dict[str, Any] = {}
         for f in fields(cls):
-            text, kind = record[f.name], str(f.type)
+            text, kind = record.get(f.name, ""), str(f.type)  # a column added since the file was written: empty
             if kind == "str":
                 values[f.name] = text
             elif text == "":

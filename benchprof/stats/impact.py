@@ -54,6 +54,24 @@ def ais_above_chance(s_original: ArrayLike, s_ablated: ArrayLike, chance: ArrayL
     return float(ais) if ais.ndim == 0 else ais
 
 
+def ais_to_chance(s_original: ArrayLike, s_ablated: ArrayLike, chance: ArrayLike) -> float | NDArray[np.float64]:
+    """AIS with removal counted down to chance only: (s − max(s′, chance)) / s.
+
+    An ablated score below chance (0.373 → 0.137 at chance 0.25) means the region steers the model to wrong
+    answers; the raw AIS reads that as more ability removed, this one stops at chance (here (0.373 − 0.25) / 0.373).
+    Equal to the raw AIS wherever s′ ≥ chance. Floats or broadcast arrays; NaN where s ≤ chance (nothing above
+    chance to remove) or s = 0, without a warning.
+    """
+    import numpy as np
+
+    s = np.asarray(s_original, dtype=float)
+    floor = np.maximum(np.asarray(s_ablated, dtype=float), np.asarray(chance, dtype=float))
+    shape = np.broadcast_shapes(s.shape, floor.shape)
+    ais = np.full(shape, np.nan)
+    np.divide(s - floor, s, out=ais, where=np.broadcast_to((s > np.asarray(chance, dtype=float)) & (s != 0), shape))
+    return float(ais) if ais.ndim == 0 else ais
+
+
 def adjusted_ais(top_ais: float, control_ais: Sequence[float]) -> float:
     """The control-adjusted AIS (region "top-random"): AIS(top) − the mean AIS of the random draws of the same
     size (the pool of every ability's random regions at that k)."""
