@@ -199,6 +199,7 @@ def test_a_bfloat16_frontier_is_its_own_result_and_scores_as_a_bfloat16_model(tm
     assert {tuple(r["neurons"]) for r in halves} == {tuple(r["neurons"]) for r in single}  # float32 selections
     assert json.loads((folder / "plan.json").read_text())["dtype"] == "bfloat16"
     assert "scored in bfloat16" in (folder / "frontier.md").read_text()
+    assert "scorer v1" not in (folder / "frontier.md").read_text()  # every record keeps its log-likelihoods
     model, tok = load_model(str(DEMO), dtype="float32")
     model = model.to(torch.bfloat16)
     for ability in ABILITIES:
@@ -208,3 +209,16 @@ def test_a_bfloat16_frontier_is_its_own_result_and_scores_as_a_bfloat16_model(tm
     with pytest.raises(SystemExit):
         main(["frontier", str(config), *FLAGS, "--dtype", "float16"])
     assert "--dtype: 'float16' is not one of float32, bfloat16" in capsys.readouterr().err
+
+
+def test_a_frontier_scored_by_scorer_v1_says_so_when_rendered(tmp_path):
+    """A committed frontier whose records keep no log-likelihoods (scorer v1, the space before each option counted in
+    acc_norm's divisor) is rendered with a note saying its figures are on that other metric."""
+    from benchprof.lab.frontier import render
+    from benchprof.lab.frontier_report import V1_NOTE
+
+    folder = tmp_path / "f"
+    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2-plant-seed1", folder)
+    assert not any("loglik" in r for r in read_records(folder / "evaluations.jsonl"))
+    render(folder)
+    assert (folder / "frontier.md").read_text().splitlines()[2] == V1_NOTE

@@ -378,6 +378,14 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
     return "\n".join(lines) + "\n"
 
 
+V1_NOTE = (
+    "**Scored by the frontier's scorer v1**, whose acc_norm divided each option's log-likelihood by the characters "
+    "of ' option' (the space before it counted); lm-eval's, and the pipeline's, divide by the option's own "
+    "characters. These figures are on that other metric; the records keep no log-likelihoods to re-derive them "
+    "(docs/frontier.md#one-scorer)."
+)
+
+
 def write_report(
     plan: FrontierPlan,
     records: list[dict[str, Any]],
@@ -400,6 +408,10 @@ def write_report(
         for c in sorted(set(found))
     ]
     write_csv(layout.goal_counts_file, ("option", "size", "abilities_at_goal", "share"), counts, digits=6)
-    write_text(md_path, markdown(plan, rows, {key: goal_spread(found) for key, found in spread.items()}))
+    text = markdown(plan, rows, {key: goal_spread(found) for key, found in spread.items()})
+    if any("loglik" not in r for r in records):  # scored before the scorer kept them: scorer v1
+        title, rest = text.split("\n", 1)
+        text = f"{title}\n\n{V1_NOTE}\n{rest}"
+    write_text(md_path, text)
     frontier_plot(summary(rows), png_path)
     return [csv_path, md_path, layout.goal_counts_file, png_path]
