@@ -334,7 +334,7 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         "",
         f"Abilities {', '.join(plan.abilities)}; attribution on {plan.train_items} train items each"
         + (f" (from item {plan.train_from} on)" if plan.train_from else "")
-        + ", acc_norm (lm-eval's, scored in "
+        + ", acc_norm (scored in "
         f"{plan.dtype}) on {plan.test_items} test items each{transfer}; {plan.draws} random regions per size. "
         "AIS = relative drop; own: "
         "the ability's test split; transfer: its transfer split (formats its train split never uses); other: mean "
