@@ -213,8 +213,10 @@ def test_a_bfloat16_frontier_is_its_own_result_and_scores_as_a_bfloat16_model(tm
 
 def test_a_frontier_scored_by_scorer_v1_says_so_when_rendered(tmp_path):
     """A committed frontier whose records keep no log-likelihoods (scorer v1, the space before each option counted in
-    acc_norm's divisor) is rendered with a note saying its figures are on that other metric."""
+    acc_norm's divisor) is rendered with a note saying its figures are on that other metric, and so are its planted
+    effects."""
     from benchprof.lab.frontier import render
+    from benchprof.lab.frontier_planted import write_planted_effects
     from benchprof.lab.frontier_report import V1_NOTE
 
     folder = tmp_path / "f"
@@ -222,3 +224,5 @@ def test_a_frontier_scored_by_scorer_v1_says_so_when_rendered(tmp_path):
     assert not any("loglik" in r for r in read_records(folder / "evaluations.jsonl"))
     render(folder)
     assert (folder / "frontier.md").read_text().splitlines()[2] == V1_NOTE
+    write_planted_effects(folder, ["Invented_Facts", "Invented_Language", "Invented_Units"])
+    assert (folder / "planted_effects.md").read_text().splitlines()[2] == V1_NOTE

@@ -226,6 +226,20 @@ def p_cell(p: float) -> str:
     return MISSING_CELL if math.isnan(p) else f"{p:.2g}"
 
 
+def v1_note(folders: Sequence[Path]) -> list[str]:
+    """The lines a planted-effects report opens with when any of its frontier folders was scored by scorer v1
+    (frontier_report.V1_NOTE), naming those folders; none otherwise."""
+    from benchprof.core.layout import FrontierLayout
+    from benchprof.core.storage import read_records
+    from benchprof.lab.frontier_report import V1_NOTE, scored_by_v1
+
+    old = [f for f in folders if scored_by_v1(read_records(FrontierLayout(f).records_file))]
+    if not old:
+        return []
+    named = "" if len(old) == len(folders) else f" (builds {', '.join(f.name for f in old)})"
+    return [V1_NOTE.replace("**Scored", f"**Scored{named}", 1), ""]
+
+
 def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[str, Any]] | None = None) -> list[Path]:
     """planted_effects.csv and planted_effects.md beside a planted model's frontier: per option, its mean over the
     planted abilities and each region's row (`rows`: planted_effects' rows of the folder, read there if None)."""
@@ -239,6 +253,7 @@ def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[
     lines = [
         f"# What each option's regions remove on the planted model ({', '.join(planted)} planted)",
         "",
+        *v1_note([Path(folder)]),
         "AIS = relative drop of acc_norm on a test split; own: the region's planted ability; other planted: the mean "
         "over the other planted abilities; real: the mean over the real abilities' splits; random: the random "
         f"regions of the same size ({MISSING_CELL} where no real split was scored); p: own above random (predictive t, "
@@ -332,6 +347,7 @@ def write_effects_over_builds(folders: Sequence[Path], planted: Sequence[str], o
     lines = [
         f"# What each option's regions remove over {len(folders)} builds of the plant ({', '.join(planted)} planted)",
         "",
+        *v1_note([Path(f) for f in folders]),
         "own AIS: each build's mean over its planted abilities, then the mean over builds [95% t interval over "
         "builds]; removed: own AIS ≥ 0.50 and above the random regions (one-sided p < 0.05); goal: removed, and the "
         "other planted abilities' AIS at most 0.05 above the random regions' (one-sided; per build: b0/b1/…); "

@@ -386,6 +386,11 @@ V1_NOTE = (
 )
 
 
+def scored_by_v1(records: list[dict[str, Any]]) -> bool:
+    """Whether any record was scored before the scorer kept the options' log-likelihoods: scorer v1 (V1_NOTE)."""
+    return any("loglik" not in r for r in records)
+
+
 def write_report(
     plan: FrontierPlan,
     records: list[dict[str, Any]],
@@ -409,7 +414,7 @@ def write_report(
     ]
     write_csv(layout.goal_counts_file, ("option", "size", "abilities_at_goal", "share"), counts, digits=6)
     text = markdown(plan, rows, {key: goal_spread(found) for key, found in spread.items()})
-    if any("loglik" not in r for r in records):  # scored before the scorer kept them: scorer v1
+    if scored_by_v1(records):
         title, rest = text.split("\n", 1)
         text = f"{title}\n\n{V1_NOTE}\n{rest}"
     write_text(md_path, text)
