@@ -282,6 +282,13 @@ def test_aggregate_end_to_end(results, capsys):
         for r in rows
     )
     markdown = (folder / "ais.md").read_text()
+    assert "Evaluations scored in the checkpoint's own dtype (`auto`)." in markdown  # evals.dtype and the model's: auto
+    for r in rows:  # below chance: the ablated score under the benchmark's chance level, and its AIS stops there
+        if r["chance"] and r["score_ablated"] and r["region"] in ("top", "random"):
+            assert (r["below_chance"] == "true") == (float(r["score_ablated"]) < float(r["chance"]))
+            if r["below_chance"] == "true" and r["ais_to_chance"]:
+                s, c = float(r["score_original"]), float(r["chance"])
+                assert float(r["ais_to_chance"]) == pytest.approx((s - c) / s)
     missing_section = markdown.split("## Missing evaluations")[1]
     assert "Temporal_Reasoning" in missing_section and "k0.01/top" in missing_section
     assert "| Temporal_Reasoning | – |" in markdown  # gsm8k (original 0: not above chance) left out

@@ -222,6 +222,11 @@ def statistics_markdown(profile: Profile) -> list[str]:
     return parts
 
 
+def scored_in(dtype: str) -> str:
+    """The dtype an ais.md says the evaluations were scored in ("auto": the checkpoint's own)."""
+    return "the checkpoint's own dtype (`auto`)" if dtype == "auto" else f"`{dtype}`"
+
+
 def render_markdown(profile: Profile) -> str:
     """ais.md: the claims in words (claims.py), headline tables at the report k, the k sweep per benchmark, region
     specificity, what is missing, and the notes, each said once."""
@@ -241,7 +246,9 @@ def render_markdown(profile: Profile) -> str:
         "it does more (positive) or less (negative) than random regions of its size (Holm over the claim family); see "
         f"Statistics); intervals: 95% paired bootstrap ({profile.bootstrap} resamples over documents). "
         f"`{UNDEFINED_CELL}`: the original score is 0. "
-        f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). Regions ranked by extract.score = "
+        f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). "
+        + (f"Evaluations scored in {scored_in(profile.dtype)}. " if profile.dtype else "")
+        + "Regions ranked by extract.score = "
         f"`{profile.score}`"
         + (
             " (whole MLP neurons, docs/frontier.md)."

@@ -47,6 +47,7 @@ from benchprof.profile.cells import (
 )
 from benchprof.profile.rows import P_CORRECT, MissingEval, Profile, ability_benchmarks
 from benchprof.profile.specificity import mean_specificity_rows, specificity_rows
+from benchprof.stages.damage import eval_dtype
 from benchprof.stages.overlap import mask_score
 from benchprof.stats.impact import chance_level, chance_test
 
@@ -391,6 +392,7 @@ def load_scores(
         threshold=settings.threshold,
         bootstrap=resamples,
         alpha=settings.alpha,
+        dtype=eval_dtype(cfg, spec),
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
     run = _ScoreRun(layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks))
