@@ -181,7 +181,8 @@ def claims_markdown(profile: Profile) -> list[str]:
         "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
         "smallest effect its test would likely have seen, and nothing can be said of smaller ones. **At chance**: the "
         "model does not score above chance there, so its AIS is noise. Every cell is in the tables below and in "
-        "ais.csv."
+        "ais.csv. These claims are beyond random regions only: a region chosen the same way on items of the same "
+        "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."
     )
     return ["## Claims", "", lead, ""] + [f"- {line}" for line in claim_lines(profile)]
 
