@@ -1,0 +1,78 @@
+"""A frontier scored again by the current scorer, held to the committed one it replaces (docs/frontier.md#one-scorer):
+the same regions (by their neurons), and the old metric recomputed from the new records' option log-likelihoods
+equal to the old records item by item, so that what moved is the metric and nothing else (not the model, the items
+or the selection).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from benchprof import BenchprofError
+
+
+def v1_acc_norm(logliks: list[list[float]], records: list[dict[str, Any]]) -> list[float]:
+    """Scorer v1's acc_norm from each item's option log-likelihoods: divided by the characters of ' option'."""
+    from benchprof.stages.choices import mc_metrics, option_chars
+
+    with_space = [[n + 1 for n in item] for item in option_chars(records)]
+    return [float(x) for x in mc_metrics(logliks, with_space, [int(r["label"]) for r in records])[1]]
+
+
+def split_file(data_dir: Path, split: str) -> Path:
+    """The items file of a frontier split: <ability>/test.jsonl, or <ability>/transfer.jsonl for its transfer split."""
+    from benchprof.abilities import TRANSFER, transfer_benchmark
+    from benchprof.core.layout import data_file
+
+    if (data_dir / split).is_dir():
+        return data_file(data_dir / split, "test")
+    for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+        if transfer_benchmark(folder.name) == split:
+            return data_file(folder, TRANSFER)
+    raise BenchprofError(f"{data_dir}: no items of split {split}")
+
+
+def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dict[str, int]:
+    """Compare a frontier folder scored by the current scorer (`new`) with a scorer-v1 folder of the same plan
+    (`old`), reading the test items from `data_dir` (<dir>/<split>/test.jsonl). Returns regions (of new), matched
+    (same neurons in old), items, v1_differs (v1 recomputed from new's log-likelihoods against old's scores: 0
+    when only the metric moved) and moved (new's acc_norm against old's).
+
+    Arguments:
+        new: the frontier folder scored again.
+        old: the committed folder it replaces.
+        data_dir: the abilities' data folder of the plan.
+    """
+    from benchprof.core.layout import FrontierLayout
+    from benchprof.core.storage import read_records
+    from benchprof.stages.data import read_jsonl
+
+    fresh, committed = (read_records(FrontierLayout(Path(f)).records_file) for f in (new, old))
+    if not fresh or any("loglik" not in r for r in fresh):
+        raise BenchprofError(f"{new}: no records with their option log-likelihoods (scored before scorer v2?)")
+    by_neurons = {tuple(sorted(r["neurons"])): r for r in committed}
+    items: dict[str, list[dict[str, Any]]] = {}
+    counts = {"regions": len(fresh), "matched": 0, "items": 0, "v1_differs": 0, "moved": 0}
+    for record in fresh:
+        before = by_neurons.get(tuple(sorted(record["neurons"])))
+        if before is None:
+            continue
+        counts["matched"] += 1
+        for split, logliks in record["loglik"].items():
+            if split not in items:
+                items[split] = read_jsonl(split_file(Path(data_dir), split))[: len(logliks)]
+            old_scores = before["acc_norm"][split]
+            counts["items"] += len(old_scores)
+            counts["v1_differs"] += sum(a != b for a, b in zip(v1_acc_norm(logliks, items[split]), old_scores))
+            counts["moved"] += sum(a != b for a, b in zip(record["acc_norm"][split], old_scores))
+    return counts
+
+
+def rescore_line(counts: dict[str, int]) -> str:
+    """rescore_check's counts in one line."""
+    return (
+        f"rescore: {counts['matched']} of {counts['regions']} regions have the committed neurons; over their "
+        f"{counts['items']} item scores, v1 recomputed from the new log-likelihoods differs from the committed on "
+        f"{counts['v1_differs']}, the current scorer on {counts['moved']}"
+    )

@@ -1,0 +1,62 @@
+"""lab/frontier_rescore.py on the demo model: a frontier scored by the current scorer held to a scorer-v1 folder of
+the same plan, whose scores are computed here by hand (argmax of log-likelihood per character of ' option')."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchprof.cli import main
+from benchprof.core.storage import append_record, read_records
+from benchprof.lab.frontier_rescore import rescore_check
+from benchprof.stages.data import read_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "benchprof" / "assets" / "demo-model"
+ABILITIES = ["Commonsense_Causal", "Long_Term_Knowledge"]
+pytestmark = pytest.mark.slow
+
+
+def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions(tmp_path):
+    config = tmp_path / "demo.yml"
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": "out", "seed": 3}, "models": [{"name": str(DEMO), "tag": "demo"}],
+            "datasets": [{"name": a} for a in ABILITIES], "data": {"dir": "data", "train_size": 12, "test_size": 30},
+        })
+    )  # fmt: skip
+    main(["data", str(config)])
+    main(["frontier", str(config), "--options", "act_grad", "--sizes", "8", "--draws", "3", "--train_items", "12"])
+    new = tmp_path / "out" / "demo" / "frontier"
+    records = read_records(new / "evaluations.jsonl")
+    items = {a: read_jsonl(tmp_path / "data" / a / "test.jsonl")[:30] for a in ABILITIES}
+
+    def by_hand(logliks: list[list[float]], split: str) -> list[float]:
+        return [
+            float(int(np.argmax(np.array(ll) / [len(" " + o) for o in item["options"]])) == item["label"])
+            for ll, item in zip(logliks, items[split], strict=True)
+        ]
+
+    old = tmp_path / "old"
+    old.mkdir()
+    v1 = [{**r, "acc_norm": {s: by_hand(ll, s) for s, ll in r["loglik"].items()}} for r in records]
+    for r in v1:
+        append_record(old / "evaluations.jsonl", {k: v for k, v in r.items() if k != "loglik"})
+    moved = sum(
+        a != b for r, o in zip(records, v1) for s in ABILITIES for a, b in zip(r["acc_norm"][s], o["acc_norm"][s])
+    )
+    counts = rescore_check(new, old, tmp_path / "data")
+    assert counts == {"regions": len(records), "matched": len(records), "items": len(records) * 60, "v1_differs": 0,
+                      "moved": moved}  # fmt: skip
+    # one item scored otherwise in the committed folder, and one region the committed folder lacks
+    shutil.rmtree(old)
+    old.mkdir()
+    v1[0]["acc_norm"][ABILITIES[0]][0] = 1 - v1[0]["acc_norm"][ABILITIES[0]][0]
+    for r in v1[:-1]:
+        append_record(old / "evaluations.jsonl", {k: v for k, v in r.items() if k != "loglik"})
+    counts = rescore_check(new, old, tmp_path / "data")
+    assert counts["matched"] == len(records) - 1 and counts["v1_differs"] == 1
