@@ -174,7 +174,8 @@ OPTIONS: tuple[Option, ...] = (
         "act_union",
         "neurons",
         "act_contrast's and act_grad_contrast_abs's top neurons, about n/2 each",
-        "closest to the planted goal; removes half what act_grad_contrast_abs does of real abilities",
+        "closest to the planted goal; on SmolLM2's plant its regions of the real abilities remove about half what "
+        "act_grad_contrast_abs's do",
         "study",
         "docs/frontier.md#the-real-splits-on-smollm2s-plant",
         extract=False,
