@@ -200,6 +200,8 @@ def test_a_bfloat16_frontier_is_its_own_result_and_scores_as_a_bfloat16_model(tm
     assert json.loads((folder / "plan.json").read_text())["dtype"] == "bfloat16"
     assert "scored in bfloat16" in (folder / "frontier.md").read_text()
     assert "scorer v1" not in (folder / "frontier.md").read_text()  # every record keeps its log-likelihoods
+    rows = [r for r in read_csv(folder / "frontier.csv") if r["option"] != "random"]
+    assert rows and all(r["own_to_chance"] != "" for r in rows)  # the chance level read from the log-likelihoods
     model, tok = load_model(str(DEMO), dtype="float32")
     model = model.to(torch.bfloat16)
     for ability in ABILITIES:

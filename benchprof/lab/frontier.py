@@ -189,19 +189,21 @@ def measure(plan: FrontierPlan) -> Path:
     measured = list(regions(plan, model_neurons(model), statistics, iterative))
     known_splits = known_scores(read_records(layout.records_file))
     todo: dict[str, tuple[Region, dict[str, SplitScores]]] = {}  # one per set of neurons, whichever option chose it
-    known: dict[str, dict[str, list[float]]] = {}  # acc_norm per split, by evaluation key
+    known: dict[str, dict[str, SplitScores]] = {}  # every split's scores, by evaluation key
     for region in measured:
         key = inputs.evaluation_key(region.neurons)
         held = {s: known_splits.get(inputs.split_key(s, region.neurons)) for s in inputs.tests}
         if all(v is not None for v in held.values()):
-            known[key] = {s: v["acc_norm"] for s, v in held.items() if v is not None}
+            known[key] = {s: v for s, v in held.items() if v is not None}
         elif key not in todo:
             todo[key] = (region, {s: v for s, v in held.items() if v is not None})
     splits_scored = sum(len(inputs.tests) - len(held) for _, held in todo.values())
-    known.update({r["inputs"]: r["acc_norm"] for r in scored(plan, inputs, model, tok, list(todo.values()))})
+    for r in scored(plan, inputs, model, tok, list(todo.values())):
+        known[r["inputs"]] = {s: {"acc_norm": r["acc_norm"][s], "loglik": r["loglik"][s]} for s in inputs.tests}
     records = [
         {"option": r.option, "region": r.name, "size": r.size, "neurons": r.neurons,
-         "acc_norm": known[inputs.evaluation_key(r.neurons)]}
+         **{field: {s: v[field] for s, v in known[inputs.evaluation_key(r.neurons)].items()}
+            for field in ("acc_norm", "loglik")}}
         for r in measured
     ]  # fmt: skip
     shape = {"weights_per_neuron": model_neurons(model).weights(1), "total_params": model_neurons(model).total_params}
