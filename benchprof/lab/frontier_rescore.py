@@ -63,7 +63,7 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
             if split not in items:
                 items[split] = read_jsonl(split_file(Path(data_dir), split))[: len(logliks)]
             old_scores = before["acc_norm"][split]
-            counts["items"] += len(old_scores)
+            counts["items"] += min(len(old_scores), len(logliks))  # a plan of fewer items: the first of them
             counts["v1_differs"] += sum(a != b for a, b in zip(v1_acc_norm(logliks, items[split]), old_scores))
             counts["moved"] += sum(a != b for a, b in zip(record["acc_norm"][split], old_scores))
     return counts
