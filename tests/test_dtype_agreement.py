@@ -3,7 +3,6 @@ held to a count by hand from the two records files; plans that differ in more th
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -14,21 +13,13 @@ from benchprof.cli import main
 from benchprof.core.storage import read_csv, read_records
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "benchprof" / "assets" / "demo-model"
 ABILITIES = ["Commonsense_Causal", "Long_Term_Knowledge"]
 FLAGS = ["--options", "act_grad_contrast", "--sizes", "8", "--draws", "3", "--train_items", "12", "--test_items", "30"]
 pytestmark = pytest.mark.slow
 
 
-def test_flips_and_cells_equal_a_count_by_hand_and_other_plans_are_refused(tmp_path):
-    config = tmp_path / "demo.yml"
-    config.write_text(
-        json.dumps({
-            "settings": {"output_dir": "out", "seed": 3}, "models": [{"name": str(DEMO), "tag": "demo"}],
-            "datasets": [{"name": a} for a in ABILITIES], "data": {"dir": "data", "train_size": 12, "test_size": 30},
-        })
-    )  # fmt: skip
-    main(["data", str(config)])
+def test_flips_and_cells_equal_a_count_by_hand_and_other_plans_are_refused(tmp_path, demo_frontier_config):
+    config = demo_frontier_config
     main(["frontier", str(config), *FLAGS, "--folder", "f32"])
     main(["frontier", str(config), *FLAGS, "--folder", "bf16", "--dtype", "bfloat16"])
     main(["frontier", str(config), *FLAGS, "--folder", "other", "--dtype", "bfloat16", "--test_items", "20"])

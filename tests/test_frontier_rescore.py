@@ -3,7 +3,6 @@ the same plan, whose scores are computed here by hand (argmax of log-likelihood 
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -16,20 +15,12 @@ from benchprof.lab.frontier_rescore import rescore_check
 from benchprof.stages.data import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO = ROOT / "benchprof" / "assets" / "demo-model"
 ABILITIES = ["Commonsense_Causal", "Long_Term_Knowledge"]
 pytestmark = pytest.mark.slow
 
 
-def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions(tmp_path):
-    config = tmp_path / "demo.yml"
-    config.write_text(
-        json.dumps({
-            "settings": {"output_dir": "out", "seed": 3}, "models": [{"name": str(DEMO), "tag": "demo"}],
-            "datasets": [{"name": a} for a in ABILITIES], "data": {"dir": "data", "train_size": 12, "test_size": 30},
-        })
-    )  # fmt: skip
-    main(["data", str(config)])
+def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions(tmp_path, demo_frontier_config):
+    config = demo_frontier_config
     main(["frontier", str(config), "--options", "act_grad", "--sizes", "8", "--draws", "3", "--train_items", "12"])
     new = tmp_path / "out" / "demo" / "frontier"
     records = read_records(new / "evaluations.jsonl")
