@@ -215,10 +215,12 @@ def starred(row: dict[str, Any], key: str) -> bool:
 def split_chance(record: dict[str, Any]) -> dict[str, float]:
     """Each split's chance level, the mean of 1 / options over its items, from a record's option log-likelihoods
     (records scored before they were kept give none)."""
+    from benchprof.stats.impact import chance_level
+
     logliks = record.get("loglik")
     if not isinstance(logliks, dict):
         return {}
-    return {split: sum(1 / len(item) for item in items) / len(items) for split, items in logliks.items() if items}
+    return {split: chance_level([len(item) for item in items]) for split, items in logliks.items() if items}
 
 
 def reaches_goal(row: dict[str, Any]) -> str:

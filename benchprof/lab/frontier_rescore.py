@@ -21,16 +21,16 @@ def v1_acc_norm(logliks: list[list[float]], records: list[dict[str, Any]]) -> li
 
 
 def split_file(data_dir: Path, split: str) -> Path:
-    """The items file of a frontier split: <ability>/test.jsonl, or <ability>/transfer.jsonl for its transfer split."""
-    from benchprof.abilities import TRANSFER, transfer_benchmark
+    """The items file of a frontier split: <ability>/test.jsonl, or <ability>/transfer.jsonl for its transfer split
+    (abilities.split_of); refused in one line where the data folder lacks it."""
+    from benchprof.abilities import split_of
     from benchprof.core.layout import data_file
 
-    if (data_dir / split).is_dir():
-        return data_file(data_dir / split, "test")
-    for folder in sorted(p for p in data_dir.iterdir() if p.is_dir()):
-        if transfer_benchmark(folder.name) == split:
-            return data_file(folder, TRANSFER)
-    raise BenchprofError(f"{data_dir}: no items of split {split}")
+    ability, kind = split_of(split) or (split, "test")
+    path = data_file(data_dir / ability, kind)
+    if not path.is_file():
+        raise BenchprofError(f"{data_dir}: no items of split {split} ({path} not found)")
+    return path
 
 
 def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dict[str, int]:
