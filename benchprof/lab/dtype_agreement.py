@@ -11,7 +11,10 @@ from typing import Any
 
 from benchprof import BenchprofError
 
-SAME_PLAN = ("abilities", "options", "sizes", "draws", "train_items", "train_from", "test_items", "transfer_items")
+SAME_PLAN = (  # what two runs must share to score the same regions on the same items (the seed draws the random ones)
+    "model", "data_dir", "abilities", "contrast", "options", "sizes", "draws", "seed", "train_items", "train_from",
+    "test_items", "transfer_items",
+)  # fmt: skip
 
 
 def item_flips(reference: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:

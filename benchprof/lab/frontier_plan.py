@@ -39,7 +39,7 @@ class FrontierPlan:
     test_items: int = 100  # items of each test split scored
     transfer_items: int = 0  # items of each transfer split scored (0: none; abilities.TRANSFER)
     seed: int = 0
-    dtype: str = "float32"  # what the test splits are scored in (EVAL_DTYPES); attribution is always float32
+    dtype: str = "float32"  # what the test splits are scored in (frontier.SCORING_DTYPES); attribution: float32
     threads: int = 1
     batch_items: int = 8
     model_given: str = ""  # the model and the data folder as the config names them (plan.json, frontier.md):
