@@ -167,6 +167,36 @@ def test_model_identity_sees_a_same_size_edit_with_the_mtime_put_back(tmp_path, 
     assert after["files"]["config.json"] == before["files"]["config.json"]
 
 
+def test_a_settled_checkpoint_is_hashed_once_per_process_until_it_changes(tmp_path, tiny_model_dir, monkeypatch):
+    """status writes no model_files.json, so it hashed the whole checkpoint at each model_identity (once per
+    ability with a neuron score: 9 x 540 MB for SmolLM2); a settled file is now hashed once in a process, and
+    again after a same-size edit with its mtime put back (the edit moves its ctime)."""
+    import benchprof.core.storage
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    real_time_ns, real_file_hash = time.time_ns, benchprof.core.storage.file_hash
+    monkeypatch.setattr(time, "time_ns", lambda: real_time_ns() + 3_000_000_000)  # every file settled
+    hashed: list[str] = []
+    monkeypatch.setattr(
+        benchprof.core.storage, "file_hash", lambda path: hashed.append(Path(path).name) or real_file_hash(path)
+    )
+    before = model_identity(str(model))
+    assert model_identity(str(model)) == before and hashed.count("model.safetensors") == 1
+    weights = model / "model.safetensors"
+    st = weights.stat()
+    with open(weights, "r+b") as f:
+        f.seek(st.st_size - 3)
+        last = f.read(1)
+        f.seek(st.st_size - 3)
+        f.write(bytes([last[0] ^ 0x40]))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    after = model_identity(str(model))
+    assert hashed.count("model.safetensors") == 2
+    assert after["files"]["model.safetensors"] != before["files"]["model.safetensors"]
+    assert after["files"]["config.json"] == before["files"]["config.json"]
+
+
 def test_a_device_this_machine_lacks_is_one_line():
     """evals.device: cuda on a CPU machine was a 65-line traceback at model load in evaluate and damage."""
     import torch

@@ -4,6 +4,7 @@ what depends on the change, bad input fails early with one line, `benchprof stat
 import csv
 import errno
 import json
+import math
 import os
 import shutil
 import signal
@@ -20,7 +21,7 @@ from benchprof.cli import main
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
 from benchprof.core.storage import read_json, save_tensors, write_json
-from benchprof.stages.preflight import parameter_counts, preflight
+from benchprof.stages.preflight import model_facts, parameter_counts, preflight, read_model
 from benchprof.stages.run import run
 from benchprof.stages.status import plan_status
 
@@ -239,11 +240,12 @@ def test_changes_recompute_exactly_what_depends_on_them(reference, tiny_model_di
 
 def test_preflight_passes_and_counts_parameters_like_the_loaded_model(reference, tiny_model_dir):
     from safetensors import safe_open
-    from transformers import AutoConfig
 
     cfg = load_config(reference[0] / "config.yml")
     assert preflight(cfg) == []
-    total, eligible, n_layers = parameter_counts(AutoConfig.from_pretrained(tiny_model_dir), "mlp", 0, 0)
+    facts = read_model(0, str(tiny_model_dir), str(tiny_model_dir), [])  # through transformers, not the cache
+    assert facts is not None and model_facts(0, str(tiny_model_dir), str(tiny_model_dir), []) == facts
+    total, eligible, n_layers = parameter_counts(facts, "mlp", 0, 0)
     path = Layout(cfg.output_root, "tiny").importance_file(ABILITY)
     with safe_open(str(path), "pt") as f:
         assert total == int(f.metadata()["total_params"])
@@ -277,6 +279,46 @@ def test_preflight_names_each_problem(tiny_model_dir, tmp_path):
     assert problems_of(write_config(tmp_path, tiny_model_dir, settings__output_dir="a_file/out")) == [
         f"settings.output_dir: {tmp_path / 'a_file'} is not a folder"
     ]
+
+
+def test_model_facts_are_kept_by_content_and_still_refuse(tiny_model_dir, tmp_path, monkeypatch):
+    """The model check through transformers (read_model: about 3 s of imports) runs once per content of the model's
+    files: later preflights read its facts back and refuse a k that selects nothing or more than the eligible
+    weights as before; a changed tokenizer file is read again."""
+    import benchprof.stages.preflight as preflight_module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    config = write_config(tmp_path, model)
+    assert preflight(load_config(config)) == []
+    kept = sorted((tmp_path / "cache" / "benchprof").glob("model_facts-*.json"))
+    assert len(kept) == 1
+    facts = read_model(0, str(model), str(model), [])
+    total, eligible, _ = parameter_counts(facts, "mlp", 0, 0)
+    read_through_transformers = preflight_module.read_model
+
+    def not_again(*args):
+        raise AssertionError("the model was read through transformers again")
+
+    monkeypatch.setattr(preflight_module, "read_model", not_again)
+    assert preflight(load_config(config)) == []
+    assert problems_of(write_config(tmp_path, model, settings__k_values=[0.9])) == [
+        f"settings.k_values[0]: k=0.9 selects n = floor(k * {total}) = {math.floor(0.9 * total)} weights, more than "
+        f"the {eligible} eligible in tiny (finetune.scope mlp, layers 0..3); lower k or front/back_removal"
+    ]
+    [line] = problems_of(write_config(tmp_path, model, settings__k_values=[1e-9]))
+    assert line.startswith(f"settings.k_values[0]: k=1e-09 selects no weight of tiny: n = floor(k * {total}) = 0 ")
+    [line] = problems_of(write_config(tmp_path, model, settings__front_removal=3, settings__back_removal=1))
+    assert line.startswith("settings.front_removal/back_removal: 3 + 1 remove all 4 layers")
+    monkeypatch.setattr(preflight_module, "read_model", read_through_transformers)
+    (model / "chat_template.jinja").unlink(missing_ok=True)
+    settings = json.loads((model / "tokenizer_config.json").read_text())
+    settings.pop("chat_template", None)
+    (model / "tokenizer_config.json").write_text(json.dumps(settings))
+    [warning] = preflight(load_config(write_config(tmp_path, model)))
+    assert "no chat template" in warning
+    assert len(list((tmp_path / "cache" / "benchprof").glob("model_facts-*.json"))) == 2
 
 
 def test_preflight_checks_user_datasets(tiny_model_dir, tmp_path, reference):

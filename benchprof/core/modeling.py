@@ -264,15 +264,25 @@ def checkpoint_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
 
 
+_SETTLED: dict[str, dict[str, Any]] = {}  # settled_record's records in this process, by path
+
+
 def settled_record(path: Path) -> dict[str, Any]:
     """storage.content_record of a checkpoint file, its stat_key kept only if the file is settled: an edit
     within the file system's clock tick of the last one keeps the key (git's "racy clean"), so a file
-    written in the last two seconds is hashed again next time."""
-    from benchprof.core.storage import content_record
+    written in the last two seconds is hashed again next time. A settled record is reused within the process
+    while the file's stat_key holds, by the rule model_files.json is trusted by (`status`, which writes no
+    model_files.json, hashed a 540 MB checkpoint once per ability otherwise)."""
+    from benchprof.core.storage import content_record, stat_key
 
+    known = _SETTLED.get(str(path))
+    if known is not None and known["stat"] == stat_key(path):
+        return dict(known)
     record = content_record(path)
     if time.time_ns() - path.stat().st_ctime_ns <= 2_000_000_000:
         record.pop("stat", None)
+    if record.get("stat") is not None:
+        _SETTLED[str(path)] = dict(record)
     return record
 
 

@@ -353,6 +353,31 @@ def value_hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def user_cache_file(name: str, key: Any) -> Path:
+    """Where benchprof keeps a value computed from `key` alone: `<name>-<hash of key>.json` in the user's cache
+    folder (XDG_CACHE_HOME or ~/.cache, benchprof/). Another key is another file, never a stale value."""
+    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchprof"
+    return folder / f"{name}-{value_hash(key)}.json"
+
+
+def read_cached(name: str, key: Any) -> Any:
+    """The value keep_cached kept for (name, key); None when there is none or it cannot be read."""
+    try:
+        return json.loads(user_cache_file(name, key).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def keep_cached(name: str, key: Any, value: Any) -> None:
+    """Keep `value` for read_cached; a cache folder that cannot be written is skipped (computed again next time)."""
+    path = user_cache_file(name, key)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, value)
+    except (OSError, BenchprofError):
+        pass
+
+
 def versions() -> dict[str, str]:
     """Versions of the packages whose behaviour the outputs depend on."""
     from importlib.metadata import PackageNotFoundError, version

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.abilities import split_of
@@ -38,28 +39,116 @@ def hub_offline() -> bool:
     )
 
 
-def parameter_counts(model_config: PretrainedConfig, scope: str, front: int, back: int) -> tuple[int, int, int]:
-    """(total parameters, eligible parameters, layers) of a model config, built on the meta device
-    (no weights read or allocated)."""
+@dataclass
+class ModelFacts:
+    """What transformers says of a model without reading its weights: whether its tokenizer has a chat template
+    (None: the tokenizer did not load), its layers and each parameter's size (tied weights once, from the model
+    built on the meta device), or why that build fails."""
+
+    chat_template: bool | None
+    layers: int = 0
+    parameters: dict[str, int] = field(default_factory=dict)
+    unbuildable: str = ""
+
+
+MODEL_FACTS_FORMAT = 1  # of the cached ModelFacts: a change of what they hold invalidates every one kept
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf", ".h5", ".msgpack", ".onnx")
+
+
+def model_shape(model_config: PretrainedConfig) -> tuple[int, dict[str, int]]:
+    """(layers, parameter name -> size) of a model config, built on the meta device (no weights read or
+    allocated); tied weights are one parameter, as modeling.total_params counts them."""
     import torch
     from transformers import AutoModelForCausalLM
 
-    from benchprof.core.modeling import eligible_names, num_layers, total_params
+    from benchprof.core.modeling import num_layers
 
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(model_config)
-    n_layers = num_layers(model)
-    params = dict(model.named_parameters())
-    eligible = eligible_names(params, scope, n_layers, front, back)
-    return total_params(model), sum(params[n].numel() for n in eligible), n_layers
+    return num_layers(model), {name: p.numel() for name, p in model.named_parameters()}
+
+
+def parameter_counts(facts: ModelFacts, scope: str, front: int, back: int) -> tuple[int, int, int]:
+    """(total parameters, eligible parameters, layers) of a model."""
+    from benchprof.core.modeling import eligible_names
+
+    eligible = eligible_names(facts.parameters, scope, facts.layers, front, back)
+    return sum(facts.parameters.values()), sum(facts.parameters[n] for n in eligible), facts.layers
+
+
+def read_model(i: int, source: str, tokenizer_source: str, problems: list[str]) -> ModelFacts | None:
+    """ModelFacts through transformers: the config read, the tokenizer loaded, the model built on the meta device.
+    None when the config cannot be read; that and a tokenizer that does not load are problem lines."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        model_config = AutoConfig.from_pretrained(source)
+    except Exception as err:  # OSError, ValueError, hub errors: the message is what matters
+        problems.append(f"models[{i}].name: cannot read the config of {source!r} ({str(err).strip().splitlines()[0]})")
+        return None
+    facts = ModelFacts(chat_template=None)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
+    except Exception as err:
+        problems.append(f"models[{i}].tokenizer: cannot load {tokenizer_source!r} ({str(err).strip().splitlines()[0]})")
+    else:
+        facts.chat_template = bool(getattr(tokenizer, "chat_template", None))
+    try:
+        facts.layers, facts.parameters = model_shape(model_config)
+    except Exception as err:  # an architecture transformers cannot build: the k check says so
+        facts.unbuildable = str(err).strip().splitlines()[0]
+    return facts
+
+
+def model_facts_key(source: str, tokenizer_source: str) -> list[Any] | None:
+    """What read_model's answer depends on for local folders: the content of every file of the model's and the
+    tokenizer's folders but the weights (which it never reads) and the versions of the libraries that read them.
+    None for a hub id, whose facts are not kept."""
+    from importlib.metadata import version
+
+    from benchprof.core.storage import file_hash
+
+    folders = [Path(f) for f in dict.fromkeys([source, tokenizer_source])]
+    if not all(f.is_dir() for f in folders):
+        return None
+    files = [
+        {
+            str(path.relative_to(f)): file_hash(path)
+            for path in sorted(f.rglob("*"))
+            if path.is_file()
+            and path.suffix not in WEIGHT_SUFFIXES
+            and not any(part.startswith(".") for part in path.relative_to(f).parts)
+        }
+        for f in folders
+    ]
+    return [MODEL_FACTS_FORMAT, {lib: version(lib) for lib in ("torch", "transformers", "tokenizers")}, files]
+
+
+def model_facts(i: int, source: str, tokenizer_source: str, problems: list[str]) -> ModelFacts | None:
+    """read_model's answer, kept in the user's cache by model_facts_key when it found no problem: importing
+    transformers and torch (about 3 s on 2 cores) is needed only for a model, or a library, not checked before."""
+    from benchprof.core.storage import keep_cached, read_cached
+
+    key = model_facts_key(source, tokenizer_source)
+    kept = read_cached("model_facts", key) if key is not None else None
+    if isinstance(kept, dict):
+        try:
+            return ModelFacts(**kept)
+        except TypeError:
+            pass  # another shape: read again
+    found: list[str] = []
+    facts = read_model(i, source, tokenizer_source, found)
+    problems += found
+    if facts is not None and not found and key is not None:
+        keep_cached("model_facts", key, asdict(facts))
+    return facts
 
 
 def check_model(
     cfg: Config, i: int, spec: ModelSpec, problems: list[str], warnings: list[str], finetune: bool
-) -> PretrainedConfig | None:
-    """Model folder or hub id, tokenizer and chat template; returns the model's config when readable."""
-    from transformers import AutoConfig, AutoTokenizer
-
+) -> ModelFacts | None:
+    """Model folder or hub id, tokenizer and chat template; returns the model's ModelFacts when its config is
+    readable."""
     from benchprof.stages.data import looks_like_path
 
     source, tokenizer_source = cfg.model_source(spec)
@@ -77,34 +166,22 @@ def check_model(
         if not isinstance(try_to_load_from_cache(source, "config.json"), str):
             problems.append(f"{key}: {source!r} not found locally and HF_HUB_OFFLINE=1")
             return None
-    try:
-        model_config = AutoConfig.from_pretrained(source)
-    except Exception as err:  # OSError, ValueError, hub errors: the message is what matters
-        problems.append(f"{key}: cannot read the config of {source!r} ({str(err).strip().splitlines()[0]})")
-        return None
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_source)
-    except Exception as err:
-        problems.append(f"models[{i}].tokenizer: cannot load {tokenizer_source!r} ({str(err).strip().splitlines()[0]})")
-        return model_config
-    if finetune and not getattr(tokenizer, "chat_template", None):
+    facts = model_facts(i, source, tokenizer_source, problems)
+    if facts is not None and finetune and facts.chat_template is False:
         warnings.append(
             f"models[{i}].tokenizer: {tokenizer_source!r} has no chat template; the importance "
             "pass uses the plain 'role: content' format (prompts.plain_text)"
         )
-    return model_config
+    return facts
 
 
-def check_k_values(
-    cfg: Config, spec: ModelSpec, model_config: PretrainedConfig, problems: list[str], warnings: list[str]
-) -> None:
+def check_k_values(cfg: Config, spec: ModelSpec, facts: ModelFacts, problems: list[str], warnings: list[str]) -> None:
     """n = floor(k * total parameters) must fit in the eligible weights of the layer range."""
     scope, front, back = cfg.finetune.scope, cfg.settings.front_removal, cfg.settings.back_removal
-    try:
-        total, eligible, n_layers = parameter_counts(model_config, scope, front, back)
-    except Exception as err:  # an architecture transformers cannot build
-        problems.append(f"models: {spec.name!r}: cannot count parameters ({str(err).strip().splitlines()[0]})")
+    if facts.unbuildable:
+        problems.append(f"models: {spec.name!r}: cannot count parameters ({facts.unbuildable})")
         return
+    total, eligible, n_layers = parameter_counts(facts, scope, front, back)
     if front + back >= n_layers:
         problems.append(
             f"settings.front_removal/back_removal: {front} + {back} remove all {n_layers} layers of {spec.tag}"
@@ -208,6 +285,8 @@ def check_datasets(cfg: Config, problems: list[str], finetune: bool) -> None:
 def check_devices(cfg: Config, problems: list[str], warnings: list[str]) -> None:
     """evals.device names a device torch knows and, for cuda, that this machine has; GPUs listed in
     settings.cuda_visible_devices without CUDA are a warning (the stages then run on the CPU)."""
+    if cfg.evals.device == "cpu" and not cfg.settings.devices():
+        return  # nothing to ask torch (1.2 s to import) about: the CPU is always there
     import torch
 
     from benchprof.core.modeling import pick_device
@@ -349,15 +428,17 @@ def check_invented_seed(cfg: Config, problems: list[str]) -> None:
 
 
 def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
-    """Check the whole plan before any heavy work; write nothing.
+    """Check the whole plan before any heavy work; write nothing but the user's cache (model_facts,
+    tasks.builtin_index).
 
     Checks: evals.device and evals.backend usable here (GPUs listed without CUDA: a warning), each model's
     folder (config.json) or hub id (in the local cache when offline), its tokenizer (and chat template, else
     a warning), k values against the model's eligible parameter count (from its config, on the meta device;
-    a k that selects no weight is refused), user dataset folders readable and well formed, composites no
-    larger than their abilities' test splits, the task YAMLs under evals.include_path readable and their
-    data files present, every benchmark known to benchprof or lm-eval (and each aggregate.metrics override a metric
-    its task reports), output folders writable. Raises
+    a k that selects no weight is refused; a local model's answers are kept by the content of its files, so
+    torch and transformers are imported only for a model not checked before), user dataset folders readable
+    and well formed, composites no larger than their abilities' test splits, the task YAMLs under
+    evals.include_path readable and their data files present, every benchmark known to benchprof or lm-eval
+    (and each aggregate.metrics override a metric its task reports), output folders writable. Raises
     BenchprofError with one line per problem; returns the warnings. The cheap checks run first and report
     alone (folders; then task YAMLs and benchmark names, from a cached index of lm-eval's tasks): an unknown
     benchmark is named in about a second, and the model and device checks follow once those pass.
@@ -366,7 +447,8 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     warnings: list[str] = []
     finetune = not eval_only and bool(cfg.abilities())
     # the cheap checks first, and alone: an unwritable folder or an unknown benchmark is reported at once, not
-    # after importing torch and transformers for the device and model checks below (about 4 s on 2 cores)
+    # after importing torch and transformers for the device and model checks below (about 3 s on 2 cores, where
+    # a model is checked for the first time or CUDA is asked about)
     check_writable("settings.output_dir", cfg.output_root, problems)
     if any(not cfg.dataset(a).path for a in needed_abilities(cfg)):
         check_writable("data.dir", cfg.resolve(cfg.data.dir), problems)
@@ -379,9 +461,9 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     check_devices(cfg, problems, warnings)
     check_backend(cfg, problems)
     for i, spec in enumerate(cfg.models):
-        model_config = check_model(cfg, i, spec, problems, warnings, finetune)
-        if model_config is not None and finetune:
-            check_k_values(cfg, spec, model_config, problems, warnings)
+        facts = check_model(cfg, i, spec, problems, warnings, finetune)
+        if facts is not None and finetune:
+            check_k_values(cfg, spec, facts, problems, warnings)
     check_datasets(cfg, problems, finetune)
     check_invented_seed(cfg, problems)
     check_composites(cfg, problems)

@@ -81,10 +81,10 @@ def try_task_yaml(path: Path) -> tuple[dict[str, Any], Exception | None]:
 @functools.lru_cache(maxsize=8)
 def _index(paths: tuple[Path, ...], defaults: bool) -> dict[str, Entry]:
     """lm-eval's own index of tasks, groups and tags (configs merged with their includes)."""
+    if not paths and not defaults:
+        return {}  # before the import: lm-eval's task machinery takes about 1 s to import
     from lm_eval.tasks import TaskManager
 
-    if not paths and not defaults:
-        return {}
     return dict(TaskManager(include_path=[str(p) for p in paths] or None, include_defaults=defaults).task_index)
 
 
@@ -100,30 +100,26 @@ def builtin_index() -> dict[str, tuple[Path | None, str]]:
     another lm-eval, or an edited install, is indexed again. An unreadable cache is rebuilt; one that cannot be
     written is skipped."""
     import importlib.metadata
-    import os
+    import importlib.util
 
-    import lm_eval.tasks
+    from benchprof.core.storage import keep_cached, read_cached
 
-    from benchprof.core.storage import value_hash, write_json
-
-    folder = Path(lm_eval.tasks.__file__).parent
-    key = value_hash([INDEX_FORMAT, importlib.metadata.version("lm_eval"), str(folder), folder.stat().st_mtime_ns])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchprof" / f"lm_eval_tasks-{key}.json"
-    try:
-        names = json.loads(cache.read_text())
-        if isinstance(names, dict):
+    spec = importlib.util.find_spec("lm_eval.tasks")  # its folder, without importing lm-eval's task machinery (1 s)
+    if spec is None or spec.origin is None:
+        raise BenchprofError("lm-eval has no lm_eval.tasks package; install the lm-eval of constraints.txt")
+    folder = Path(spec.origin).parent
+    key = [INDEX_FORMAT, importlib.metadata.version("lm_eval"), str(folder), folder.stat().st_mtime_ns]
+    names = read_cached("lm_eval_tasks", key)
+    if isinstance(names, dict):
+        try:
             return {name: (Path(path) if path else None, str(kind)) for name, (path, kind) in names.items()}
-    except (OSError, ValueError, TypeError):
-        pass
+        except (ValueError, TypeError):
+            pass  # not the shape this version writes: indexed again
     found = {
         name: (str(entry.yaml_path) if entry.yaml_path else None, entry.kind.name)
         for name, entry in _index((), True).items()
     }
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        write_json(cache, found)
-    except (OSError, BenchprofError):
-        pass  # no cache folder: indexed again next time
+    keep_cached("lm_eval_tasks", key, found)
     return {name: (Path(path) if path else None, kind) for name, (path, kind) in found.items()}
 
 
@@ -244,9 +240,14 @@ def local_copy_files(cfg: Config, benchmark: str, folder: Path) -> dict[Path, st
     source = cfg.resolve(cfg.evals.dataset_paths[benchmark])
     shots = cfg.evals.fewshot(benchmark)
     name = "benchprof_local_" + benchmark.lower()
-    cached = builtin_index().get(benchmark) if benchmark not in user_tasks(cfg) else None
-    if cached is not None and cached[0] is not None and cached[1] == "TASK":  # a plain task: no full index
-        spec = local_task_spec(name, cached[0], source, shots, key)
+    own = _index(tuple(include_paths(cfg)), False).get(benchmark)  # wins over lm-eval's task of that name
+    if own is not None:
+        plain = Path(own.yaml_path) if own.yaml_path is not None and own.kind.name == "TASK" else None
+    else:
+        cached = builtin_index().get(benchmark)
+        plain = cached[0] if cached is not None and cached[1] == "TASK" else None
+    if plain is not None:  # a plain task: its YAML, without lm-eval's full index (5-14 s)
+        spec = local_task_spec(name, plain, source, shots, key)
         return {layout.task_yaml_file(folder, name): json.dumps(spec, indent=2) + "\n"}
     index = {**_index((), True), **_index(tuple(include_paths(cfg)), False)}
     entry = index.get(benchmark)
