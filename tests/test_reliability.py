@@ -674,6 +674,25 @@ def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, mon
     assert layout.eval_file(Variant(ABILITY, K, "top"), ABILITY).is_file()
 
 
+def test_status_says_the_dtype_scored_and_another_dtype_is_not_done(reference, tiny_model_dir, tmp_path, capsys):
+    """float32 and bfloat16 results never mix (issue 66): the dtype is an input of every evaluation, so another
+    evals.dtype makes each evaluation and the profile stale and leaves importance and regions done; status says
+    which dtype scores."""
+    config = copy_project(reference[0], tmp_path, tiny_model_dir)
+    main(["status", str(config)])
+    out = capsys.readouterr().out.splitlines()
+    assert "status: tiny: evaluations scored in float32 (models[0].dtype)" in out
+    assert out[-1].startswith("status: 8 done, 0 stale, 0 pending")
+    config = write_config(tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY], "limit": 12, "dtype": "bfloat16"})
+    items = {(i.stage, i.what): i for i in plan_status(load_config(config))}
+    evals = [i for (stage, _), i in items.items() if stage == "eval"]
+    assert len(evals) == 4 and all(i.state == "stale" and i.why == "changed: dtype" for i in evals), evals
+    assert items[("profile", "ais")].state == "stale"
+    assert items[("importance", ABILITY)].state == items[("masks", f"{ABILITY} k0.05")].state == "done"
+    main(["status", str(config)])
+    assert "status: tiny: evaluations scored in bfloat16 (evals.dtype)" in capsys.readouterr().out.splitlines()
+
+
 def test_status_writes_nothing(reference, tiny_model_dir, tmp_path):
     """status only reads: not even the model's hash cache (model_files.json), which evaluate keeps."""
     config = copy_project(reference[0], tmp_path, tiny_model_dir)

@@ -293,7 +293,8 @@ def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
 
 
 def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> None:
-    """Print what a run of this config has done, what is stale and what is pending.
+    """Print what a run of this config has done, what is stale and what is pending, and the dtype each model's
+    evaluations are scored in.
 
     Reads manifests, eval JSONs, data files and safetensors headers only; model weights are not
     loaded, so the model fingerprint recorded by finetune is taken as current (--fingerprint loads
@@ -333,6 +334,8 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
             shown = "; ".join(not_done[:3]) + (f"; ... {len(not_done) - 3} more" if len(not_done) > 3 else "")
             why += f" | {shown}"
         print(format_item(Item("eval", entry[0], entry[1], state, why)))
+    for i, spec in enumerate(cfg.models):
+        print(f"status: {spec.tag}: {dtype_scored(cfg, i, spec)}")
     totals = {s: sum(1 for i in items if i.state == s) for s in STATES}
     print(
         f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
@@ -341,6 +344,17 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
     for spec, found in linkable(cfg):  # a new tag of a profiled checkpoint: its "pending" is mostly a link away
         print(f"status: {spec.tag}: same checkpoint as {cfg.output_root / found}; a run links its results first")
     sys.stdout.flush()
+
+
+def dtype_scored(cfg: Config, i: int, spec: ModelSpec) -> str:
+    """Which dtype the model's evaluations are scored in (damage.eval_dtype) and the key that sets it. Each
+    evaluation's inputs record it, so results of two dtypes never mix: another dtype makes them stale."""
+    from benchprof.stages.damage import eval_dtype
+
+    dtype = eval_dtype(cfg, spec)
+    named = dtype if dtype != "auto" else "the checkpoint's own dtype"
+    key = "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
+    return f"evaluations scored in {named} ({key})"
 
 
 def same_checkpoint_folder(cfg: Config, spec: ModelSpec) -> str | None:
