@@ -135,3 +135,26 @@ def test_a_row_read_back_from_ais_csv_is_the_row_written():
     assert back.score_ablated is None and math.isnan(back.ci_high) and back.flips_gained is None
     assert (back.flips_lost, back.at_chance, back.significant, back.k, back.n_docs) == (3, True, True, 0.01, 0)
     assert {key: csv_cell(value) if key != "k" else "0.01" for key, value in asdict(back).items()} == record
+
+
+def test_with_selections_and_placebo_a_claim_needs_a_majority_of_the_selections():
+    """The rule of docs/claims.md: a starred top-random row is a claim only where a majority of the ability's
+    selections meet the tests (selections_agree, cells.count_agreement); the line says how many."""
+    claim = {"family": PRIMARY, "control_draws": 4, "selections": 3}
+    rows = [
+        row("A", "known", "top", 0.40, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
+        row("A", "known", ADJUSTED, 0.25, p_value=0.001, significant=True, selections_agree=2, **claim),
+        row("A", "known", "top-placebo", 0.20, p_value=0.001, significant=True, family=PRIMARY),
+        row("B", "known", "top", 0.30, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
+        row("B", "known", ADJUSTED, 0.30, p_value=0.001, significant=True, selections_agree=1, **claim),
+    ]
+    profile = small_profile()
+    profile.rows = rows
+    claims = {c.benchmark: c for c in benchmark_claims(profile)}
+    assert [r.ability for r in claims["known"].draws_on] == ["A"]  # B is starred in 1 of 3 selections only
+    line = claim_lines(profile)[0]
+    assert "A (AIS +0.400, +0.250 beyond random regions, 2 of 3 selections)" in line and "B (" not in line
+    assert "more than placebo regions" in "\n".join(claims_markdown(profile))
+    for r in rows:
+        r.selections_agree = 1
+    assert benchmark_claims(profile)[0].kind == "none"

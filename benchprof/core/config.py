@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from benchprof.abilities import ABILITIES, KNOWN_ABILITIES, TRANSFER, split_of
 from benchprof.core.layout import SHARED_FOLDERS, name_problem, shown
 from benchprof.core.options import DEFAULT, NEURON_SCORES, SCORES, compares
+from benchprof.core.region_names import DEFAULT_REGIONS, REGIONS, SELECTED, random_draw_names, selection_name
 from benchprof.core.schema import ConfigError, cast
 
-REGIONS: tuple[str, ...] = ("top", "bottom", "random")
 MAX_SPLIT = 1_000_000  # items of a generated split
 MAX_FEWSHOT = 1_000  # few-shot examples of a benchmark
 MAX_BOOTSTRAP = 100_000  # resamples of aggregate's intervals
@@ -150,31 +150,27 @@ class ExtractSettings:
 
     selection: Literal["exact", "chunked"] = "exact"
     chunk_size: int = 1_000_000  # only for selection: chunked (the authors' approximation)
-    regions: list[str] = field(default_factory=lambda: list(REGIONS))
+    regions: list[str] = field(default_factory=lambda: list(DEFAULT_REGIONS))
     random_seed: int = 0
     score: ScoreName = DEFAULT  # what ranks the weights or neurons: core/options.py
     random_draws: int = 1  # independently seeded random regions per (ability, k): random, random2, ...
+    # attribution samples per ability from disjoint train items (finetune.max_samples each), each its own region:
+    # top, top2, top3 (and placebo, placebo2, placebo3)
+    selections: int = 1
 
     def region_names(self) -> list[str]:
-        """The regions extract writes, in REGIONS order, "random" standing for all its draws."""
+        """The regions extract writes, in REGIONS order: "random" stands for all its draws, "top" and "placebo"
+        for one region per selection (top, top2, ...; placebo, placebo2, ...)."""
         names: list[str] = []
         for region in REGIONS:
             if region in self.regions:
-                names += random_draw_names(self.random_draws) if region == "random" else [region]
+                if region == "random":
+                    names += random_draw_names(self.random_draws)
+                elif region in SELECTED:
+                    names += [selection_name(region, s) for s in range(1, self.selections + 1)]
+                else:
+                    names.append(region)
         return names
-
-
-def random_draw_names(draws: int) -> list[str]:
-    """The region names of `draws` random draws: random (the paper's one), random2, random3, ..."""
-    return ["random"] + [f"random{d}" for d in range(2, draws + 1)]
-
-
-def random_draw(region: str) -> int | None:
-    """Which random draw a region name is (random: 1, random2: 2, ...); None for top and bottom."""
-    if region == "random":
-        return 1
-    rest = region.removeprefix("random")
-    return int(rest) if rest != region and rest.isdigit() and int(rest) >= 2 else None
 
 
 @dataclass
@@ -476,6 +472,25 @@ def _extract(cfg: Config) -> None:
     extract = cfg.extract
     if extract.random_draws < 1:
         raise ConfigError(f"extract.random_draws: {extract.random_draws} must be at least 1")
+    if extract.selections < 1:
+        raise ConfigError(f"extract.selections: {extract.selections} must be at least 1")
+    if (extract.selections > 1 or "placebo" in extract.regions) and extract.score not in NEURON_SCORES:
+        what = "extract.selections" if extract.selections > 1 else "extract.regions: placebo"
+        raise ConfigError(
+            f"{what} needs a neuron score (extract.score: {shown(extract.score)} ranks weights by an importance "
+            "pass over all the train items; act_grad_contrast_abs is recommended)"
+        )
+    if extract.selections > 1 and not cfg.finetune.max_samples:
+        raise ConfigError(
+            f"extract.selections: {extract.selections} samples of disjoint train items need finetune.max_samples "
+            "(the items of each sample)"
+        )
+    need = extract.selections * (cfg.finetune.max_samples or 0)
+    if extract.selections > 1 and cfg.data.train_size < need and any(not d.path for d in cfg.datasets):
+        raise ConfigError(
+            f"data.train_size: {cfg.data.train_size} train items cannot hold extract.selections x "
+            f"finetune.max_samples = {need} disjoint items"
+        )
     if not extract.regions:
         raise ConfigError(f"extract.regions: at least one region is required (known: {', '.join(REGIONS)})")
     for r in extract.regions:

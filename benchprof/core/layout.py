@@ -172,12 +172,13 @@ class Layout:
     def importance_file(self, ability: str) -> Path:
         return self.importance_dir(ability) / "importance.safetensors"
 
-    # extract, with a neuron score: the statistic it reads over the ability's train items (attribution or activity)
-    def attribution_dir(self, ability: str, statistic: str = "attribution") -> Path:
-        return self.model_dir / ability / statistic
+    # extract, with a neuron score: the statistic it reads over the ability's train items (attribution or activity);
+    # placebo: over the same items with their answers drawn at random (statistic_files.placebo_items)
+    def attribution_dir(self, ability: str, statistic: str = "attribution", placebo: bool = False) -> Path:
+        return self.model_dir / ability / (f"{statistic}-placebo" if placebo else statistic)
 
-    def attribution_file(self, ability: str, statistic: str = "attribution") -> Path:
-        return self.attribution_dir(ability, statistic) / f"{statistic}.safetensors"
+    def attribution_file(self, ability: str, statistic: str = "attribution", placebo: bool = False) -> Path:
+        return self.attribution_dir(ability, statistic, placebo) / f"{statistic}.safetensors"
 
     # extract
     def masks_dir(self, ability: str, k: float) -> Path:
@@ -300,9 +301,10 @@ class Layout:
             "importance", ability, manifest_path(self.importance_dir(ability)), (self.importance_file(ability),)
         )
 
-    def attribution_output(self, ability: str, statistic: str = "attribution") -> Output:
-        folder = self.attribution_dir(ability, statistic)
-        return Output(statistic, ability, manifest_path(folder), (self.attribution_file(ability, statistic),))
+    def attribution_output(self, ability: str, statistic: str = "attribution", placebo: bool = False) -> Output:
+        folder = self.attribution_dir(ability, statistic, placebo)
+        stage = f"{statistic} placebo" if placebo else statistic
+        return Output(stage, ability, manifest_path(folder), (self.attribution_file(ability, statistic, placebo),))
 
     def masks_output(self, ability: str, k: float, regions: Sequence[str]) -> Output:
         directory = self.masks_dir(ability, k)

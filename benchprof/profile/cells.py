@@ -14,8 +14,8 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from benchprof.core.config import random_draw
 from benchprof.core.layout import format_k
+from benchprof.core.region_names import random_draw, selection_of
 from benchprof.core.results import DocId, DocKey, Score
 from benchprof.profile.analyses import JointCell
 from benchprof.profile.rows import (
@@ -33,6 +33,9 @@ from benchprof.profile.rows import (
     Profile,
     ability_benchmarks,
     cell_key,
+    control_name,
+    control_of,
+    is_placebo,
 )
 from benchprof.stats.control import MIN_DRAWS, top_against_random
 from benchprof.stats.control import null_calibration as control_calibration
@@ -103,9 +106,11 @@ def family_of(row: AisRow) -> str:
     """The multiplicity family a tested row belongs to (AisRow.family), declared before any result is seen.
 
     claim: what a profile is read for, on each benchmark's primary metric: does ability a's top region do more
-    than random regions of its size? Its top-random rows per benchmark and k, and its top-random specificity
-    (its own split hurt more than the others, beyond what random regions show there). damage: does zeroing the
-    top region hurt at all (top against the original)? On a real LLM any region of the paper's size hurts a
+    than random regions of its size, and more than placebo regions (the same procedure on items no skill
+    answers)? Its top-random and top-placebo rows per benchmark, k and selection (top-random, top2-random, ...,
+    top-placebo, ...), and its top-random specificity (its own split hurt more than the others, beyond what random
+    regions show there); top regions of every selection are damage rows, placebo regions controls. damage: does
+    zeroing the top region hurt at all (top against the original)? On a real LLM any region of the paper's size hurts a
     little, so these rows are nearly all true; in the claim's family their discoveries would loosen
     Benjamini-Hochberg for the rows that ask about the ability, so they are a family apart. control: random
     regions and their specificity, and the top region's specificity against 0, tested so a reader sees them,
@@ -117,17 +122,18 @@ def family_of(row: AisRow) -> str:
     """
     if math.isnan(row.p_value) or row.at_chance:
         return ""
-    if random_draw(row.region):
+    if random_draw(row.region) or is_placebo(row.region):
         return CONTROL
     if row.ability == MEAN and row.region == ADJUSTED:
         return ""
     if row.metric == P_CORRECT:
         return SECONDARY
-    if row.region == ADJUSTED:
+    if row.region == ADJUSTED or (row.benchmark != SPECIFICITY and control_of(row.region)):
         return PRIMARY
     if row.benchmark == SPECIFICITY and row.region == "top":
         return CONTROL
-    return DAMAGE if row.region == "top" else SECONDARY
+    chosen = selection_of(row.region)
+    return DAMAGE if chosen is not None and chosen[0] == "top" else SECONDARY
 
 
 def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
@@ -188,6 +194,36 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     profile.discordance = {b: float(np.median(shares)) for b, shares in discordance.items()}
 
 
+def selection_meets_rule(rows: dict[str, AisRow], top: str, alpha: float) -> bool:
+    """Whether one selection's top region meets the claim rule's tests on a cell (docs/claims.md, after the
+    q-values): its top-random row starred with AIS > 0, its top-placebo row too where the profile has placebo
+    regions, its residual beyond its breadth above 0 at Holm p < alpha where the profile measures breadth
+    (profile/breadth.py), and its ablated score not below chance. `rows`: the cell's rows by region."""
+    against = [rows.get(control_name(top, kind)) for kind in ("random", "placebo")]
+    if against[0] is None or top not in rows or rows[top].below_chance:
+        return False
+    beyond = against[0]
+    if not math.isnan(beyond.breadth_p) and not (beyond.breadth_residual > 0 and beyond.breadth_p < alpha):
+        return False
+    return all(row.significant and row.ais > 0 for row in against if row is not None)
+
+
+def count_agreement(profile: Profile) -> None:
+    """`selections` and `selections_agree` of every top-random row: how many attribution samples the ability has
+    (top, top2, ...) and how many of their regions meet the claim rule's tests on the benchmark
+    (selection_meets_rule). A claim needs a majority of them (claims.py)."""
+    cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
+    for row in profile.rows:
+        if row.benchmark != SPECIFICITY and row.ability != MEAN:
+            cells.setdefault((row.ability, row.k, row.benchmark, row.metric), {})[row.region] = row
+    for rows in cells.values():
+        if ADJUSTED not in rows:
+            continue
+        tops = [r for r in rows if (chosen := selection_of(r)) is not None and chosen[0] == "top"]
+        rows[ADJUSTED].selections = len(tops)
+        rows[ADJUSTED].selections_agree = sum(selection_meets_rule(rows, top, profile.alpha) for top in tops)
+
+
 def set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:
     """The 95% percentile interval of a row's bootstrap draws; with `test` (specificity rows, whose null is 0), the
     interval and p-value of stats.resampling.wald_test instead, which has no floor at 1 / (resamples + 1). Stars
@@ -244,16 +280,17 @@ def widen_for_sparse_flips(
     row.ci_low, row.ci_high = min(row.ci_low, low), max(row.ci_high, high)
 
 
-def random_pool(loaded: Loaded, k: float) -> list[Score]:
+def random_pool(loaded: Loaded, k: float, placebo: bool = False) -> list[Score]:
     """Every random draw at k on one benchmark, of every ability (random, random2, ...): the control
-    distribution of random regions of that size. Where the original has per-document values, only draws
-    that have them too (the pool the interval resamples is the pool of the point estimate)."""
+    distribution of random regions of that size; with `placebo`, every placebo region instead (placebo,
+    placebo2, ...: the procedure's regions chosen on items no skill answers). Where the original has per-document
+    values, only regions that have them too (the pool the interval resamples is the pool of the point estimate)."""
     draws = [
         score
         for (ability, k_), ablated in loaded.items()
         if math.isclose(k_, k)
         for region, score in ablated.items()
-        if random_draw(region)
+        if (is_placebo(region) if placebo else random_draw(region))
     ]
     with_docs = [score for score in draws if score.per_doc is not None]
     return with_docs or draws
@@ -305,6 +342,7 @@ class CellScores:
     original: Score
     ablated: dict[str, Score]  # region -> score
     pool: list[Score] | None = None
+    placebo: list[Score] | None = None  # every ability's placebo regions at k (None: this cell's own)
 
 
 def cell_rows(
@@ -338,19 +376,32 @@ def cell_rows(
         region: new_row(region, score.value, sign * impact_score(original.value, score.value))
         for region, score in ablated.items()
     }
-    control = pool if pool is not None else [score for region, score in ablated.items() if random_draw(region)]
-    if "top" in rows and control:
-        control_ais = [sign * impact_score(original.value, score.value) for score in control]
-        adjusted = rows[ADJUSTED] = new_row(ADJUSTED, None, adjusted_ais(rows["top"].ais, control_ais))
+    controls = {
+        "random": pool if pool is not None else [score for region, score in ablated.items() if random_draw(region)],
+        "placebo": scores.placebo if scores.placebo is not None else [s for r, s in ablated.items() if is_placebo(r)],
+    }
+    # each top region (one per selection: top, top2, ...) against each control kind present: top-random, ...
+    pairs = {
+        control_name(region, kind): (region, control)
+        for region in list(rows)
+        if (chosen := selection_of(region)) and chosen[0] == "top"
+        for kind, control in controls.items()
+        if control
+    }
+    control_ais: dict[str, list[float]] = {}
+    for name, (top, control) in pairs.items():
+        control_ais[name] = [sign * impact_score(original.value, score.value) for score in control]
+        adjusted = rows[name] = new_row(name, None, adjusted_ais(rows[top].ais, control_ais[name]))
         adjusted.control_draws = len(control)
-        # the interval and test: the top region against the distribution of random regions (stats.control);
+        # the interval and test: the top region against the distribution of the control's regions (stats.control);
         # refined below with each run's item noise where per-document values give it
-        if not set_control(adjusted, rows["top"].ais, control_ais) and not math.isnan(adjusted.ais):
-            # one note for the whole table: every top-random row at this k lacks the same thing
+        if not set_control(adjusted, rows[top].ais, control_ais[name]) and not math.isnan(adjusted.ais):
+            # one note for the whole table: every such row at this k lacks the same thing
+            kind = name.split("-", 1)[1]
             profile.notes.append(
-                f"top-random rows at k={format_k(k)}: {len(control)} random draw(s) cannot say how much random "
+                f"top-{kind} rows at k={format_k(k)}: {len(control)} {kind} region(s) cannot say how much {kind} "
                 f"regions differ (needs {MIN_DRAWS}); no interval and no test in any of them "
-                "(raise extract.random_draws)"
+                + ("(raise extract.random_draws)" if kind == "random" else "(raise extract.selections)")
             )
 
     # paired tests and bootstrap over the documents every available per-sample file shares (0 resamples: no
@@ -377,26 +428,28 @@ def cell_rows(
                 rng = cell_rng(cell.seed, cell_key(ability, k, benchmark))
                 draws = sign * bootstrap_ais(base, matrix, resamples, rng, clusters=clusters, strata=strata)
                 samples = dict(zip(paired, draws))
-            if samples and ADJUSTED in rows and "top" in paired and all(score.per_doc is not None for score in control):
+            for name, (top, control) in pairs.items():
+                if not (samples and top in paired and all(score.per_doc is not None for score in control)):
+                    continue
                 pool_values = np.array([[score.per_doc[d] for d in docs] for score in control if score.per_doc])
-                top_values = np.array([paired["top"][d] for d in docs])
-                rng = cell_rng(cell.seed + 2, cell_key(ability, k, benchmark))  # the two-level bootstrap's own draws
+                top_values = np.array([paired[top][d] for d in docs])
+                # the two-level bootstrap's own draws (top-random's stream as before selections and placebos)
+                stream = cell_key(ability, k, benchmark) + ("" if name == ADJUSTED else f"|{name}")
+                rng = cell_rng(cell.seed + 2, stream)
                 two_level = two_level_bootstrap(base, top_values, pool_values, resamples, rng, clusters, strata)
-                samples[ADJUSTED] = sign * two_level
-                if (
-                    len(control) >= MIN_DRAWS
-                ):  # each run's item noise: the top's from its bootstrap, a draw's from its own
+                top_samples = samples[top]
+                samples[name] = sign * two_level
+                if len(control) >= MIN_DRAWS:  # each run's item noise: the top's from its bootstrap, a draw's own
                     pool_draws = bootstrap_ais(base, pool_values, resamples, rng, clusters=clusters, strata=strata)
                     noise = [finite_variance(draw) for draw in pool_draws]
                     units = len(set(clusters)) if clusters is not None else len(docs)  # what the bootstrap drew
-                    set_control(
-                        rows[ADJUSTED], rows["top"].ais, control_ais, finite_variance(samples["top"]), noise, units - 1
-                    )
+                    ais = rows[top].ais
+                    set_control(rows[name], ais, control_ais[name], finite_variance(top_samples), noise, units - 1)
             for region, values in samples.items():
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values
                 row = rows[region]
-                if region != ADJUSTED:  # its interval and test come from the draws' distribution, above
+                if region not in pairs:  # its interval and test come from the draws' distribution, above
                     set_interval(row, values)
                 row.n_docs = len(docs)
             for region, values_ablated in zip(paired, matrix):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from benchprof.core.layout import format_k
 from benchprof.profile.formatting import fmt_interval
-from benchprof.profile.rows import ADJUSTED, MEAN, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
+from benchprof.profile.rows import ADJUSTED, MEAN, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile, control_of
 
 
 @dataclass
@@ -46,6 +46,19 @@ def _is_claim_row(row: AisRow, k: float) -> bool:
     )
 
 
+def ruled_claims(profile: Profile) -> bool:
+    """Whether the profile's claims follow docs/claims.md's rule over selections and placebo regions: it has more
+    than one attribution sample per ability, or placebo regions. Otherwise a claim is a starred top-random row."""
+    return any(r.selections > 1 for r in profile.rows) or any(
+        (c := control_of(r.region)) is not None and c[1] == "placebo" for r in profile.rows
+    )
+
+
+def majority(row: AisRow) -> bool:
+    """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3)."""
+    return row.selections > 0 and row.selections_agree >= row.selections // 2 + 1
+
+
 def _benchmarks(profile: Profile) -> list[str]:
     """The profile's benchmarks in its order, then any only its rows name (a profile read back from ais.csv)."""
     named = [b for b in profile.benchmarks if b != SPECIFICITY]
@@ -71,9 +84,11 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
             continue
         starred = sorted((r for r in tested if r.significant), key=lambda r: -r.ais)
         top = {r.ability: r.ais for r in rows if r.region == "top"}
-        if starred:
-            positive = [r for r in starred if r.ais > 0]
-            negative = [r for r in starred if r.ais < 0]
+        ruled = ruled_claims(profile)
+        positive = [r for r in tested if majority(r)] if ruled else [r for r in starred if r.ais > 0]
+        positive.sort(key=lambda r: -r.ais)
+        negative = [r for r in starred if r.ais < 0]
+        if positive or negative:
             out.append(Claim(benchmark, "claims", positive, negative[::-1], top))
             continue
         mdes = [r.mde for r in rows if r.region == "top" and not math.isnan(r.mde)]
@@ -85,7 +100,12 @@ def _figure(row: AisRow, top: dict[str, float], against: str = "beyond") -> str:
     """'Analogical_Reasoning (AIS +0.301, +0.144 [+0.072, +0.216] beyond random regions)'."""
     own = top.get(row.ability, math.nan)
     excess = fmt_interval(row.ais, row.ci_low, row.ci_high, digits=3, sign="+")
-    return f"{row.ability} (" + ("" if math.isnan(own) else f"AIS {own:+.3f}, ") + f"{excess} {against} random regions)"
+    agree = f", {row.selections_agree} of {row.selections} selections" if row.selections > 1 else ""
+    return (
+        f"{row.ability} ("
+        + ("" if math.isnan(own) else f"AIS {own:+.3f}, ")
+        + f"{excess} {against} random regions{agree})"
+    )
 
 
 def _and(items: list[str]) -> str:
@@ -181,8 +201,17 @@ def claims_markdown(profile: Profile) -> list[str]:
         "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
         "smallest effect its test would likely have seen, and nothing can be said of smaller ones. **At chance**: the "
         "model does not score above chance there, so its AIS is noise. Every cell is in the tables below and in "
-        "ais.csv. These claims are beyond random regions only: a region chosen the same way on items of the same "
-        "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."
+        "ais.csv. "
+        + (
+            "A claim also needs the region to do more than placebo regions (the same option on the abilities' "
+            "items with their answers drawn at random) where the profile has them, more than its damage to the "
+            "other abilities' splits predicts (the breadth control, where the profile scores those splits), and "
+            "the benchmark's ablated score not below chance, in a majority of the attribution samples "
+            "(selections); the figure is selection 1's (docs/claims.md)."
+            if ruled_claims(profile)
+            else "These claims are beyond random regions only: a region chosen the same way on items of the same "
+            "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."
+        )
     )
     return ["## Claims", "", lead, ""] + [f"- {line}" for line in claim_lines(profile)]
 

@@ -10,8 +10,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from benchprof.core.config import KNOWN_ABILITIES, TRANSFER, random_draw, split_of
+from benchprof.core.config import KNOWN_ABILITIES, TRANSFER, split_of
 from benchprof.core.layout import format_k
+from benchprof.core.region_names import random_draw, selection_of
 from benchprof.stats.impact import diagonal_dominance
 
 ADJUSTED = "top-random"  # region name of the control-adjusted rows in ais.csv / ais.json
@@ -23,6 +24,27 @@ P_CORRECT = "p_correct"  # the metric of rows computed on each item's probabilit
 # the damage rows (does zeroing the region hurt at all?), the other tested rows, and the random controls
 PRIMARY, DAMAGE, SECONDARY, CONTROL = "claim", "damage", "secondary", "control"
 SAME_MIXTURE = 0.9  # two ability profiles "measure the same mixture" when their cosine's 95% interval lies above
+
+
+CONTROLS = ("random", "placebo")  # the control kinds a top region is measured against (cells.cell_rows)
+
+
+def control_name(top: str, kind: str) -> str:
+    """The region name of a top region's row against a control kind: top-random (ADJUSTED), top2-placebo, ..."""
+    return f"{top}-{kind}"
+
+
+def control_of(region: str) -> tuple[str, str] | None:
+    """(top region, control kind) of a control row's region name (control_name's inverse); None for a region."""
+    top, _, kind = region.partition("-")
+    chosen = selection_of(top)
+    return (top, kind) if kind in CONTROLS and chosen is not None and chosen[0] == "top" else None
+
+
+def is_placebo(region: str) -> bool:
+    """Whether a region name is a placebo region (placebo, placebo2, ...: core.config.selection_of)."""
+    chosen = selection_of(region)
+    return chosen is not None and chosen[0] == "placebo"
 
 
 def cell_key(ability: str, k: float, benchmark: str) -> str:
@@ -60,6 +82,11 @@ class AisRow:
     mde: float = math.nan  # smallest AIS detectable at 80% power at alpha / (rows in the family)
     dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
+    selections: int = 0  # top-random rows: the top regions of the ability, one per attribution sample
+    selections_agree: int = 0  # top-random rows: the samples whose region meets the claim rule (cells.agreement)
+    breadth: float = math.nan  # top-random rows: the region's mean top-random AIS on the other ability splits
+    breadth_residual: float = math.nan  # ... its AIS here beyond what that breadth predicts (profile/breadth.py)
+    breadth_p: float = math.nan  # ... one-sided p of that residual, Holm over the abilities of its selection
     at_chance: bool = False  # the benchmark's original score is not above chance: no q-value, no star
     family: str = ""  # claim, damage, secondary or control (random regions: tested, never starred); "" untested
 
@@ -279,9 +306,11 @@ class Profile:
 
     @property
     def regions_with_adjusted(self) -> list[str]:
-        """The regions (random draws after the first left out: they are the pool behind top-random, in
-        ais.csv), and "top-random" (the control-adjusted rows) when top and random are among them."""
-        shown = [r for r in self.regions if random_draw(r) in (None, 1)]
+        """The regions (random draws and placebo regions after the first, and top regions of later selections, left
+        out: they are the pools behind top-random and top-placebo, and their rows, in ais.csv), and "top-random"
+        (the control-adjusted rows) when top and random are among them."""
+        shown = [r for r in self.regions if random_draw(r) in (None, 1) and selection_of(r) in (None, ("top", 1))]
+        shown += ["placebo"] if "placebo" in self.regions else []  # the first placebo region stands for all
         return shown + ([ADJUSTED] if {"top", "random"} <= set(self.regions) else [])
 
     def diagonal_dominance(self, k: float, region: str = "top") -> dict[str, bool | None]:

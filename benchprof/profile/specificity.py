@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from benchprof.core.config import random_draw
 from benchprof.core.layout import format_k
+from benchprof.core.region_names import random_draw
 from benchprof.core.results import PerDoc
 from benchprof.profile.cells import CellKey, finite_variance, set_interval
 from benchprof.profile.rows import (

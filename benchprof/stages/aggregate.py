@@ -19,6 +19,7 @@ from benchprof.core.results import evaluation_hashes
 from benchprof.core.storage import clear_manifest, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
 from benchprof.profile.claims import claims_terminal
+from benchprof.profile.documents import write_documents
 from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
 from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
@@ -87,7 +88,7 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
     profile.notes += overlap_notes
     profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
-    written = write_profile(profile, layout, plots=plots) + overlap_files
+    written = write_profile(profile, layout, plots=plots) + overlap_files + [write_documents(layout, profile)]
     write_manifest(
         folder,
         inputs=profile_inputs(cfg, k),

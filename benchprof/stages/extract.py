@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from benchprof import BenchprofError
-from benchprof.core.config import NEURON_SCORES, Config, ExtractSettings, ModelSpec, random_draw
+from benchprof.core.config import NEURON_SCORES, Config, ExtractSettings, ModelSpec
 from benchprof.core.layout import Layout
 from benchprof.core.modeling import layer_index
 from benchprof.core.options import score_help
+from benchprof.core.region_names import random_draw, selection_of
 from benchprof.core.regions import Region, write_region
 from benchprof.core.selection import Selection, select
 from benchprof.core.storage import clear_manifest, is_current, write_csv, write_manifest
@@ -299,8 +300,9 @@ def neuron_region_inputs(
     cfg: Config, ability: str, k: float, identities: dict[str, dict[str, Any]], score: str | None = None
 ) -> dict[str, Any]:
     """What one (ability, k) neuron-region folder is computed from: the attribution files its score reads (the
-    ability's own, or every ability's for the contrast), the score, the regions and the random seed."""
-    return {
+    ability's own, or every ability's for the contrast; with placebo regions their placebo files too, keyed
+    "<ability> placebo"), the score, the regions, the selections and the random seed."""
+    inputs = {
         "stage": "extract",
         "unit": "neuron",
         "ability": ability,
@@ -312,6 +314,9 @@ def neuron_region_inputs(
         "front_removal": cfg.settings.front_removal,
         "back_removal": cfg.settings.back_removal,
     }
+    if cfg.extract.selections > 1:  # absent with one: the folders written before selections stay current
+        inputs["selections"] = cfg.extract.selections
+    return inputs
 
 
 def attribution_used(cfg: Config, ability: str, score: str) -> list[str]:
@@ -321,32 +326,64 @@ def attribution_used(cfg: Config, ability: str, score: str) -> list[str]:
     return list(cfg.abilities()) if contrasted(score) else [ability]
 
 
+def placebo_key(ability: str) -> str:
+    """The key of an ability's placebo statistic among neuron_region_inputs' attribution identities."""
+    return f"{ability} placebo"
+
+
+def neuron_identities(cfg: Config, layout: Layout, ability: str, statistic: str) -> dict[str, dict[str, Any]]:
+    """The identity of every statistic file the regions of `ability` are chosen from (neuron_region_inputs):
+    attribution_used's, and with placebo regions their placebo files (placebo_key)."""
+    from benchprof.stages.weight_scores import importance_identity
+
+    used = attribution_used(cfg, ability, cfg.extract.score)
+    identities = {b: importance_identity(layout.attribution_file(b, statistic)) for b in used}
+    if "placebo" in cfg.extract.regions:
+        for b in used:
+            identities[placebo_key(b)] = importance_identity(layout.attribution_file(b, statistic, placebo=True))
+    return identities
+
+
+def chosen_scores(cfg: Config, statistics: dict[str, dict[str, Any]], ability: str, used: list[str]) -> dict[str, Any]:
+    """The neuron scores of each region the score chooses (top, top2, ..., placebo, ...: region_names.selection_of;
+    bottom: minus selection 1's top scores), from `statistics` (per kind, top or placebo: every ability's statistic,
+    items x neurons), each selection reading its own rows (statistic_files.selection_rows) of the abilities `used`."""
+    from benchprof.stages.neurons import neuron_scores
+    from benchprof.stages.statistic_files import selection_rows
+
+    regions = cfg.extract.region_names()
+    ranked: dict[str, Any] = {}
+    for region in regions:
+        if chosen := selection_of(region):
+            source = statistics[chosen[0]]
+            rows = selection_rows(cfg, chosen[1], len(source[ability]))
+            ranked[region] = neuron_scores({b: source[b][rows] for b in used}, ability, cfg.extract.score)
+    if "bottom" in regions:  # the lowest scores of selection 1
+        rows = selection_rows(cfg, 1, len(statistics["top"][ability]))
+        ranked["bottom"] = -neuron_scores({b: statistics["top"][b][rows] for b in used}, ability, cfg.extract.score)
+    return ranked
+
+
 def extract_neurons(
     cfg: Config, spec: ModelSpec, abilities: list[str], ks: list[float], force: bool
 ) -> tuple[int, int]:
     """extract with a neuron score: regions of whole MLP neurons (stages/neurons.py) per ability and k, written
     in the region format beside the weight regions' (top: the highest scores; bottom: the lowest; random: as many
-    uniform neurons). Returns (region sets written, up to date)."""
+    uniform neurons). With extract.selections = S, top2 ... topS are the top of the same score over the ability's
+    train items of samples 2 ... S (statistic_files.selection_rows; every contrasted ability's from its own sample
+    s); placebo, placebo2 ... the top of the same score over the placebo items (statistic_files.placebo_items) of
+    each sample. Returns (region sets written, up to date)."""
     import torch
 
-    from benchprof.stages.neurons import (
-        Neurons,
-        attributions,
-        mlp_name,
-        neuron_ids_region,
-        neuron_scores,
-        random_neurons,
-        statistic_of,
-        top_neurons,
-    )
-    from benchprof.stages.weight_scores import importance_identity
+    from benchprof.stages.neurons import Neurons, mlp_name, neuron_ids_region, random_neurons, statistic_of, top_neurons
+    from benchprof.stages.statistic_files import attributions
 
     score, regions = cfg.extract.score, cfg.extract.region_names()
     statistic = statistic_of(score)
     layout = Layout(cfg.output_root, spec.tag)
     used = list(dict.fromkeys(b for a in abilities for b in attribution_used(cfg, a, score)))
     values, meta = attributions(cfg, spec, used, force, statistic)
-    identities = {b: importance_identity(layout.attribution_file(b, statistic)) for b in used}
+    placebo = attributions(cfg, spec, used, force, statistic, placebo=True)[0] if "placebo" in regions else {}
     hidden, inter, n_layers = int(meta["hidden"]), int(meta["intermediate"]), int(meta["n_layers"])
     shape = Neurons([], hidden, inter)
     front, back = cfg.settings.front_removal, cfg.settings.back_removal
@@ -357,26 +394,27 @@ def extract_neurons(
     # the region files' header and stats.csv read these, as they read an importance file's
     sizes = [hidden * inter] * len(names)
     frame = Scores(layout.attribution_file(abilities[0], statistic), {**meta, "scope": "mlp"}, names, sizes)
+    outside = torch.ones(int(meta["n_layers"]) * inter, dtype=torch.bool)
+    outside[eligible] = False
     written, skipped = 0, 0
     for ability in abilities:
         started, written_before = time.time(), written
         used_here = attribution_used(cfg, ability, score)
-        ranked = neuron_scores({b: values[b] for b in used_here}, ability, score)
-        outside = torch.ones(len(ranked), dtype=torch.bool)
-        outside[eligible] = False
-        lowest = -ranked
-        ranked[outside.numpy()] = lowest[outside.numpy()] = -math.inf  # front/back_removal layers: never chosen
+        identities = neuron_identities(cfg, layout, ability, statistic)
+        ranked = chosen_scores(cfg, {"top": values, "placebo": placebo}, ability, used_here)
+        for scores_of in ranked.values():
+            scores_of[outside.numpy()] = -math.inf  # front/back_removal layers: never chosen
         for k in ks:
             count = neuron_count(k, int(meta["total_params"]), hidden)
             if count < 1:
                 raise BenchprofError(f"k={k}: selects no whole neuron (each is 3 x {hidden} weights); raise k")
             if count > len(eligible) // 2:
                 raise BenchprofError(f"k={k}: {count} neurons exceed half of the {len(eligible)} eligible; lower k")
-            inputs = neuron_region_inputs(cfg, ability, k, {b: identities[b] for b in used_here})
+            inputs = neuron_region_inputs(cfg, ability, k, identities)
             if not force and is_current(layout.masks_output(ability, k, regions), inputs):
                 skipped += 1
                 continue
-            ids: dict[str, list[int]] = {"top": top_neurons(ranked, count), "bottom": top_neurons(lowest, count)}
+            ids: dict[str, list[int]] = {region: top_neurons(scores_of, count) for region, scores_of in ranked.items()}
             seeds = {}
             for region in regions:
                 if draw := random_draw(region):

@@ -43,7 +43,6 @@ a's attribution, so that neurons which act together can show up once the first o
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -58,7 +57,6 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from transformers import PreTrainedTokenizerBase
 
-    from benchprof.core.config import Config, ModelSpec
     from benchprof.core.regions import Region
 
 MLP_ROWS = ("gate_proj", "up_proj")  # neuron j = row j of these and column j of down_proj
@@ -475,85 +473,3 @@ def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
 ATTRIBUTION_OBJECTIVE = "sum h * d log softmax_acc_norm(correct) / dh, v1"  # what an attribution file measures
 # what each statistic's file measures (its manifest's objective)
 OBJECTIVES = {"attribution": ATTRIBUTION_OBJECTIVE, "activity": "mean h^2 over prompt + correct option tokens, v1"}
-
-
-def attribution_inputs(
-    cfg: Config,
-    spec: ModelSpec,
-    ability: str,
-    update_cache: bool = True,
-    records: list[dict[str, Any]] | None = None,
-    statistic: str = "attribution",
-) -> dict[str, Any]:
-    """What one ability's statistic file (attribution or activity) is computed from (its manifest's inputs): the
-    checkpoint's content (modeling.model_identity, read without loading it), the train split and how many of its
-    items, the objective. `records`: the ability's train_items when the caller has read them already."""
-    from benchprof.stages.eval_jobs import model_signature
-    from benchprof.stages.finetune import data_identity
-
-    records = train_items(cfg, ability) if records is None else records
-    return {
-        "stage": statistic,
-        "ability": ability,
-        "model": model_signature(cfg, spec, update_cache),
-        "data": data_identity(cfg, ability, records),
-        "n_samples": len(records),
-        "objective": OBJECTIVES[statistic],
-    }
-
-
-def train_items(cfg: Config, ability: str) -> list[dict[str, Any]]:
-    """The train items the attribution reads: the first finetune.max_samples (all when unset), as finetune."""
-    from benchprof.stages.data import load_split
-
-    records = load_split(cfg, ability, "train")
-    return records[: cfg.finetune.max_samples] if cfg.finetune.max_samples else records
-
-
-def attributions(
-    cfg: Config, spec: ModelSpec, abilities: Sequence[str], force: bool = False, statistic: str = "attribution"
-) -> tuple[dict[str, NDArray[np.float32]], dict[str, str]]:
-    """Each ability's statistic (attribution or activity, items x neurons), computed where its file is missing or
-    stale and read back otherwise, and the model's metadata (fingerprint, total_params, n_layers, hidden,
-    intermediate)."""
-    import numpy as np
-    import torch
-    from tqdm import tqdm
-
-    from benchprof.core.layout import Layout
-    from benchprof.core.modeling import checkpoint_fingerprint, load_model
-    from benchprof.core.storage import clear_manifest, is_current, read_tensors, save_tensors, write_manifest
-
-    layout = Layout(cfg.output_root, spec.tag)
-    records = {a: train_items(cfg, a) for a in abilities}
-    inputs = {a: attribution_inputs(cfg, spec, a, records=records[a], statistic=statistic) for a in abilities}
-    todo = [a for a in abilities if force or not is_current(layout.attribution_output(a, statistic), inputs[a])]
-    compute = STATISTICS[statistic]
-    if todo:
-        source, tokenizer = cfg.model_source(spec)
-        loaded_at = time.time()
-        model, tok = load_model(source, tokenizer, dtype="float32", device="cpu")
-        model.eval()
-        neurons = model_neurons(model)
-        metadata = {
-            "fingerprint": checkpoint_fingerprint(source, layout.model_dir, model, loaded_at=loaded_at),
-            "total_params": str(neurons.total_params),
-            "n_layers": str(len(neurons.mlps)),
-            "hidden": str(neurons.hidden),
-            "intermediate": str(neurons.intermediate),
-            "model": spec.tag,
-        }
-        for ability in tqdm(todo, desc=statistic, unit="ability", leave=False):
-            started = time.time()
-            values = compute(model, tok, records[ability])
-            folder = layout.attribution_dir(ability, statistic)
-            clear_manifest(folder)
-            save_tensors(layout.attribution_file(ability, statistic), {statistic: torch.from_numpy(values)}, metadata)
-            write_manifest(folder, inputs[ability], started=started)
-        del model
-    out: dict[str, NDArray[np.float32]] = {}
-    meta: dict[str, str] = {}
-    for ability in abilities:
-        tensors, meta = read_tensors(layout.attribution_file(ability, statistic))
-        out[ability] = tensors[statistic].numpy().astype(np.float32)
-    return out, meta

@@ -32,6 +32,7 @@ from benchprof.core.results import (
     read_results,
 )
 from benchprof.profile.analyses import JointCell, JointDraws, profile_analyses
+from benchprof.profile.breadth import apply_breadth
 from benchprof.profile.cells import (
     Cell,
     CellKey,
@@ -40,6 +41,7 @@ from benchprof.profile.cells import (
     cell_rows,
     correct_for_multiplicity,
     correct_k_steps,
+    count_agreement,
     joint_cell,
     k_steps,
     pool_calibration,
@@ -342,12 +344,15 @@ def _add_rows(run: _ScoreRun, base: _Original, loaded: Loaded, p_loaded: Loaded)
     # the control of every top region at k: the random draws of every ability at k on this benchmark
     pools = {k: random_pool(loaded, k) for k in profile.k_values}
     p_pools = {k: random_pool(p_loaded, k) for k in profile.k_values}
+    # ... and every ability's placebo regions at k: the procedure's regions on items no skill answers
+    placebos = {k: random_pool(loaded, k, placebo=True) for k in profile.k_values}
+    p_placebos = {k: random_pool(p_loaded, k, placebo=True) for k in profile.k_values}
     for (ability, k), ablated in loaded.items():
         cell = Cell(ability, k, benchmark, run.resamples, settings.seed, base.clusters)
-        on_metric = CellScores(base.metric_key, original, ablated, pools[k])
+        on_metric = CellScores(base.metric_key, original, ablated, pools[k], placebos[k])
         profile.rows.extend(cell_rows(profile, cell, on_metric, run.samples, run.row_spread))
         if (ability, k) in p_loaded and base.p_correct is not None:
-            on_p_correct = CellScores(P_CORRECT, base.p_correct, p_loaded[(ability, k)], p_pools[k])
+            on_p_correct = CellScores(P_CORRECT, base.p_correct, p_loaded[(ability, k)], p_pools[k], p_placebos[k])
             profile.rows.extend(cell_rows(profile, cell, on_p_correct, None, run.row_spread))
     profile.k_steps += k_steps(profile, benchmark, original, loaded, base.clusters)
     for k in profile.k_values:
@@ -418,6 +423,8 @@ def load_scores(
     profile.rows.extend(specificity_rows(profile, run.samples))
     profile.rows.extend(mean_specificity_rows(profile, run.original_docs, run.ablated_docs, resamples, settings.seed))
     correct_for_multiplicity(profile, run.row_spread)
+    apply_breadth(profile)
+    count_agreement(profile)
     correct_k_steps(profile)
     # after the q-values: breadth counts stars
     draws = profile_analyses(profile, run.joint_cells, resamples, settings.seed)

@@ -106,42 +106,45 @@ def attribution_items(cfg: Config, spec: ModelSpec, data: dict[str, Item]) -> di
     """With a neuron score: each ability's statistic (attribution or activity, stages/neurons.py), in place of its
     importance."""
     from benchprof.core.layout import Layout
-    from benchprof.stages.neurons import attribution_inputs, statistic_of
+    from benchprof.stages.extract import placebo_key
+    from benchprof.stages.neurons import statistic_of
+    from benchprof.stages.statistic_files import attribution_inputs
 
     layout = Layout(cfg.output_root, spec.tag)
     statistic = statistic_of(cfg.extract.score)
     items = {}
-    for ability in cfg.abilities():
-        expected, upstream = None, upstream_of(data.get(ability), "data")
-        if not upstream:
-            try:
-                expected = attribution_inputs(cfg, spec, ability, update_cache=False, statistic=statistic)
-            except BenchprofError as err:
-                upstream = f"data unreadable: {err}"
-        state, why = judge(layout.attribution_output(ability, statistic), expected, upstream)
-        items[ability] = Item(statistic, spec.tag, ability, state, why)
+    for placebo in (False, True) if "placebo" in cfg.extract.regions else (False,):
+        for ability in cfg.abilities():
+            expected, upstream = None, upstream_of(data.get(ability), "data")
+            if not upstream:
+                try:
+                    expected = attribution_inputs(cfg, spec, ability, False, None, statistic, placebo)
+                except BenchprofError as err:
+                    upstream = f"data unreadable: {err}"
+            output = layout.attribution_output(ability, statistic, placebo)
+            state, why = judge(output, expected, upstream)
+            items[placebo_key(ability) if placebo else ability] = Item(output.stage, spec.tag, ability, state, why)
     return items
 
 
 def neuron_mask_items(cfg: Config, spec: ModelSpec, attribution: dict[str, Item]) -> dict[tuple[str, float], Item]:
     """With a neuron score: each (ability, k) neuron-region folder, judged from the attribution files it reads."""
     from benchprof.core.layout import Layout
-    from benchprof.stages.extract import attribution_used, neuron_region_inputs
+    from benchprof.stages.extract import attribution_used, neuron_identities, neuron_region_inputs, placebo_key
     from benchprof.stages.neurons import statistic_of
-    from benchprof.stages.weight_scores import importance_identity
 
     layout = Layout(cfg.output_root, spec.tag)
     statistic = statistic_of(cfg.extract.score)
     items = {}
     for ability in cfg.abilities():
         used = attribution_used(cfg, ability, cfg.extract.score)
-        upstream = next((u for b in used if (u := upstream_of(attribution.get(b), statistic))), "")
+        read = used + [placebo_key(b) for b in used if placebo_key(b) in attribution]
+        upstream = next((u for b in read if (item := attribution.get(b)) and (u := upstream_of(item, item.stage))), "")
         for k in cfg.settings.k_values:
             output = layout.masks_output(ability, k, cfg.extract.region_names())
             expected = None
             if not upstream:
-                identities = {b: importance_identity(layout.attribution_file(b, statistic)) for b in used}
-                expected = neuron_region_inputs(cfg, ability, k, identities)
+                expected = neuron_region_inputs(cfg, ability, k, neuron_identities(cfg, layout, ability, statistic))
             state, why = judge(output, expected, upstream)
             items[(ability, k)] = Item("masks", spec.tag, output.label, state, why)
     return items

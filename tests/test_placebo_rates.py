@@ -1,0 +1,96 @@
+"""Rates, not one dataset: the claim rule of docs/claims.md (top − random and top − placebo starred in a majority of
+three selections) over many simulated profiles through the whole aggregate path (result files in, ais.csv rows
+out), in the situation the placebo control is for: every region the procedure chooses, the ability's and the
+placebo's alike, hurts every benchmark more than a random region does (a region chosen on multiple-choice items
+breaks multiple-choice answering), and no ability's region does more. Random regions alone then star "draws on"
+in most profiles; the rule must keep its false claims at alpha. With a real effect beyond the procedure's on one
+benchmark, it must find it.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import yaml
+from test_aggregate import write_eval
+
+from benchprof.core.layout import Variant
+from benchprof.core.loader import load_config
+from benchprof.profile.claims import benchmark_claims
+from benchprof.profile.rows import ADJUSTED
+from benchprof.stages.aggregate import load_scores
+
+K = 0.01
+ABILITIES = ["Quantitative_Reasoning", "Long_Term_Knowledge", "Commonsense_Causal"]
+TARGET = "arc_like"  # the benchmark that a true effect is put on (Quantitative_Reasoning's regions)
+BENCHMARKS = [*ABILITIES, TARGET, "piqa_like"]
+REGIONS = [f"{kind}{s if s > 1 else ''}" for kind in ("top", "random", "placebo") for s in (1, 2, 3)]
+PROFILES = 100  # per scenario: the rate's standard error at 0.05 is 0.022
+N = 200  # items per benchmark
+PROCEDURE = 0.12  # share of right items every chosen region (top or placebo) turns wrong, on every benchmark
+
+
+def simulate(tmp_path, rng: np.random.Generator, effect: float):
+    """One profile: an original run (acc 0.7) per benchmark; per ability three top regions, three random draws and
+    three placebo regions. Every region flips a share of items both ways (around 0.15, sd 0.06: regions differ);
+    top and placebo regions also turn PROCEDURE of the right items wrong everywhere; with `effect`, the
+    Quantitative_Reasoning top regions turn that share more wrong on TARGET (a claim that is true)."""
+    raw = {
+        "settings": {"k_values": [K], "output_dir": "out"},
+        "models": [{"name": "x", "tag": "t"}],
+        "datasets": [{"name": a} for a in ABILITIES],
+        "evals": {"benchmarks": BENCHMARKS},
+        "finetune": {"max_samples": 10},
+        "extract": {
+            "score": "act_grad_contrast_abs",
+            "regions": ["top", "random", "placebo"],
+            "random_draws": 3,
+            "selections": 3,
+        },
+        "aggregate": {"bootstrap": 100, "seed": int(rng.integers(1 << 30)), "min_correct": 1},
+    }
+    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
+    cfg = load_config(tmp_path / "config.yml")
+    for benchmark in BENCHMARKS:
+        original = (rng.random(N) < 0.7).astype(float)
+        write_eval(cfg, Variant(), benchmark, {"acc,none": float(original.mean())}, {"acc": list(original)})
+        for ability in ABILITIES:
+            for region in REGIONS:
+                rate = float(np.clip(rng.normal(0.15, 0.06), 0.02, 0.5))
+                ablated = np.where(rng.random(N) < rate, rng.random(N) < 0.7, original)
+                harm = 0.0 if region.startswith("random") else PROCEDURE
+                if region.startswith("top") and ability == ABILITIES[0] and benchmark == TARGET:
+                    harm += effect
+                ablated = np.where((ablated == 1) & (rng.random(N) < harm), 0.0, ablated)
+                scores = {"acc": [float(x) for x in ablated]}
+                write_eval(cfg, Variant(ability, K, region), benchmark, {"acc,none": float(ablated.mean())}, scores)
+    return load_scores(cfg, progress=False)
+
+
+@pytest.mark.parametrize("effect", [0.0, 0.3])
+def test_the_claim_rule_holds_false_claims_at_alpha_where_random_regions_alone_do_not(tmp_path, effect):
+    rng = np.random.default_rng(63 + int(effect * 10))
+    beyond_random, ruled, found = [], [], []
+    for i in range(PROFILES):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        profile = simulate(folder, rng, effect)
+        false_random = [
+            r
+            for r in profile.rows
+            if r.region == ADJUSTED and r.significant and r.ais > 0 and (not effect or r.benchmark != TARGET)
+        ]
+        beyond_random.append(bool(false_random))
+        claims = [(c.benchmark, r.ability) for c in benchmark_claims(profile) for r in c.draws_on]
+        true_claim = (TARGET, ABILITIES[0])
+        ruled.append(any(claim != true_claim for claim in claims))
+        found.append(true_claim in claims)
+    error = math.sqrt(0.05 * 0.95 / PROFILES)
+    print(
+        f"effect {effect}: profiles with a false star beyond random regions only {np.mean(beyond_random):.2f}, with a "
+        f"false claim under the rule {np.mean(ruled):.3f} (+-{error:.3f}), true claim found {np.mean(found):.2f}"
+    )
+    assert np.mean(beyond_random) >= 0.5  # the confound the placebo control is for: random regions miss it
+    assert np.mean(ruled) <= 0.05 + 2 * error
+    if effect:
+        assert np.mean(found) >= 0.5

@@ -1,0 +1,253 @@
+"""Three attribution samples per ability and placebo regions (docs/claims.md): each selection's region equals a
+brute-force ranking of an independent attribution over its own disjoint train items, each placebo region one over
+the same items with their answers drawn at random; selection 1 is the region a single selection gives; the
+profile's top-placebo rows and selections_agree equal a computation by hand from the result files; bad settings
+are one line."""
+
+import csv
+import json
+import math
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from test_neuron_extract import DEMO, demo_model, neurons_of
+
+from benchprof import BenchprofError
+from benchprof.abilities import generate
+from benchprof.core.config import ConfigError
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config, parse_config
+from benchprof.core.regions import read_region
+from benchprof.profile.rows import CONTROL, DAMAGE, PRIMARY
+from benchprof.stages.data import write_jsonl
+from benchprof.stages.extract import extract, neuron_count
+from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_scores
+from benchprof.stages.statistic_files import placebo_items
+from benchprof.stages.status import plan_status
+
+ABILITIES = ("Long_Term_Knowledge", "Commonsense_Causal", "Semantic_Relationship")
+K = 0.004
+PER_SAMPLE = 4
+
+
+def project(tmp_path: Path, selections: int = 3, regions=("top", "random", "placebo"), **evals) -> Path:
+    for ability in ABILITIES:
+        train, test = generate(ability, 12, 8, seed=2)
+        write_jsonl(tmp_path / "data" / ability / "train.jsonl", train)
+        write_jsonl(tmp_path / "data" / ability / "test.jsonl", test)
+    raw = {
+        "settings": {"k_values": [K], "output_dir": str(tmp_path / "out"), "front_removal": 1},
+        "models": [{"name": str(DEMO), "tag": "demo"}],
+        "datasets": [{"name": a, "path": str(tmp_path / "data" / a)} for a in ABILITIES],
+        "evals": {"benchmarks": list(ABILITIES), "device": "cpu", **evals},
+        "finetune": {"max_samples": PER_SAMPLE},
+        "extract": {
+            "score": "act_grad_contrast_abs",
+            "regions": list(regions),
+            "random_draws": 2,
+            "selections": selections,
+        },
+        "aggregate": {"bootstrap": 200},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+def test_each_selection_and_placebo_region_ranks_its_own_items(tmp_path, capsys):
+    cfg = load_config(project(tmp_path / "three"))
+    extract(cfg)
+    one = load_config(project(tmp_path / "one", selections=1, regions=("top", "random")))
+    extract(one)
+    model, tok = demo_model()
+    shape = model_neurons(model)
+    count = neuron_count(K, shape.total_params, shape.hidden)
+    eligible = np.arange(shape.count) >= shape.intermediate  # front_removal: 1 layer
+    train = {a: generate(a, 12, 8, seed=2)[0] for a in ABILITIES}
+    # the placebo labels as PLACEBO_LABELS declares them, drawn here apart from placebo_items
+    placebo = {}
+    for a in ABILITIES:
+        rng = np.random.default_rng(zlib.crc32(a.encode()))
+        placebo[a] = [{**r, "label": int(rng.integers(len(r["options"])))} for r in train[a]]
+    layout = Layout(tmp_path / "three" / "out", "demo")
+    got: dict[tuple[str, str], set[int]] = {}
+    for kind, items in (("top", train), ("placebo", placebo)):
+        for s in (1, 2, 3):
+            rows = slice((s - 1) * PER_SAMPLE, s * PER_SAMPLE)  # disjoint train items per selection
+            attribution = {a: neuron_attribution(model, tok, items[a][rows]) for a in ABILITIES}
+            for ability in ABILITIES:
+                scores = neuron_scores(attribution, ability, "act_grad_contrast_abs")
+                order = [int(i) for i in np.argsort(-scores, kind="stable") if eligible[i]]
+                region = kind if s == 1 else f"{kind}{s}"
+                indices, _ = read_region(layout.mask_file(ability, K, region))
+                got[(ability, region)] = neurons_of(indices, shape.hidden, shape.intermediate)
+                assert len(got[(ability, region)] & set(order[:count])) >= count - 1, (ability, region)
+    for ability in ABILITIES:
+        # selection 1 is the region one selection gives: a config that adds samples keeps its top region
+        alone, _ = read_region(Layout(tmp_path / "one" / "out", "demo").mask_file(ability, K, "top"))
+        assert neurons_of(alone, shape.hidden, shape.intermediate) == got[(ability, "top")]
+        assert got[(ability, "top")] != got[(ability, "top2")] and got[(ability, "top")] != got[(ability, "placebo")]
+    capsys.readouterr()
+    extract(cfg)
+    assert "0 (ability, k) region set(s), 3 up to date" in capsys.readouterr().out
+    states = {(i.stage, i.model + ": " + i.what): i.state for i in plan_status(cfg)}
+    assert all(states[("attribution placebo", f"demo: {a}")] == "done" for a in ABILITIES)
+    assert all(states[("masks", f"demo: {a} k{K}")] == "done" for a in ABILITIES)
+    # a placebo file edited by hand: it, and every region chosen from it, are no longer done
+    path = layout.attribution_file("Commonsense_Causal", placebo=True)
+    path.write_bytes(path.read_bytes()[:-8] + b"\0" * 8)
+    states = {(i.stage, i.model + ": " + i.what): i.state for i in plan_status(cfg)}
+    assert states[("attribution placebo", "demo: Commonsense_Causal")] != "done"
+    assert states[("attribution", "demo: Commonsense_Causal")] == "done"
+    assert all(states[("masks", f"demo: {a} k{K}")] != "done" for a in ABILITIES)
+
+
+def test_placebo_labels_carry_no_skill():
+    records = generate("Commonsense_Causal", 3000, 1, seed=5)[0]
+    labels = [r["label"] for r in placebo_items(records, "Commonsense_Causal")]
+    assert labels == [r["label"] for r in placebo_items(records, "Commonsense_Causal")]  # the same on every run
+    assert [r["options"] for r in placebo_items(records, "X")] == [r["options"] for r in records]
+    options = len(records[0]["options"])
+    assert all(len(r["options"]) == options for r in records)
+    # the label agrees with the answer as often as chance (binomial, 4 sd), and every position is as likely
+    agree = sum(p == r["label"] for p, r in zip(labels, records, strict=True))
+    expected, sd = len(records) / options, math.sqrt(len(records) * (1 / options) * (1 - 1 / options))
+    assert abs(agree - expected) < 4 * sd
+    from scipy.stats import chisquare
+
+    assert chisquare(np.bincount(labels, minlength=options)).pvalue > 1e-3
+
+
+@pytest.mark.parametrize(
+    "extract_settings, finetune, match",
+    [
+        ({"selections": 3}, {"max_samples": 10}, r"^extract.selections needs a neuron score"),
+        ({"regions": ["top", "random", "placebo"]}, {}, r"^extract.regions: placebo needs a neuron score"),
+        ({"selections": 3, "score": "act_grad_contrast_abs"}, {}, r"^extract.selections: 3 samples .*max_samples"),
+        ({"selections": 0, "score": "act_grad_contrast_abs"}, {}, r"^extract.selections: 0 must be at least 1"),
+        (
+            {"selections": 3, "score": "act_grad_contrast_abs"},
+            {"max_samples": 800},
+            r"^data.train_size: 2000 train items cannot hold .* = 2400",
+        ),
+    ],
+)
+def test_settings_that_cannot_give_disjoint_samples_are_one_line(extract_settings, finetune, match):
+    raw = {"models": [{"name": "m"}], "datasets": [{"name": a} for a in ABILITIES], "extract": extract_settings}
+    raw["finetune"] = finetune
+    with pytest.raises(ConfigError, match=match):
+        parse_config(raw)
+
+
+def test_a_train_split_too_short_for_the_samples_is_refused_naming_the_ability(tmp_path):
+    path = project(tmp_path)
+    raw = yaml.safe_load(path.read_text())
+    raw["finetune"]["max_samples"] = 5  # 3 x 5 > the 12 train items each
+    path.write_text(yaml.safe_dump(raw))
+    with pytest.raises(BenchprofError, match=r"^Long_Term_Knowledge: 12 train items cannot hold .* = 15"):
+        extract(load_config(path))
+
+
+def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
+    from benchprof.stages.run import run
+
+    config = project(tmp_path, limit=8)
+    cfg = load_config(config)
+    run(cfg)
+    layout = Layout(tmp_path / "out", "demo")
+    with (tmp_path / "out" / "demo" / "profile" / "ais.csv").open(encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+
+    def score(variant: Variant, benchmark: str) -> float:
+        result = json.loads(layout.eval_file(variant, benchmark).read_text())
+        return float(result["results"][result["primary_task"]]["acc_norm,none"])
+
+    checked = claims = 0
+    for benchmark in ABILITIES:
+        s = score(Variant(), benchmark)
+        placebos = [
+            (s - score(Variant(a, K, r), benchmark)) / s for a in ABILITIES for r in ("placebo", "placebo2", "placebo3")
+        ]
+        for ability in ABILITIES:
+            cell = {
+                r["region"]: r
+                for r in rows
+                if r["benchmark"] == benchmark and r["ability"] == ability and r["metric"] == "acc_norm,none"
+            }
+            for top in ("top", "top2", "top3"):
+                own = (s - score(Variant(ability, K, top), benchmark)) / s
+                assert float(cell[f"{top}-placebo"]["ais"]) == pytest.approx(own - np.mean(placebos), abs=1e-12)
+                assert int(cell[f"{top}-placebo"]["control_draws"]) == 9
+                families = {
+                    f"{top}-placebo": PRIMARY,
+                    f"{top}-random": PRIMARY,
+                    top: DAMAGE,
+                    top.replace("top", "placebo"): CONTROL,
+                }
+                for name, family in families.items():  # untested at chance or without a p-value
+                    tested = cell[name]["at_chance"] != "true" and cell[name]["p_value"] != ""
+                    assert cell[name]["family"] == (family if tested else ""), name
+                    claims += tested and family == PRIMARY
+                checked += 1
+
+            meets = 0
+            for top in ("top", "top2", "top3"):
+                against = [cell[f"{top}-random"], cell[f"{top}-placebo"]]
+                starred = all(r["significant"] == "true" and float(r["ais"]) > 0 for r in against)
+                meets += starred and cell[top]["below_chance"] != "true"
+            assert int(cell["top-random"]["selections"]) == 3
+            assert int(cell["top-random"]["selections_agree"]) == meets
+    assert checked == 27 and claims >= 12
+    # breadth: a region's mean top − random AIS on the ability splits that are neither its own nor the benchmark
+    key = {(r["ability"], r["benchmark"], r["region"]): r for r in rows if r["metric"] == "acc_norm,none"}
+    for ability in ABILITIES:
+        for benchmark in ABILITIES:
+            row = key[(ability, benchmark, "top2-random")]
+            elsewhere = [b for b in ABILITIES if b not in (ability, benchmark)]
+            others = [float(key[(ability, b, "top2-random")]["ais"]) for b in elsewhere]
+            if row["at_chance"] != "true":
+                checked += 1
+                assert float(row["breadth"]) == pytest.approx(np.mean(others), abs=1e-12)
+    assert checked > 27
+
+
+def test_a_committed_profile_folder_re_derives_its_ais_csv_from_its_documents_alone(tmp_path, capsys):
+    """The profile folder copied elsewhere with its config, every output, mask and model file gone: ais.csv is
+    computed again from documents.tar.gz and equals the one aggregate wrote; a changed document shows."""
+    import shutil
+    import tarfile
+
+    from benchprof.profile.documents import DOCUMENTS, main
+    from benchprof.stages.run import run
+
+    config = project(tmp_path / "run", selections=1, regions=("top", "random"), limit=8)
+    run(load_config(config))
+    committed = tmp_path / "committed"
+    shutil.copytree(tmp_path / "run" / "out" / "demo" / "profile", committed)
+    shutil.copy(config, committed / "config.yml")
+    shutil.rmtree(tmp_path / "run")
+    with tarfile.open(committed / DOCUMENTS) as archive:
+        names = archive.getnames()
+    assert len(names) == 2 * 3 * (1 + 3 * 3)  # result and samples file: 3 benchmarks, original + 3 x 3 variants
+    capsys.readouterr()
+    main(str(committed))
+    assert "identical" in capsys.readouterr().out
+    # one document's score changed in the archive: the re-derived table differs, said in one line
+    member = next(n for n in names if n.endswith("top/Commonsense_Causal.samples.jsonl"))
+    with tarfile.open(committed / DOCUMENTS) as archive:
+        lines = archive.extractfile(member).read().decode().splitlines()
+    first = json.loads(lines[0])
+    first["acc_norm"] = 1.0 - first["acc_norm"]
+    lines[0] = json.dumps(first)
+    rebuilt = tmp_path / "rebuilt"
+    with tarfile.open(committed / DOCUMENTS) as archive:
+        archive.extractall(rebuilt, filter="data")
+    (rebuilt / member).write_text("\n".join(lines) + "\n")
+    with tarfile.open(committed / DOCUMENTS, "w:gz") as archive:
+        for name in names:
+            archive.add(rebuilt / name, arcname=name)
+    with pytest.raises(BenchprofError, match="ais.csv not re-derived identically"):
+        main(str(committed))
