@@ -1,10 +1,10 @@
-"""Re-derive profiles' ais.csv from their per-document scores alone (profile/documents.py) and compare.
+"""Re-derive profiles' ais.csv from their per-document scores alone (lab/rederive.py) and compare.
 
 .venv/bin/python scripts/rederive_profile.py outputs/<model>/profile docs/results/profile-*
 """
 
 from benchprof.core.console import run_script
-from benchprof.profile.documents import main
+from benchprof.lab.rederive import main
 
 if __name__ == "__main__":
     run_script(main)

@@ -220,7 +220,8 @@ def test_a_committed_profile_folder_re_derives_its_ais_csv_from_its_documents_al
     import shutil
     import tarfile
 
-    from benchprof.profile.documents import DOCUMENTS, main
+    from benchprof.lab.rederive import main
+    from benchprof.profile.documents import DOCUMENTS
     from benchprof.stages.run import run
 
     config = project(tmp_path / "run", selections=1, regions=("top", "random"), limit=8)
@@ -251,3 +252,40 @@ def test_a_committed_profile_folder_re_derives_its_ais_csv_from_its_documents_al
             archive.add(rebuilt / name, arcname=name)
     with pytest.raises(BenchprofError, match="ais.csv not re-derived identically"):
         main(str(committed))
+
+
+def test_placebo_stars_equal_a_predictive_t_and_holm_by_hand():
+    """Each placebo row on a real benchmark against the random draws at its k: t = (a − m) / (s √(1 + 1/D)) on D − 1
+    degrees of freedom, Holm over all of them; an ability split's rows and a benchmark at chance are left out."""
+    from scipy import stats
+
+    from benchprof.profile.controls import placebo_stars
+    from benchprof.profile.rows import AisRow, Profile
+
+    randoms = {"arc_like": [0.01, 0.03, -0.02, 0.02], "piqa_like": [0.0, 0.01, 0.02, -0.01]}
+    placebos = {"arc_like": [0.30, 0.02, 0.05], "piqa_like": [0.015, -0.2, 0.04]}
+    rows = []
+    for benchmark in (*randoms, "Commonsense_Causal", "coin"):
+        for i, ais in enumerate(randoms.get(benchmark, [0.0, 0.01, 0.02])):
+            rows.append(AisRow("m", f"A{i}", benchmark, K, "random", "acc,none", 0.6, 0.5, ais))
+        for i, ais in enumerate(placebos.get(benchmark, [0.9, 0.9])):
+            rows.append(AisRow("m", f"A{i}", benchmark, K, "placebo", "acc,none", 0.6, 0.5, ais))
+    benchmarks = [*randoms, "Commonsense_Causal", "coin"]
+    profile = Profile("m", "m", ["A0"], benchmarks, [K], ["top", "random", "placebo"], K, 0.05, 0, rows=rows)
+    profile.metrics = {b: "acc,none" for b in benchmarks}
+    profile.chance_p = {"arc_like": 1e-9, "piqa_like": 1e-9, "Commonsense_Causal": 1e-9, "coin": 0.5}
+    p_values, signs = [], []
+    for benchmark, pool in randoms.items():
+        m, s, d = np.mean(pool), np.std(pool, ddof=1), len(pool)
+        for a in placebos[benchmark]:
+            t = (a - m) / (s * math.sqrt(1 + 1 / d))
+            p_values.append(2 * stats.t.sf(abs(t), d - 1))
+            signs.append(a > m)
+    order = np.argsort(p_values)
+    holm, running = np.empty(len(p_values)), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p_values) - rank) * p_values[i]))
+        holm[i] = running
+    expected = sum(q < 0.05 and up for q, up in zip(holm, signs, strict=True))
+    assert placebo_stars(profile) == (expected, 6)
+    assert expected == 1  # the arc_like placebo at 0.30 alone: piqa_like's −0.2 is far, but below

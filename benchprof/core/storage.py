@@ -362,20 +362,17 @@ def user_cache_file(name: str, key: Any) -> Path:
 
 def read_cached(name: str, key: Any) -> Any:
     """The value keep_cached kept for (name, key); None when there is none or it cannot be read."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         return json.loads(user_cache_file(name, key).read_text())
-    except (OSError, ValueError):
-        return None
+    return None
 
 
 def keep_cached(name: str, key: Any, value: Any) -> None:
     """Keep `value` for read_cached; a cache folder that cannot be written is skipped (computed again next time)."""
     path = user_cache_file(name, key)
-    try:
+    with contextlib.suppress(OSError, BenchprofError):
         path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, value)
-    except (OSError, BenchprofError):
-        pass
 
 
 def versions() -> dict[str, str]:
@@ -419,11 +416,9 @@ def write_manifest(
 
 
 def remove_temps(directory: Path, name: str = "") -> None:
-    """Remove the temporary files (and checkpoint folders) a killed run left in `directory`, only those
-    for `name` if given: names benchprof wrote (temp_affixes), never another file that starts with a dot.
-
-    Call it only where no other process writes at the same time (a stage's own folder, or one job's files).
-    """
+    """Remove the temporary files (and checkpoint folders) a killed run left in `directory`, only those for `name`
+    if given: names benchprof wrote (temp_affixes), never another file that starts with a dot. Call it only where
+    no other process writes at the same time (a stage's own folder, or one job's files)."""
     import glob
     import shutil
 

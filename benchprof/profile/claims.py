@@ -208,6 +208,13 @@ def claims_markdown(profile: Profile) -> list[str]:
             "other abilities' splits predicts (the breadth control, where the profile scores those splits), and "
             "the benchmark's ablated score not below chance, in a majority of the attribution samples "
             "(selections); the figure is selection 1's (docs/claims.md)."
+            + (
+                f" Placebo regions alone, each tested against random regions as a top region is (Holm over them), "
+                f"would have starred {profile.placebo_stars[0]} of {profile.placebo_stars[1]} rows on real "
+                "benchmarks: the false-claim rate of a claim beyond random regions only."
+                if len(profile.placebo_stars) == 2 and profile.placebo_stars[1]
+                else ""
+            )
             if ruled_claims(profile)
             else "These claims are beyond random regions only: a region chosen the same way on items of the same "
             "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."

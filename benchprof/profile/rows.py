@@ -248,6 +248,8 @@ class Profile:
     score: str = "importance"  # extract.score of the evaluated top/bottom masks (from their headers)
     loss_on: str = ""  # finetune.loss_on of the importance files ("" when unknown)
     dtype: str = ""  # what the evaluations were scored in (evals.dtype, else the model's; "" when unknown)
+    # what placebo regions alone would claim (profile/controls.py): [starred, tested] rows on real benchmarks
+    placebo_stars: list[int] = field(default_factory=list)
     overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
     alpha: float = 0.05  # aggregate.alpha: every star's level (Holm in the claim family, Benjamini-Hochberg elsewhere)
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level

@@ -47,6 +47,7 @@ from benchprof.profile.cells import (
     pool_calibration,
     random_pool,
 )
+from benchprof.profile.controls import placebo_stars
 from benchprof.profile.rows import P_CORRECT, MissingEval, Profile, ability_benchmarks
 from benchprof.profile.specificity import mean_specificity_rows, specificity_rows
 from benchprof.stages.damage import eval_dtype
@@ -425,6 +426,7 @@ def load_scores(
     correct_for_multiplicity(profile, run.row_spread)
     apply_breadth(profile)
     count_agreement(profile)
+    profile.placebo_stars = list(placebo_stars(profile))
     correct_k_steps(profile)
     # after the q-values: breadth counts stars
     draws = profile_analyses(profile, run.joint_cells, resamples, settings.seed)

@@ -10,4 +10,6 @@ the key its caller builds). May import: numpy, scipy and each other; nothing els
 - `multitest`: multiplicity corrections over a family of p-values (Benjamini–Hochberg, Holm).
 - `power`: the minimum detectable AIS and the items needed to detect one.
 - `profiles`: statistics over a benchmark's ability profile (breadth, entropy of the AIS mass, similarity).
+- `breadth`: a region's loss on one benchmark beyond what its damage elsewhere predicts (the claims' breadth
+  control).
 """
