@@ -147,3 +147,23 @@ def test_a_killed_run_takes_torchrun_and_its_ranks_with_it(tiny_model_dir, tmp_p
         run_process.kill()
         for pid in launched():
             os.kill(pid, signal.SIGKILL)
+
+
+def test_a_dry_run_names_a_weights_file_cut_short(tiny_model_dir, tmp_path):
+    """A finished model folder whose model.safetensors was cut short passed the dry run, and only the real run
+    failed (issue 65): the dry run reads each weights file's header and refuses it in one line naming the file."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    weights = next(model.glob("*.safetensors"))
+    config = write_config(tmp_path, model)
+    ok = subprocess.run([sys.executable, "-m", "benchprof", "run", "--dry_run", str(config)], capture_output=True)
+    assert ok.returncode == 0, ok.stderr[-2000:]
+    weights.write_bytes(weights.read_bytes()[:-100])
+    cut = subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", "--dry_run", str(config)], capture_output=True, text=True
+    )
+    assert cut.returncode != 0
+    assert f"models[0].name: {weights}: cut short or damaged" in cut.stderr
+    assert "Traceback" not in cut.stderr

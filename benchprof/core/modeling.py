@@ -361,3 +361,18 @@ def link_results(source: Path, target: Path) -> int:
             shutil.copy2(path, destination)
         linked += 1
     return linked
+
+
+def whole_safetensors(path: Path) -> bool:
+    """Whether a safetensors file is as long as its header says (8 bytes of header size, the header, then the data
+    up to the largest end offset of its tensors): a file cut short is not."""
+    import json
+
+    try:
+        with open(path, "rb") as f:
+            size = int.from_bytes(f.read(8), "little")
+            header = json.loads(f.read(size))
+        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return False
+    return path.stat().st_size == 8 + size + max(ends, default=0)

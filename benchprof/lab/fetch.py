@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchprof import BenchprofError
+from benchprof.core.modeling import whole_safetensors
 
 
 @dataclass(frozen=True)
@@ -233,19 +234,6 @@ def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
     if not isinstance(files, dict) or not all(matches_record(folder / name, entry) for name, entry in files.items()):
         return False
     return all(whole_safetensors(path) for path in folder.glob("*.safetensors"))
-
-
-def whole_safetensors(path: Path) -> bool:
-    """Whether a safetensors file is as long as its header says (8 bytes of header size, the header, then the data
-    up to the largest end offset of its tensors): a file cut short is not."""
-    try:
-        with open(path, "rb") as f:
-            size = int.from_bytes(f.read(8), "little")
-            header = json.loads(f.read(size))
-        ends = [int(v["data_offsets"][1]) for k, v in header.items() if k != "__metadata__"]
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return False
-    return path.stat().st_size == 8 + size + max(ends, default=0)
 
 
 def publish(tmp: Path, folder: Path, record: dict[str, object], fmt: int = FORMAT) -> None:

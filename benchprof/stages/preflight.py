@@ -157,6 +157,12 @@ def check_model(
         if not (Path(source) / "config.json").is_file():
             problems.append(f"{key}: {source}: no config.json (not a Hugging Face model folder)")
             return None
+        from benchprof.core.modeling import whole_safetensors
+
+        for weights in sorted(Path(source).glob("*.safetensors")):  # reads each header only: a cut file shows
+            if not whole_safetensors(weights):
+                problems.append(f"{key}: {weights}: cut short or damaged (its size disagrees with its header)")
+                return None
     elif looks_like_path(source) or Path(source).exists():
         problems.append(f"{key}: {cfg.resolve(source)}: model folder not found")
         return None
