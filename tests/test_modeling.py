@@ -132,6 +132,17 @@ def test_the_checkpoint_fingerprint_is_kept_by_content_and_recomputed_when_a_wei
     assert len(json.loads((other / "fingerprints.json").read_text())) == 1
 
 
+def edit_keeping_size_and_mtime(weights: Path) -> None:
+    """Flip one bit near the end of a file and put its mtime back: the same name, size and mtime, other bytes."""
+    st = weights.stat()
+    with open(weights, "r+b") as f:
+        f.seek(st.st_size - 3)
+        last = f.read(1)
+        f.seek(st.st_size - 3)
+        f.write(bytes([last[0] ^ 0x40]))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
 def test_model_identity_is_content_cached_by_time(tmp_path, tiny_model_dir):
     a, b = tmp_path / "a", tmp_path / "b"
     shutil.copytree(tiny_model_dir, a)
@@ -154,14 +165,7 @@ def test_model_identity_sees_a_same_size_edit_with_the_mtime_put_back(tmp_path, 
     cache = tmp_path / "cache"
     cache.mkdir()
     before = model_identity(str(model), cache)
-    weights = model / "model.safetensors"
-    st = weights.stat()
-    with open(weights, "r+b") as f:
-        f.seek(st.st_size - 3)
-        last = f.read(1)
-        f.seek(st.st_size - 3)
-        f.write(bytes([last[0] ^ 0x40]))
-    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    edit_keeping_size_and_mtime(model / "model.safetensors")
     after = model_identity(str(model), cache)
     assert after["files"]["model.safetensors"] != before["files"]["model.safetensors"]
     assert after["files"]["config.json"] == before["files"]["config.json"]
@@ -183,14 +187,7 @@ def test_a_settled_checkpoint_is_hashed_once_per_process_until_it_changes(tmp_pa
     )
     before = model_identity(str(model))
     assert model_identity(str(model)) == before and hashed.count("model.safetensors") == 1
-    weights = model / "model.safetensors"
-    st = weights.stat()
-    with open(weights, "r+b") as f:
-        f.seek(st.st_size - 3)
-        last = f.read(1)
-        f.seek(st.st_size - 3)
-        f.write(bytes([last[0] ^ 0x40]))
-    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    edit_keeping_size_and_mtime(model / "model.safetensors")
     after = model_identity(str(model))
     assert hashed.count("model.safetensors") == 2
     assert after["files"]["model.safetensors"] != before["files"]["model.safetensors"]

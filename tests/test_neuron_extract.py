@@ -25,18 +25,28 @@ ABILITIES = ("Long_Term_Knowledge", "Commonsense_Causal", "Semantic_Relationship
 K = 0.004
 
 
-def project(tmp_path: Path, score: str = "act_grad_contrast", **extract_settings) -> Path:
+def project(
+    tmp_path: Path,
+    score: str = "act_grad_contrast",
+    test_items: int = 4,
+    max_samples: int = 10,
+    regions: tuple[str, ...] = ("top", "bottom", "random"),
+    evals: dict | None = None,
+    **extract_settings,
+) -> Path:
+    """A config of the demo model over three abilities' generated data (12 train items each) in tmp_path."""
     for ability in ABILITIES:
-        train, test = generate(ability, 12, 4, seed=2)
+        train, test = generate(ability, 12, test_items, seed=2)
         write_jsonl(tmp_path / "data" / ability / "train.jsonl", train)
         write_jsonl(tmp_path / "data" / ability / "test.jsonl", test)
     raw = {
         "settings": {"k_values": [K], "output_dir": str(tmp_path / "out"), "front_removal": 1},
         "models": [{"name": str(DEMO), "tag": "demo"}],
         "datasets": [{"name": a, "path": str(tmp_path / "data" / a)} for a in ABILITIES],
-        "evals": {"benchmarks": list(ABILITIES)},
-        "finetune": {"max_samples": 10},
-        "extract": {"score": score, "regions": ["top", "bottom", "random"], "random_draws": 2, **extract_settings},
+        "evals": {"benchmarks": list(ABILITIES), **(evals or {})},
+        "finetune": {"max_samples": max_samples},
+        "extract": {"score": score, "regions": list(regions), "random_draws": 2, **extract_settings},
+        "aggregate": {"bootstrap": 200},
     }
     path = tmp_path / "config.yml"
     path.write_text(yaml.safe_dump(raw))

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from test_neuron_extract import DEMO, demo_model, neurons_of
+from test_neuron_extract import demo_model, neurons_of
+from test_neuron_extract import project as neuron_project
 
 from benchprof import BenchprofError
 from benchprof.abilities import generate
@@ -22,7 +23,6 @@ from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config, parse_config
 from benchprof.core.regions import read_region
 from benchprof.profile.rows import CONTROL, DAMAGE, PRIMARY
-from benchprof.stages.data import write_jsonl
 from benchprof.stages.extract import extract, neuron_count
 from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_scores
 from benchprof.stages.statistic_files import placebo_items
@@ -34,27 +34,16 @@ PER_SAMPLE = 4
 
 
 def project(tmp_path: Path, selections: int = 3, regions=("top", "random", "placebo"), **evals) -> Path:
-    for ability in ABILITIES:
-        train, test = generate(ability, 12, 8, seed=2)
-        write_jsonl(tmp_path / "data" / ability / "train.jsonl", train)
-        write_jsonl(tmp_path / "data" / ability / "test.jsonl", test)
-    raw = {
-        "settings": {"k_values": [K], "output_dir": str(tmp_path / "out"), "front_removal": 1},
-        "models": [{"name": str(DEMO), "tag": "demo"}],
-        "datasets": [{"name": a, "path": str(tmp_path / "data" / a)} for a in ABILITIES],
-        "evals": {"benchmarks": list(ABILITIES), "device": "cpu", **evals},
-        "finetune": {"max_samples": PER_SAMPLE},
-        "extract": {
-            "score": "act_grad_contrast_abs",
-            "regions": list(regions),
-            "random_draws": 2,
-            "selections": selections,
-        },
-        "aggregate": {"bootstrap": 200},
-    }
-    path = tmp_path / "config.yml"
-    path.write_text(yaml.safe_dump(raw))
-    return path
+    """test_neuron_extract's project: 12 train items per ability, 8 test items, samples of PER_SAMPLE items."""
+    return neuron_project(
+        tmp_path,
+        "act_grad_contrast_abs",
+        test_items=8,
+        max_samples=PER_SAMPLE,
+        regions=regions,
+        evals={"device": "cpu", **evals},
+        selections=selections,
+    )
 
 
 def test_each_selection_and_placebo_region_ranks_its_own_items(tmp_path, capsys):
