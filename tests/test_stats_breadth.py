@@ -55,13 +55,14 @@ def test_a_region_without_values_or_a_line_too_short_gets_none():
     assert breadth_residuals([0.1, 0.2, 0.3, 0.4, 0.5, 0.6], [0.2] * 6) == [None] * 6  # no spread in x
 
 
-@pytest.mark.parametrize("reliability", [1.0, 0.85])
-def test_the_one_sided_test_holds_its_level_where_damage_tracks_breadth(reliability):
+@pytest.mark.parametrize(("reliability", "corrected"), [(1.0, False), (0.85, False), (0.85, True), (0.6, True)])
+def test_the_one_sided_test_holds_its_level_where_damage_tracks_breadth(reliability, corrected):
     """4,000 profiles of eight abilities x three selections whose every top − random AIS on a benchmark is 0.6 x
     its breadth plus noise, breadth differing between abilities (and a little between selections): no region does
     more than its breadth predicts. The share of p < 0.05 over all regions, and for the broadest ability's regions
-    (where a flattened line errs most), stays at 0.05 with the breadth exact; measured with breadth that carries
-    item noise too (reliability 0.85, about what six ability splits of 300 items give)."""
+    (where a flattened line errs most), stays at 0.05 with the breadth exact. Breadth that carries item noise
+    (reliability 0.85, about what six ability splits of 300 items give; 0.6, fewer items) flattens the line and
+    over-claims the broadest regions unless each breadth's noise variance is given (x_var)."""
     rng = np.random.default_rng(66)
     datasets, all_p, broad_p = 4000, [], []
     groups = [i // 3 for i in range(24)]
@@ -71,18 +72,21 @@ def test_the_one_sided_test_holds_its_level_where_damage_tracks_breadth(reliabil
         noise_sd = float(np.std(true)) * math.sqrt(1 / reliability - 1)
         x = true + rng.normal(0, noise_sd, 24)
         y = 0.6 * true + rng.normal(0, 0.02, 24)
-        got = breadth_residuals(list(y), list(x), groups)
+        got = breadth_residuals(list(y), list(x), groups, [noise_sd**2] * 24 if corrected else None)
         p = np.array([r.p_value for r in got if r is not None])
         all_p.append(p)
         broad_p.append(p[np.argmax(np.repeat(ability, 3))])
     rate, broad = float(np.mean(np.concatenate(all_p) < 0.05)), float(np.mean(np.array(broad_p) < 0.05))
     error = math.sqrt(0.05 * 0.95 / datasets)
-    print(f"reliability {reliability}: false positives {rate:.3f} over all regions, {broad:.3f} broadest", end="")
-    print(f" (+-{error:.3f})")
-    if reliability == 1.0:
-        assert rate <= 0.05 + 3 * error and broad <= 0.05 + 3 * error
-    else:  # measured, and bounded where the docs say it is
-        assert rate <= 0.05 + 3 * error and broad <= 0.15
+    print(f"reliability {reliability}, corrected {corrected}: false positives {rate:.3f} over all regions, ", end="")
+    print(f"{broad:.3f} broadest (+-{error:.3f})")
+    assert rate <= 0.05 + 3 * error
+    if reliability == 1.0 or (corrected and reliability >= 0.85):
+        assert broad <= 0.05 + 3 * error
+    elif corrected:  # measured 0.076 at reliability 0.6: the correction's own noise, said in docs/statistics.md
+        assert broad <= 0.09
+    else:  # the dilution the correction is for
+        assert broad > 0.05 + 3 * error
 
 
 def test_a_region_that_does_more_than_its_breadth_is_found():

@@ -10,7 +10,8 @@ e = y − (a + b·x) is tested against the prediction's own spread: t = e / (s·
 regions the line was fitted on, s their residual standard deviation, against Student's t with m − 2 degrees of
 freedom (the prediction interval of a new observation; with one region per group, the externally studentized
 residual). One-sided: the region does more than its breadth predicts. Exact under the normal linear model with x
-measured without error; breadth measured with item noise flattens the line, which docs/statistics.md measures.
+measured without error; with each breadth's item variance given, the slope and the residual's spread are
+corrected for it (breadth_residuals' x_var), as docs/statistics.md measures.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 MIN_FIT = 4  # regions a line is fitted on (two parameters and a spread need more than three)
+MIN_RELIABILITY = 0.2  # the corrected slope never assumes breadth is more than 80% noise
 
 
 @dataclass(frozen=True)
@@ -33,37 +35,51 @@ class BreadthResidual:
 
 
 def breadth_residuals(
-    y: Sequence[float], x: Sequence[float], groups: Sequence[Hashable] | None = None
+    y: Sequence[float],
+    x: Sequence[float],
+    groups: Sequence[Hashable] | None = None,
+    x_var: Sequence[float] | None = None,
 ) -> list[BreadthResidual | None]:
     """Each region's residual and one-sided p against the line y = a + b·x fitted on the regions of the other
     groups (`groups`: one label per region, e.g. its ability; default each region its own). None for a region
-    whose y or x is NaN, or whose line has fewer than MIN_FIT finite regions, or no spread in x."""
+    whose y or x is NaN, or whose line has fewer than MIN_FIT finite regions, or no spread in x.
+
+    `x_var`: each breadth's own measurement variance (its item noise). A breadth measured with noise flattens the
+    least-squares line (regression dilution), so a broad region's loss is under-predicted and it is claimed too
+    often; with `x_var` the slope is corrected by the method of moments (Fuller 1987, §1.2: Sxx less the noise's
+    share, b = Sxy / (Sxx − (1 − 1/m)·Σv), the reliability floored at MIN_RELIABILITY), and the region's own
+    residual carries its breadth's noise through the slope (variance σ²_e + b²·v_i, σ²_e the line's residual
+    variance less b²·v̄ of the regions fitted)."""
     from scipy import stats
 
     labels = list(range(len(y))) if groups is None else list(groups)
+    noise = [0.0] * len(y) if x_var is None else [float(v) for v in x_var]
     out: list[BreadthResidual | None] = []
     for i, (yi, xi) in enumerate(zip(y, x, strict=True)):
         rest = [
-            (float(y[j]), float(x[j]))
+            (float(y[j]), float(x[j]), noise[j])
             for j in range(len(y))
-            if labels[j] != labels[i] and not math.isnan(y[j]) and not math.isnan(x[j])
+            if labels[j] != labels[i] and not math.isnan(y[j]) and not math.isnan(x[j]) and not math.isnan(noise[j])
         ]
         m = len(rest)
-        if math.isnan(yi) or math.isnan(xi) or m < MIN_FIT:
+        if math.isnan(yi) or math.isnan(xi) or math.isnan(noise[i]) or m < MIN_FIT:
             out.append(None)
             continue
-        x_mean = sum(xj for _, xj in rest) / m
-        y_mean = sum(yj for yj, _ in rest) / m
-        sxx = sum((xj - x_mean) ** 2 for _, xj in rest)
+        x_mean = sum(xj for _, xj, _ in rest) / m
+        y_mean = sum(yj for yj, _, _ in rest) / m
+        sxx = sum((xj - x_mean) ** 2 for _, xj, _ in rest)
         if sxx <= 0:
             out.append(None)
             continue
-        slope = sum((xj - x_mean) * (yj - y_mean) for yj, xj in rest) / sxx
+        mean_noise = sum(v for _, _, v in rest) / m
+        true_sxx = max(sxx - (m - 1) * mean_noise, MIN_RELIABILITY * sxx)  # the spread of the true breadths
+        slope = sum((xj - x_mean) * (yj - y_mean) for yj, xj, _ in rest) / true_sxx
         intercept = y_mean - slope * x_mean
-        s2 = sum((yj - intercept - slope * xj) ** 2 for yj, xj in rest) / (m - 2)
+        s2 = sum((yj - intercept - slope * xj) ** 2 for yj, xj, _ in rest) / (m - 2)
+        residual_var = max(s2 - slope**2 * mean_noise, 0.0) + slope**2 * noise[i]
         predicted = intercept + slope * float(xi)
         residual = float(yi) - predicted
-        scale = math.sqrt(s2 * (1 + 1 / m + (float(xi) - x_mean) ** 2 / sxx))
+        scale = math.sqrt(residual_var + s2 * (1 / m + (float(xi) - x_mean) ** 2 / true_sxx))
         if scale == 0:
             p = 0.0 if residual > 0 else 1.0
         else:
