@@ -1,0 +1,64 @@
+"""How busy evaluate's workers were, from the result files alone (issue 65: with jobs split by count, one of two CPU
+workers finished 10 minutes before the other and left its core idle).
+
+Every result JSON records its job's `wall_seconds` and the second it was written (`written_at`), so each job is
+the interval [written − wall, written]. Workers run one job at a time, so the intervals split into as many chains
+as there were workers; the chains are rebuilt greedily (each job, in order of start, to the worker free longest
+before it, within a second of rounding). A worker's busy share is the time its jobs took over the evaluation's
+span, from the first job's start to the last one's end; the time between jobs (the model's load, a variant's
+mask) counts as idle.
+
+.venv/bin/python scripts/worker_busy.py outputs/<model> --workers 2
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from benchprof import BenchprofError
+
+SLACK = 1.0  # seconds: written_at is rounded to the second
+
+
+def job_intervals(model_dir: Path) -> list[tuple[float, float]]:
+    """(start, end) in seconds since the epoch of every evaluation job whose result JSON is under model_dir."""
+    out = []
+    for path in sorted(model_dir.glob("**/eval/**/*.json")):
+        try:
+            payload = json.loads(path.read_text())
+            end = datetime.strptime(payload["written_at"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
+            out.append((end - float(payload["wall_seconds"]), end))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a result of evaluate's (an older one without times)
+    return sorted(out)
+
+
+def worker_busy(intervals: list[tuple[float, float]], workers: int) -> tuple[list[float], float]:
+    """(each worker's busy seconds, the span) of jobs split into `workers` chains; refused when the jobs overlap
+    more than that many workers could run."""
+    if not intervals:
+        raise BenchprofError("no evaluation result with wall_seconds and written_at")
+    free = [-float("inf")] * workers  # when each worker finished its last job
+    busy = [0.0] * workers
+    for start, end in intervals:
+        ready = [w for w in range(workers) if free[w] <= start + SLACK]
+        if not ready:
+            raise BenchprofError(f"more than {workers} jobs ran at once: were there more workers?")
+        w = min(ready, key=lambda i: free[i])  # the worker free longest: a chain without gaps of another's
+        free[w], busy[w] = end, busy[w] + (end - start)
+    return busy, max(end for _, end in intervals) - intervals[0][0]
+
+
+def main(model_dir: str, workers: int = 2) -> None:
+    """Print each evaluate worker's busy share of the evaluation's span, from the result files under a model's
+    outputs folder (outputs/<model>).
+
+    Arguments:
+        model_dir: the model's outputs folder.
+        workers: how many workers evaluated side by side (evals.cpu_workers, or the GPUs).
+    """
+    busy, span = worker_busy(job_intervals(Path(model_dir)), int(workers))
+    shares = ", ".join(f"worker {i + 1} {b / span:.1%} ({b:,.0f} s)" for i, b in enumerate(busy))
+    print(f"{model_dir}: {len(job_intervals(Path(model_dir)))} jobs over {span:,.0f} s; busy: {shares}")

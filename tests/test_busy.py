@@ -1,0 +1,34 @@
+"""lab/busy.py: evaluate's workers rebuilt from the result files' times, their busy shares equal to the schedule
+the files were written from."""
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from benchprof import BenchprofError
+from benchprof.lab.busy import job_intervals, worker_busy
+
+T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc).timestamp()
+
+
+def write_jobs(folder, schedule):
+    """One result JSON per (worker, start, wall) of the schedule, as evaluate writes its times."""
+    for i, (start, wall) in enumerate(schedule):
+        end = datetime.fromtimestamp(T0 + start + wall, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S%z")
+        path = folder / "A" / "eval" / "k0.01" / f"r{i}" / "b.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"wall_seconds": wall, "written_at": end, "results": {}}))
+
+
+def test_two_workers_are_rebuilt_from_the_times_and_their_busy_shares_are_the_schedules(tmp_path):
+    # worker 1: jobs back to back from 0 to 100; worker 2: from 5, idle 40..60, last job ends at 70
+    one = [(0, 30), (30, 30), (60, 40)]
+    two = [(5, 35), (60, 10)]
+    write_jobs(tmp_path, one + two)
+    intervals = job_intervals(tmp_path)
+    assert len(intervals) == 5
+    busy, span = worker_busy(intervals, 2)
+    assert span == pytest.approx(100) and sorted(busy) == pytest.approx([45, 100])
+    with pytest.raises(BenchprofError, match="more than 1 jobs ran at once"):
+        worker_busy(intervals, 1)
