@@ -277,7 +277,9 @@ def render_markdown(profile: Profile) -> str:
     ]
     if ADJUSTED in regions:
         parts += ["", f"## Control-adjusted AIS at k = {k} (top - random)", "", ais_table(profile, region=ADJUSTED)]
-    for region in ("bottom", "random"):
+    if "placebo" in regions and "top" in regions:  # selection 1's; every selection's rows are in ais.csv
+        parts += ["", f"## Top - placebo at k = {k}", "", ais_table(profile, None, "top-placebo")]
+    for region in ("bottom", "random", "placebo"):
         if region in profile.regions:
             parts += ["", f"## Control: AIS at k = {k} ({region} region)", "", ais_table(profile, region=region)]
     if any(row.metric == P_CORRECT for row in profile.rows):
