@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from transformers import PreTrainedTokenizerBase
 
+    from benchprof.lab.frontier_plan import FrontierPlan
+
 
 def planted_probe(
     folder: Path, items: int
@@ -133,11 +135,8 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
     one-sided p). Reads the folder's plan.json and evaluations.jsonl only; refused in one line, before any file is
     written, for an ability the plan does not hold, a region of the plan without its record (a draw of the random
     baseline included) and records that disagree with the plan (frontier_plan.plan_records)."""
-    import numpy as np
-
     from benchprof.core.layout import FrontierLayout
     from benchprof.lab.frontier_plan import plan_records, recorded_plan
-    from benchprof.lab.frontier_report import against_random, ais, cell_stats, split_chance
 
     layout = FrontierLayout(Path(folder))
     if not layout.plan_file.is_file():
@@ -150,6 +149,19 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
             f"{', '.join(plan.abilities)}); give the planted abilities its frontier measured"
         )
     records = plan_records(plan, layout.records_file)  # every region of the plan, each draw of the random baseline
+    return planted_rows(plan, records, planted)
+
+
+def planted_rows(
+    plan: FrontierPlan, records: list[dict[str, Any]], planted: Sequence[str], resamples: int | None = None
+) -> list[dict[str, Any]]:
+    """planted_effects' rows from a plan and its records (`resamples`: the bootstrap inside each cell, default
+    frontier_report's)."""
+    import numpy as np
+
+    from benchprof.lab.frontier_report import RESAMPLES, against_random, ais, cell_stats, split_chance
+
+    boots = RESAMPLES if resamples is None else resamples
     original = next(r["acc_norm"] for r in records if r["option"] == "original")
     chance = split_chance(next(r for r in records if r["option"] == "original"))
     by_key = {(r["option"], r["region"], r["size"]): r["acc_norm"] for r in records}
@@ -168,10 +180,11 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
                     continue
                 ablated, others = by_key[(option, ability, size)], [b for b in planted if b != ability]
                 pool = [
-                    cell_stats(original, d, ability, abilities, 0, f"random|{size}|{i}") for i, d in enumerate(draws)
+                    cell_stats(original, d, ability, abilities, 0, f"random|{size}|{i}", boots)
+                    for i, d in enumerate(draws)
                 ]
                 cell = cell_stats(
-                    original, ablated, ability, abilities, 0, f"{option}|{size}|{ability}",
+                    original, ablated, ability, abilities, 0, f"{option}|{size}|{ability}", boots,
                     chance=chance.get(ability, math.nan),
                 )  # fmt: skip
                 estimate, p = against_random(cell, pool, "own") if pool else (math.nan, math.nan)
@@ -216,6 +229,37 @@ def spares(row: dict[str, Any]) -> bool:
     return row["other_planted_ais"] - row["random_other_planted"] <= SPARE_MARGIN
 
 
+def planted_goal_counts(
+    plan: FrontierPlan, records: list[dict[str, Any]], planted: Sequence[str], resamples: int = 100
+) -> dict[tuple[str, int], list[int]]:
+    """Per (option, size), how many regions meet the planted goal (removes and spares) in each of `resamples`
+    resamples of the items: every split's items drawn with replacement, the same draw for every region (paired),
+    the rows recomputed on them (frontier_report.GOAL_INNER bootstrap resamples inside): how much the count a
+    reader sees would move with other items."""
+    import numpy as np
+
+    from benchprof.lab.frontier_report import GOAL_INNER
+    from benchprof.stats.resampling import cell_rng
+
+    rng = cell_rng(plan.seed, "planted goal counts")
+    sizes = {name: len(values) for name, values in records[0]["acc_norm"].items()}
+    arrays = [{name: np.asarray(values) for name, values in r["acc_norm"].items()} for r in records]
+    counts: dict[tuple[str, int], list[int]] = {}
+    for _ in range(resamples):
+        drawn = {name: rng.integers(0, n, n) for name, n in sizes.items()}
+        again = [
+            {**r, "acc_norm": {name: values[drawn[name]].tolist() for name, values in a.items()}}
+            for r, a in zip(records, arrays, strict=True)
+        ]
+        at_goal: dict[tuple[str, int], int] = {}
+        for row in planted_rows(plan, again, planted, GOAL_INNER):
+            key = (row["option"], row["size"])
+            at_goal[key] = at_goal.get(key, 0) + (removes(row) and spares(row))
+        for key, count in at_goal.items():
+            counts.setdefault(key, []).append(count)
+    return counts
+
+
 def signed(value: float) -> str:
     """An AIS in planted_effects.md: signed, three decimals; MISSING_CELL where it was not scored (NaN)."""
     return MISSING_CELL if math.isnan(value) else f"{value:+.3f}"
@@ -245,9 +289,14 @@ def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[
     planted abilities and each region's row (`rows`: planted_effects' rows of the folder, read there if None)."""
     import numpy as np
 
+    from benchprof.core.layout import FrontierLayout
     from benchprof.core.storage import write_csv, write_text
+    from benchprof.lab.frontier_plan import plan_records, recorded_plan
+    from benchprof.lab.frontier_report import goal_spread
 
     rows = planted_effects(folder, planted) if rows is None else rows
+    plan = recorded_plan(Path(folder))[0]
+    spread = planted_goal_counts(plan, plan_records(plan, FrontierLayout(Path(folder)).records_file), planted)
     csv_path, md_path = Path(folder) / "planted_effects.csv", Path(folder) / "planted_effects.md"
     write_csv(csv_path, EFFECT_COLUMNS, rows, digits=6)
     lines = [
@@ -258,11 +307,12 @@ def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[
         "over the other planted abilities; real: the mean over the real abilities' splits; random: the random "
         f"regions of the same size ({MISSING_CELL} where no real split was scored); p: own above random (predictive t, "
         "one-sided); goal: own removed and the other planted abilities' AIS at most 0.05 above random (one-sided: "
-        "sparing them more than random regions do meets it).",
+        "sparing them more than random regions do meets it); over 100 item resamples: how often each goal count "
+        "comes out when every split's items are drawn again (the same draw for every region).",
         "",
         "| option | neurons | own AIS (mean) | random own | other planted | random | real | random | own removed | "
-        "goal |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "goal | over 100 item resamples |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for option in dict.fromkeys(r["option"] for r in rows):
         for size in dict.fromkeys(r["size"] for r in rows if r["option"] == option):
@@ -276,7 +326,8 @@ def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[
             lines.append(
                 f"| {option} | {size} | {mean('own_ais')} | {mean('random_own')} | {mean('other_planted_ais')} | "
                 f"{mean('random_other_planted')} | {mean('real_ais')} | {mean('random_real')} | "
-                f"{removed} of {len(group)} (own ≥ 0.50, p < 0.05) | {at_goal} of {len(group)} |"
+                f"{removed} of {len(group)} (own ≥ 0.50, p < 0.05) | {at_goal} of {len(group)} | "
+                f"{goal_spread(spread[(option, size)]) if (option, size) in spread else MISSING_CELL} |"
             )
     lines += ["", "| option | neurons | ability | own [random] | p | other planted [random] | real [random] |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
