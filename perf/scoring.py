@@ -25,6 +25,7 @@ and the largest difference between the two variants' log-likelihoods.
 
     .venv/bin/python perf/scoring.py [real/SmolLM2-135M-Instruct] [--benchmarks arc_easy:0,arc_easy:5,...]
         [--limit 20] [--mmlu-subjects astronomy,high_school_geography] [--batch-size 8] [--skip-authors]
+        [--dtype bfloat16] [--skip-hflm]
 """
 
 from __future__ import annotations
@@ -282,6 +283,8 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8, help="HFLM's batch_size, given to both")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see docs/performance.md)")
     parser.add_argument("--skip-authors", action="store_true", help="leave out part 2")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="the model's weights")
+    parser.add_argument("--skip-hflm", action="store_true", help="only SharedPrefixLM against plain forward passes")
     args = parser.parse_args()
 
     import torch
@@ -295,7 +298,7 @@ def main() -> None:
     return_freed_memory()
     work = Path(tempfile.mkdtemp(prefix="benchprof-scoring-"))
     started = time.perf_counter()
-    model, tokenizer = load_model(args.model, dtype="float32")
+    model, tokenizer = load_model(args.model, dtype=args.dtype)
     drop_model_object_warning()
     hflm = HFLM(pretrained=model, tokenizer=tokenizer, batch_size=args.batch_size)
     packed = SharedPrefixLM(pretrained=model, tokenizer=tokenizer, batch_size=args.batch_size)
@@ -310,16 +313,22 @@ def main() -> None:
     packed.encoded.clear()  # the timed runs tokenise every request, as HFLM does
 
     print(
-        f"\n{Path(args.model).name}, float32, CPU, {torch.get_num_threads()} threads, batch_size {args.batch_size}; "
-        f"same requests through HFLM and SharedPrefixLM"
+        f"\n{Path(args.model).name}, {args.dtype}, CPU, {torch.get_num_threads()} threads, batch_size "
+        f"{args.batch_size}; same requests through "
+        + ("SharedPrefixLM alone" if args.skip_hflm else "HFLM and SharedPrefixLM")
     )
     header = (
         f"{'benchmark':<16} {'docs':>4} {'reqs':>5} {'HFLM s':>7} {'SP s':>6} {'speed-up':>8} {'(CPU)':>6} "
         f"{'max |dLL|':>9} {'greedy':>6} {'tokens HFLM/SP':>15} {'logit rows HFLM/SP':>19} {'peak MiB HFLM/SP':>17}"
     )
-    print(header)
+    if not args.skip_hflm:
+        print(header)
     limits = []
     for i, (label, requests, docs) in enumerate(runs):
+        if args.skip_hflm:
+            ours = timed(packed, requests, work_done)
+            limits.append((label, docs, ours, plain_forwards(model, ours.shapes)))
+            continue
         if i % 2 == 0:
             theirs, ours = timed(hflm, requests, work_done), timed(packed, requests, work_done)
         else:
