@@ -2,6 +2,7 @@
 the files were written from."""
 
 import json
+import os
 from datetime import datetime, timezone
 
 import pytest
@@ -13,21 +14,21 @@ T0 = datetime(2026, 12, 1, 12, 0, 0, tzinfo=timezone.utc).timestamp()
 
 
 def write_jobs(folder, schedule):
-    """One result JSON per (worker, start, wall) of the schedule, as evaluate writes its times."""
+    """One result JSON per (start, wall) of the schedule, written when the job ended (its modification time)."""
     for i, (start, wall) in enumerate(schedule):
-        end = datetime.fromtimestamp(T0 + start + wall, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S%z")
         path = folder / "A" / "eval" / "k0.01" / f"r{i}" / "b.json"
         path.parent.mkdir(parents=True)
-        path.write_text(json.dumps({"wall_seconds": wall, "written_at": end, "results": {}}))
+        path.write_text(json.dumps({"wall_seconds": wall, "results": {}}))
+        os.utime(path, (T0 + start + wall, T0 + start + wall))
 
 
 def test_two_workers_are_rebuilt_from_the_times_and_their_busy_shares_are_the_schedules(tmp_path):
-    # worker 1: jobs back to back from 0 to 100; worker 2: from 5, idle 40..60, last job ends at 70
-    one = [(0, 30), (30, 30), (60, 40)]
+    # worker 1: jobs back to back from 0 to 100, two of them shorter than a second; worker 2: from 5, idle 40..60
+    one = [(0, 30), (30, 0.4), (30.4, 0.5), (30.9, 29.1), (60, 40)]
     two = [(5, 35), (60, 10)]
     write_jobs(tmp_path, one + two)
     intervals = job_intervals(tmp_path)
-    assert len(intervals) == 5
+    assert len(intervals) == 7
     busy, span = worker_busy(intervals, 2)
     assert span == pytest.approx(100) and sorted(busy) == pytest.approx([45, 100])
     with pytest.raises(BenchprofError, match="more than 1 jobs ran at once"):

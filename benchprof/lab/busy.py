@@ -1,12 +1,13 @@
 """How busy evaluate's workers were, from the result files alone (issue 65: with jobs split by count, one of two CPU
 workers finished 10 minutes before the other and left its core idle).
 
-Every result JSON records its job's `wall_seconds` and the second it was written (`written_at`), so each job is
+Every result JSON records its job's `wall_seconds`, and its file's modification time says when it was written (to
+the nanosecond; `written_at` in the file is rounded to the second, too coarse for jobs of a second), so each job is
 the interval [written − wall, written]. Workers run one job at a time, so the intervals split into as many chains
 as there were workers; the chains are rebuilt greedily (each job, in order of start, to the worker free longest
-before it, within a second of rounding). A worker's busy share is the time its jobs took over the evaluation's
-span, from the first job's start to the last one's end; the time between jobs (the model's load, a variant's
-mask) counts as idle.
+before it). A folder copied without its files' times (cp without -a) cannot be measured. A worker's busy share is
+the time its jobs took over the evaluation's span, from the first job's start to the last one's end; the time
+between jobs (the model's load, a variant's mask) counts as idle.
 
 .venv/bin/python scripts/worker_busy.py outputs/<model> --workers 2
 """
@@ -14,24 +15,24 @@ mask) counts as idle.
 from __future__ import annotations
 
 import json
-from datetime import datetime
 from pathlib import Path
 
 from benchprof import BenchprofError
 
-SLACK = 1.0  # seconds: written_at is rounded to the second
+SLACK = 0.05  # seconds: the job's wall time is taken inside its process, the file written just after
 
 
 def job_intervals(model_dir: Path) -> list[tuple[float, float]]:
-    """(start, end) in seconds since the epoch of every evaluation job whose result JSON is under model_dir."""
+    """(start, end) in seconds since the epoch of every evaluation job whose result JSON is under model_dir: its file's
+    modification time, less its wall_seconds."""
     out = []
     for path in sorted(model_dir.glob("**/eval/**/*.json")):
         try:
-            payload = json.loads(path.read_text())
-            end = datetime.strptime(payload["written_at"], "%Y-%m-%dT%H:%M:%S%z").timestamp()
-            out.append((end - float(payload["wall_seconds"]), end))
+            wall = float(json.loads(path.read_text())["wall_seconds"])
+            end = path.stat().st_mtime
         except (OSError, ValueError, KeyError, TypeError):
-            continue  # not a result of evaluate's (an older one without times)
+            continue  # not a result of evaluate's (an older one without its wall time)
+        out.append((end - wall, end))
     return sorted(out)
 
 
