@@ -40,7 +40,7 @@ def worker_busy(intervals: list[tuple[float, float]], workers: int) -> tuple[lis
     """(each worker's busy seconds, the span) of jobs split into `workers` chains; refused when the jobs overlap
     more than that many workers could run."""
     if not intervals:
-        raise BenchprofError("no evaluation result with wall_seconds and written_at")
+        raise BenchprofError("no evaluation result (a result JSON with wall_seconds) to measure")
     free = [-float("inf")] * workers  # when each worker finished its last job
     busy = [0.0] * workers
     for start, end in intervals:
@@ -60,6 +60,8 @@ def main(model_dir: str, workers: int = 2) -> None:
         model_dir: the model's outputs folder.
         workers: how many workers evaluated side by side (evals.cpu_workers, or the GPUs).
     """
+    if not any(Path(model_dir).glob("**/eval/**/*.json")):
+        raise BenchprofError(f"{model_dir}: no evaluation results under it (outputs/<model>)")
     busy, span = worker_busy(job_intervals(Path(model_dir)), int(workers))
     shares = ", ".join(f"worker {i + 1} {b / span:.1%} ({b:,.0f} s)" for i, b in enumerate(busy))
     print(f"{model_dir}: {len(job_intervals(Path(model_dir)))} jobs over {span:,.0f} s; busy: {shares}")
