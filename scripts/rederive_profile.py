@@ -1,6 +1,6 @@
 """Re-derive profiles' ais.csv from their per-document scores alone (lab/rederive.py) and compare.
 
-.venv/bin/python scripts/rederive_profile.py outputs/<model>/profile docs/results/profile-*
+.venv/bin/python scripts/rederive_profile.py docs/results/profile-*
 """
 
 from benchprof.core.console import run_script

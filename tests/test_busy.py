@@ -23,13 +23,14 @@ def write_jobs(folder, schedule):
 
 
 def test_two_workers_are_rebuilt_from_the_times_and_their_busy_shares_are_the_schedules(tmp_path):
-    # worker 1: jobs back to back from 0 to 100, two of them shorter than a second; worker 2: from 5, idle 40..60
-    one = [(0, 30), (30, 0.4), (30.4, 0.5), (30.9, 29.1), (60, 40)]
-    two = [(5, 35), (60, 10)]
+    # issue 65's case: worker 2 stops at 40 with nothing left for it, worker 1 goes on to 100 with short gaps (two of
+    # its jobs shorter than a second); a job taken by the worker free longest would put worker 2 back to work
+    one = [(0, 30), (30, 0.4), (30.4, 0.5), (30.9, 29.1), (60.02, 39.98)]
+    two = [(5, 35)]
     write_jobs(tmp_path, one + two)
     intervals = job_intervals(tmp_path)
-    assert len(intervals) == 7
+    assert len(intervals) == 6
     busy, span = worker_busy(intervals, 2)
-    assert span == pytest.approx(100) and sorted(busy) == pytest.approx([45, 100])
+    assert span == pytest.approx(100) and sorted(busy) == pytest.approx([35, 99.98])
     with pytest.raises(BenchprofError, match="more than 1 jobs ran at once"):
         worker_busy(intervals, 1)

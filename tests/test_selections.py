@@ -183,10 +183,17 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
                 checked += 1
 
             meets = 0
+            measured = any(r["breadth_p"] != "" for r in rows)  # breadth in the profile: a row without it fails
             for top in ("top", "top2", "top3"):
                 against = [cell[f"{top}-random"], cell[f"{top}-placebo"]]
                 starred = all(r["significant"] == "true" and float(r["ais"]) > 0 for r in against)
-                meets += starred and cell[top]["below_chance"] != "true"
+                beyond = cell[f"{top}-random"]
+                broad = not measured or (
+                    beyond["breadth_p"] != ""
+                    and float(beyond["breadth_residual"]) > 0
+                    and float(beyond["breadth_p"]) < 0.05
+                )
+                meets += starred and cell[top]["below_chance"] != "true" and broad
             assert int(cell["top-random"]["selections"]) == 3
             assert int(cell["top-random"]["selections_agree"]) == meets
     assert checked == 27 and claims >= 12
@@ -278,3 +285,33 @@ def test_placebo_stars_equal_a_predictive_t_and_holm_by_hand():
     expected = sum(q < 0.05 and up for q, up in zip(holm, signs, strict=True))
     assert placebo_stars(profile) == (expected, 6)
     assert expected == 1  # the arc_like placebo at 0.30 alone: piqa_like's −0.2 is far, but below
+
+
+def test_a_selection_whose_rows_are_missing_fails_the_rule():
+    """selections counts the configured selections, not the rows loaded: a selection not yet evaluated (or whose
+    placebo control is missing) counts as failing, so an aggregate taken part-way through a run cannot claim on one
+    selection as if it were all of them."""
+    from benchprof.profile.cells import count_agreement
+    from benchprof.profile.rows import ADJUSTED, AisRow, Profile
+
+    def row(region, ais, **fields):
+        return AisRow("m", "A", "arc_like", K, region, "acc,none", 0.6, None if "-" in region else 0.5, ais, **fields)
+
+    rows = [row("top", 0.3), row(ADJUSTED, 0.2, significant=True), row("top2", 0.3)]
+    rows += [row("top2-random", 0.2, significant=True), row("top-placebo", 0.1, significant=True)]
+    regions = ["top", "top2", "top3", "random"]
+    profile = Profile("m", "m", ["A"], ["arc_like"], [K], regions, K, 0.05, 0, rows=rows)
+    count_agreement(profile)
+    assert (rows[1].selections, rows[1].selections_agree) == (3, 2)  # top3 not evaluated: it fails
+    profile.regions = [*regions, "placebo"]  # with placebo regions, top2 lacks its top-placebo row: it fails too
+    count_agreement(profile)
+    assert (rows[1].selections, rows[1].selections_agree) == (3, 1)
+
+
+def test_one_selection_reads_every_row_of_every_ability(tmp_path):
+    """With one selection each ability's statistic is read whole, whatever its length (a user's abilities may have
+    train splits of different sizes and no finetune.max_samples), as before selections existed."""
+    from benchprof.stages.statistic_files import selection_rows
+
+    cfg = load_config(project(tmp_path, selections=1, regions=("top", "random")))
+    assert selection_rows(cfg, 1, 10) == slice(None)

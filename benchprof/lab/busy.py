@@ -4,10 +4,11 @@ workers finished 10 minutes before the other and left its core idle).
 Every result JSON records its job's `wall_seconds`, and its file's modification time says when it was written (to
 the nanosecond; `written_at` in the file is rounded to the second, too coarse for jobs of a second), so each job is
 the interval [written − wall, written]. Workers run one job at a time, so the intervals split into as many chains
-as there were workers; the chains are rebuilt greedily (each job, in order of start, to the worker free longest
-before it). A folder copied without its files' times (cp without -a) cannot be measured. A worker's busy share is
-the time its jobs took over the evaluation's span, from the first job's start to the last one's end; the time
-between jobs (the model's load, a variant's mask) counts as idle.
+as there were workers; the chains are rebuilt greedily (each job, in order of start, to the free worker that
+finished last, so that a worker that stopped early shows idle to the end). A folder copied without its files' times
+(cp without -a) cannot be measured. A worker's busy share is the time its jobs took over the evaluation's span,
+from the first job's start to the last one's end; the time between jobs (the model's load, a variant's mask)
+counts as idle.
 
 .venv/bin/python scripts/worker_busy.py outputs/<model> --workers 2
 """
@@ -47,7 +48,7 @@ def worker_busy(intervals: list[tuple[float, float]], workers: int) -> tuple[lis
         ready = [w for w in range(workers) if free[w] <= start + SLACK]
         if not ready:
             raise BenchprofError(f"more than {workers} jobs ran at once: were there more workers?")
-        w = min(ready, key=lambda i: free[i])  # the worker free longest: a chain without gaps of another's
+        w = max(ready, key=lambda i: free[i])  # the worker that finished last: a worker that stopped stays idle
         free[w], busy[w] = end, busy[w] + (end - start)
     return busy, max(end for _, end in intervals) - intervals[0][0]
 
@@ -62,6 +63,7 @@ def main(model_dir: str, workers: int = 2) -> None:
     """
     if not any(Path(model_dir).glob("**/eval/**/*.json")):
         raise BenchprofError(f"{model_dir}: no evaluation results under it (outputs/<model>)")
-    busy, span = worker_busy(job_intervals(Path(model_dir)), int(workers))
-    shares = ", ".join(f"worker {i + 1} {b / span:.1%} ({b:,.0f} s)" for i, b in enumerate(busy))
-    print(f"{model_dir}: {len(job_intervals(Path(model_dir)))} jobs over {span:,.0f} s; busy: {shares}")
+    intervals = job_intervals(Path(model_dir))
+    busy, span = worker_busy(intervals, int(workers))
+    shares = ", ".join(f"worker {i + 1} {b / max(span, 1e-9):.1%} ({b:,.0f} s)" for i, b in enumerate(busy))
+    print(f"{model_dir}: {len(intervals)} jobs over {span:,.0f} s; busy: {shares}")

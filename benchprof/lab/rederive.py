@@ -2,7 +2,8 @@
 documents.tar.gz) and its config.yml: unpacked into an empty outputs tree, scored by aggregate's own computation
 (profile_scores.load_scores), written by its own writer, and compared with the ais.csv the folder keeps.
 
-.venv/bin/python scripts/rederive_profile.py outputs/<model>/profile docs/results/profile-*
+.venv/bin/python scripts/rederive_profile.py docs/results/profile-*   (a folder of outputs/<model>/profile once
+its config.yml is copied in beside ais.csv, as a committed profile folder keeps it)
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ def main(*folders: str) -> None:
     equals the ais.csv the folder keeps (exit 1 when one does not: the rows that differ are named).
 
     Arguments:
-        folders: profile folders (outputs/<model>/profile, docs/results/profile-*) holding documents.tar.gz,
-            config.yml and ais.csv.
+        folders: profile folders holding documents.tar.gz, config.yml and ais.csv (docs/results/profile-*; an
+            outputs/<model>/profile folder once its config is copied in as config.yml).
     """
     if not folders:
         raise BenchprofError("name at least one profile folder holding documents.tar.gz and config.yml")

@@ -194,24 +194,28 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     profile.discordance = {b: float(np.median(shares)) for b, shares in discordance.items()}
 
 
-def selection_meets_rule(rows: dict[str, AisRow], top: str, alpha: float) -> bool:
+def selection_meets_rule(rows: dict[str, AisRow], top: str, alpha: float, placebo: bool, breadth: bool) -> bool:
     """Whether one selection's top region meets the claim rule's tests on a cell (docs/claims.md, after the
     q-values): its top-random row starred with AIS > 0, its top-placebo row too where the profile has placebo
-    regions, its residual beyond its breadth above 0 at Holm p < alpha where the profile measures breadth
-    (profile/breadth.py), and its ablated score not below chance. `rows`: the cell's rows by region."""
-    against = [rows.get(control_name(top, kind)) for kind in ("random", "placebo")]
-    if against[0] is None or top not in rows or rows[top].below_chance:
+    regions (`placebo`), its residual beyond its breadth above 0 at Holm p < alpha where the profile measures
+    breadth (`breadth`, profile/breadth.py), and its ablated score not below chance. A row the rule needs and the
+    cell lacks (an evaluation missing or unusable) fails it. `rows`: the cell's rows by region."""
+    beyond, over_placebo = rows.get(control_name(top, "random")), rows.get(control_name(top, "placebo"))
+    if beyond is None or top not in rows or rows[top].below_chance or (placebo and over_placebo is None):
         return False
-    beyond = against[0]
-    if not math.isnan(beyond.breadth_p) and not (beyond.breadth_residual > 0 and beyond.breadth_p < alpha):
+    if breadth and not (beyond.breadth_residual > 0 and beyond.breadth_p < alpha):  # NaN fails too
         return False
-    return all(row.significant and row.ais > 0 for row in against if row is not None)
+    return all(row.significant and row.ais > 0 for row in (beyond, over_placebo) if row is not None)
 
 
 def count_agreement(profile: Profile) -> None:
     """`selections` and `selections_agree` of every top-random row: how many attribution samples the ability has
-    (top, top2, ...) and how many of their regions meet the claim rule's tests on the benchmark
-    (selection_meets_rule). A claim needs a majority of them (claims.py)."""
+    (the configured top, top2, ...) and how many of their regions meet the claim rule's tests on the benchmark
+    (selection_meets_rule; a selection whose rows are missing counts as failing). A claim needs a majority of them
+    (claims.py)."""
+    tops = [r for r in profile.regions if (kind := selection_of(r)) is not None and kind[0] == "top"]
+    placebo = any(is_placebo(r) for r in profile.regions)
+    breadth = any(not math.isnan(r.breadth_p) for r in profile.rows)  # measured: a row without it fails
     cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
     for row in profile.rows:
         if row.benchmark != SPECIFICITY and row.ability != MEAN:
@@ -219,9 +223,9 @@ def count_agreement(profile: Profile) -> None:
     for rows in cells.values():
         if ADJUSTED not in rows:
             continue
-        tops = [r for r in rows if (chosen := selection_of(r)) is not None and chosen[0] == "top"]
         rows[ADJUSTED].selections = len(tops)
-        rows[ADJUSTED].selections_agree = sum(selection_meets_rule(rows, top, profile.alpha) for top in tops)
+        met = [selection_meets_rule(rows, top, profile.alpha, placebo, breadth) for top in tops]
+        rows[ADJUSTED].selections_agree = sum(met)
 
 
 def set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:

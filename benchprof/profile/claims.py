@@ -87,7 +87,7 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
         ruled = ruled_claims(profile)
         positive = [r for r in tested if majority(r)] if ruled else [r for r in starred if r.ais > 0]
         positive.sort(key=lambda r: -r.ais)
-        negative = [r for r in starred if r.ais < 0]
+        negative = [r for r in starred if r.ais < 0 and r not in positive]
         if positive or negative:
             out.append(Claim(benchmark, "claims", positive, negative[::-1], top))
             continue

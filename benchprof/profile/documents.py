@@ -54,7 +54,7 @@ def write_documents(layout: Layout, profile: Profile) -> Path:
             import gzip
 
             with (
-                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped,
+                gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as zipped,
                 tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as archive,
             ):
                 for file in profile_evaluations(layout, profile):

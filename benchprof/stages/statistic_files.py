@@ -67,8 +67,8 @@ def train_items(cfg: Config, ability: str) -> list[dict[str, Any]]:
 def selection_rows(cfg: Config, selection: int, items: int) -> slice:
     """The rows of a statistic file (`items` rows, train_items') that attribution sample `selection` (1, 2, ...)
     reads: disjoint blocks of finetune.max_samples items, in the split's order; all rows with one selection."""
-    if cfg.extract.selections == 1:
-        return slice(0, items)
+    if cfg.extract.selections == 1:  # every row of every ability's file, whatever its length
+        return slice(None)
     size = items // cfg.extract.selections
     return slice((selection - 1) * size, selection * size)
 
@@ -85,7 +85,11 @@ def placebo_items(records: Sequence[dict[str, Any]], ability: str) -> list[dict[
     import numpy as np
 
     rng = np.random.default_rng(zlib.crc32(ability.encode()))
-    return [{**r, "label": int(rng.integers(len(r["options"])))} for r in records]
+    out = []
+    for r in records:
+        label = int(rng.integers(len(r["options"])))
+        out.append({**r, "label": label, "answer": r["options"][label]})
+    return out
 
 
 def attributions(
