@@ -35,7 +35,8 @@ from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_
 # 5: the claim family (top-random rows, top-random specificity against the random draws' specificity) apart
 #    from the damage family (top against the original), Holm within the claim; no control test without spread.
 # 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
-STATISTICS_VERSION = 6
+# 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
+STATISTICS_VERSION = 7
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
