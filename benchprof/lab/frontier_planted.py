@@ -135,6 +135,11 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
     one-sided p). Reads the folder's plan.json and evaluations.jsonl only; refused in one line, before any file is
     written, for an ability the plan does not hold, a region of the plan without its record (a draw of the random
     baseline included) and records that disagree with the plan (frontier_plan.plan_records)."""
+    return planted_rows(*planted_frontier(folder, planted), planted)
+
+
+def planted_frontier(folder: Path, planted: Sequence[str]) -> tuple[FrontierPlan, list[dict[str, Any]]]:
+    """A planted model's frontier folder read and checked for planted_effects: its plan and every record of it."""
     from benchprof.core.layout import FrontierLayout
     from benchprof.lab.frontier_plan import plan_records, recorded_plan
 
@@ -148,8 +153,7 @@ def planted_effects(folder: Path, planted: Sequence[str]) -> list[dict[str, Any]
             f"{', '.join(unknown) or 'no ability given'}: not an ability of {layout.plan_file} (it holds "
             f"{', '.join(plan.abilities)}); give the planted abilities its frontier measured"
         )
-    records = plan_records(plan, layout.records_file)  # every region of the plan, each draw of the random baseline
-    return planted_rows(plan, records, planted)
+    return plan, plan_records(plan, layout.records_file)  # every region of the plan, each random baseline draw
 
 
 def planted_rows(
@@ -236,21 +240,11 @@ def planted_goal_counts(
     resamples of the items: every split's items drawn with replacement, the same draw for every region (paired),
     the rows recomputed on them (frontier_report.GOAL_INNER bootstrap resamples inside): how much the count a
     reader sees would move with other items."""
-    import numpy as np
-
-    from benchprof.lab.frontier_report import GOAL_INNER
+    from benchprof.lab.frontier_report import GOAL_INNER, item_resamples
     from benchprof.stats.resampling import cell_rng
 
-    rng = cell_rng(plan.seed, "planted goal counts")
-    sizes = {name: len(values) for name, values in records[0]["acc_norm"].items()}
-    arrays = [{name: np.asarray(values) for name, values in r["acc_norm"].items()} for r in records]
     counts: dict[tuple[str, int], list[int]] = {}
-    for _ in range(resamples):
-        drawn = {name: rng.integers(0, n, n) for name, n in sizes.items()}
-        again = [
-            {**r, "acc_norm": {name: values[drawn[name]].tolist() for name, values in a.items()}}
-            for r, a in zip(records, arrays, strict=True)
-        ]
+    for again in item_resamples(records, resamples, cell_rng(plan.seed, "planted goal counts")):
         at_goal: dict[tuple[str, int], int] = {}
         for row in planted_rows(plan, again, planted, GOAL_INNER):
             key = (row["option"], row["size"])
@@ -289,14 +283,12 @@ def write_planted_effects(folder: Path, planted: Sequence[str], rows: list[dict[
     planted abilities and each region's row (`rows`: planted_effects' rows of the folder, read there if None)."""
     import numpy as np
 
-    from benchprof.core.layout import FrontierLayout
     from benchprof.core.storage import write_csv, write_text
-    from benchprof.lab.frontier_plan import plan_records, recorded_plan
     from benchprof.lab.frontier_report import goal_spread
 
-    rows = planted_effects(folder, planted) if rows is None else rows
-    plan = recorded_plan(Path(folder))[0]
-    spread = planted_goal_counts(plan, plan_records(plan, FrontierLayout(Path(folder)).records_file), planted)
+    plan, records = planted_frontier(folder, planted)  # read once: the rows and their spread over item resamples
+    rows = planted_rows(plan, records, planted) if rows is None else rows
+    spread = planted_goal_counts(plan, records, planted)
     csv_path, md_path = Path(folder) / "planted_effects.csv", Path(folder) / "planted_effects.md"
     write_csv(csv_path, EFFECT_COLUMNS, rows, digits=6)
     lines = [

@@ -14,7 +14,7 @@ before any result. A row whose estimate is not above random is never starred.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -250,6 +250,21 @@ def to_chance(row: dict[str, Any]) -> float:
 GOAL_RESAMPLES, GOAL_INNER = 100, 200  # item resamples of the goal count; bootstrap resamples inside each
 
 
+def item_resamples(records: list[dict[str, Any]], resamples: int, rng: Any) -> Iterator[list[dict[str, Any]]]:
+    """`resamples` copies of a frontier's records with every split's items drawn with replacement, the same draw for
+    every region (paired): the records a count is recomputed on to see how much it moves with other items."""
+    import numpy as np
+
+    sizes = {name: len(values) for name, values in records[0]["acc_norm"].items()}
+    arrays = [{name: np.asarray(values) for name, values in r["acc_norm"].items()} for r in records]
+    for _ in range(resamples):
+        drawn = {name: rng.integers(0, n, n) for name, n in sizes.items()}
+        yield [
+            {**r, "acc_norm": {name: values[drawn[name]].tolist() for name, values in a.items()}}
+            for r, a in zip(records, arrays, strict=True)
+        ]
+
+
 def goal_counts(
     plan: FrontierPlan,
     records: list[dict[str, Any]],
@@ -260,20 +275,10 @@ def goal_counts(
     """Per (option, size), the number of abilities at the goal in each of `resamples` resamples of the items: every
     split's items drawn with replacement, the same draw for every region (paired), the whole report recomputed on
     them (GOAL_INNER bootstrap resamples inside). How much the count a reader sees would move with other items."""
-    import numpy as np
-
     from benchprof.stats.resampling import cell_rng
 
-    rng = cell_rng(plan.seed, "goal counts")
-    sizes = {name: len(values) for name, values in records[0]["acc_norm"].items()}
-    arrays = [{name: np.asarray(values) for name, values in r["acc_norm"].items()} for r in records]
     counts: dict[tuple[str, int], list[int]] = {}
-    for _ in range(resamples):
-        drawn = {name: rng.integers(0, n, n) for name, n in sizes.items()}
-        again = [
-            {**r, "acc_norm": {name: values[drawn[name]].tolist() for name, values in a.items()}}
-            for r, a in zip(records, arrays, strict=True)
-        ]
+    for again in item_resamples(records, resamples, cell_rng(plan.seed, "goal counts")):
         at_goal: dict[tuple[str, int], int] = {}
         for row in rows_of(plan, again, weights_per_neuron, total, GOAL_INNER):
             if row["option"] != "random":
