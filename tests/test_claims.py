@@ -139,21 +139,30 @@ def test_a_row_read_back_from_ais_csv_is_the_row_written():
 
 def test_with_selections_and_placebo_a_claim_needs_a_majority_of_the_selections():
     """The rule of docs/claims.md: a starred top-random row is a claim only where a majority of the ability's
-    selections meet the tests (selections_agree, cells.count_agreement); the line says how many."""
+    selections meet the tests (selections_agree, cells.count_agreement) and their mean is above random regions once
+    selections are resampled too (selections_low > 0); the line quotes that mean and says how many agree."""
     claim = {"family": PRIMARY, "control_draws": 4, "selections": 3}
+    mean = {"selections_ais": 0.22, "selections_low": 0.05, "selections_high": 0.39}
     rows = [
         row("A", "known", "top", 0.40, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
-        row("A", "known", ADJUSTED, 0.25, p_value=0.001, significant=True, selections_agree=2, **claim),
+        row("A", "known", ADJUSTED, 0.25, p_value=0.001, significant=True, selections_agree=2, **claim, **mean),
         row("A", "known", "top-placebo", 0.20, p_value=0.001, significant=True, family=PRIMARY),
         row("B", "known", "top", 0.30, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
-        row("B", "known", ADJUSTED, 0.30, p_value=0.001, significant=True, selections_agree=1, **claim),
+        row("B", "known", ADJUSTED, 0.30, p_value=0.001, significant=True, selections_agree=1, **claim, **mean),
+        row("C", "known", "top", 0.30, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
+        row("C", "known", ADJUSTED, 0.30, p_value=0.001, significant=True, selections_agree=3, **claim),
     ]
+    rows[-1].selections_ais, rows[-1].selections_low, rows[-1].selections_high = 0.2, -0.01, 0.41
     profile = small_profile()
     profile.rows = rows
     claims = {c.benchmark: c for c in benchmark_claims(profile)}
-    assert [r.ability for r in claims["known"].draws_on] == ["A"]  # B is starred in 1 of 3 selections only
+    # B is starred in 1 of 3 selections only; C in all three, but its selections disagree too much for their mean
+    assert [r.ability for r in claims["known"].draws_on] == ["A"]
     line = claim_lines(profile)[0]
-    assert "A (AIS +0.400, +0.250 beyond random regions, 2 of 3 selections)" in line and "B (" not in line
+    figure = "A (AIS +0.400, +0.220 [+0.050, +0.390] beyond random regions on average over 3 selections, 2 agreeing)"
+    assert figure in line and "B (" not in line and "C (" not in line
+    rows[-1].selections_low = math.nan  # no interval (no per-document results): no claim either
+    assert [r.ability for r in benchmark_claims(profile)[0].draws_on] == ["A"]
     assert "more than placebo regions" in "\n".join(claims_markdown(profile))
     for r in rows:
         r.selections_agree = 1

@@ -154,7 +154,7 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
         result = json.loads(layout.eval_file(variant, benchmark).read_text())
         return float(result["results"][result["primary_task"]]["acc_norm,none"])
 
-    checked = claims = 0
+    checked = claims = figures = 0
     for benchmark in ABILITIES:
         s = score(Variant(), benchmark)
         placebos = [
@@ -196,7 +196,15 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
                 meets += starred and cell[top]["below_chance"] != "true" and broad
             assert int(cell["top-random"]["selections"]) == 3
             assert int(cell["top-random"]["selections_agree"]) == meets
-    assert checked == 27 and claims >= 12
+            # the claim's figure: the mean over the three selections of top − random, inside its interval
+            mean_top = np.mean([(s - score(Variant(ability, K, t), benchmark)) / s for t in ("top", "top2", "top3")])
+            randoms = [(s - score(Variant(a, K, r), benchmark)) / s for a in ABILITIES for r in ("random", "random2")]
+            row = cell["top-random"]
+            if row["selections_ais"] != "":
+                assert float(row["selections_ais"]) == pytest.approx(mean_top - np.mean(randoms), abs=1e-12)
+                assert float(row["selections_low"]) < float(row["selections_ais"]) < float(row["selections_high"])
+                figures += 1
+    assert checked == 27 and claims >= 12 and figures >= 3, figures
     # breadth: a region's mean top − random AIS on the ability splits that are neither its own nor the benchmark
     key = {(r["ability"], r["benchmark"], r["region"]): r for r in rows if r["metric"] == "acc_norm,none"}
     for ability in ABILITIES:

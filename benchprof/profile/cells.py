@@ -18,6 +18,7 @@ from benchprof.core.layout import format_k
 from benchprof.core.region_names import random_draw, selection_of
 from benchprof.core.results import DocId, DocKey, Score
 from benchprof.profile.analyses import JointCell
+from benchprof.profile.controls import set_selections
 from benchprof.profile.rows import (
     ADJUSTED,
     CONTROL,
@@ -48,6 +49,7 @@ from benchprof.stats.resampling import (
     cell_rng,
     material_drop,
     percentile_ci,
+    selections_bootstrap,
     two_level_bootstrap,
     wald_test,
 )
@@ -449,6 +451,11 @@ def cell_rows(
                     units = len(set(clusters)) if clusters is not None else len(docs)  # what the bootstrap drew
                     ais = rows[top].ais
                     set_control(rows[name], ais, control_ais[name], finite_variance(top_samples), noise, units - 1)
+                    tops = [t for t in paired if (c := selection_of(t)) is not None and c[0] == "top"]
+                    if name == ADJUSTED and len(tops) > 1:  # the claim's figure: the mean over selections (controls)
+                        tops_values = np.array([[paired[t][d] for d in docs] for t in tops])
+                        noises = selections_bootstrap(base, tops_values, pool_values, resamples, rng, clusters, strata)
+                        set_selections(rows[name], [rows[t].ais for t in tops], control_ais[name], noises, units - 1)
             for region, values in samples.items():
                 if samples_out is not None:
                     samples_out[(ability, k, benchmark, region)] = values

@@ -84,6 +84,10 @@ class AisRow:
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
     selections: int = 0  # top-random rows: the top regions of the ability, one per attribution sample
     selections_agree: int = 0  # top-random rows: the samples whose region meets the claim rule (cells.agreement)
+    selections_ais: float = math.nan  # top-random rows: mean over the selections of top − random (controls.py)
+    selections_low: float = math.nan  # ... its 95% interval: items, selections and random draws resampled
+    selections_high: float = math.nan
+    selections_p: float = math.nan  # ... two-sided p of "the selections do on average what random regions do"
     breadth: float = math.nan  # top-random rows: the region's mean top-random AIS on the other ability splits
     breadth_residual: float = math.nan  # ... its AIS here beyond what that breadth predicts (profile/breadth.py)
     breadth_p: float = math.nan  # ... one-sided p of that residual, Holm over the abilities of its selection

@@ -36,7 +36,8 @@ from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_
 #    from the damage family (top against the original), Holm within the claim; no control test without spread.
 # 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
 # 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
-STATISTICS_VERSION = 7
+# 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule.
+STATISTICS_VERSION = 8
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
