@@ -1,5 +1,8 @@
 import math
 
+import numpy as np
+import pytest
+
 from benchprof.profile.claims import benchmark_claims, claim_lines, claims_markdown, claims_terminal
 from benchprof.profile.report import merged_notes, render_markdown
 from benchprof.profile.rows import ADJUSTED, DAMAGE, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
@@ -167,3 +170,37 @@ def test_with_selections_and_placebo_a_claim_needs_a_majority_of_the_selections(
     for r in rows:
         r.selections_agree = 1
     assert benchmark_claims(profile)[0].kind == "none"
+    # nothing claimed: what the comparison with the pool of placebo regions (every ability's) could have seen
+    placebos = [0.10, 0.16, 0.12, 0.07]
+    rows += [
+        row(a, "known", f"placebo{s}", v) for (a, s), v in zip([("A", ""), ("A", 2), ("B", ""), ("C", 3)], placebos)
+    ]
+    from benchprof.stats.power import minimum_detectable_beyond_control
+
+    level = 0.05 / sum(r.family == PRIMARY for r in rows)
+    expected = minimum_detectable_beyond_control(float(np.std(placebos, ddof=1)), 4, level)
+    assert benchmark_claims(profile)[0].mde_placebo == pytest.approx(expected, abs=1e-12)
+    assert f"{expected:.2f} beyond placebo regions)" in claim_lines(profile)[0]
+
+
+def test_the_minimum_detectable_ais_beyond_placebo_regions_has_its_power_over_many_pools():
+    """The smallest top − placebo the predictive t detects with 80% power (stats.power.
+    minimum_detectable_beyond_control): over 4,000 simulated pools of D normal placebo regions with a top region
+    shifted by that figure, stats.control.top_against_random rejects at the level in 0.80 of them (± 2 × 0.0063);
+    and with many draws the figure tends to the normal one, (z_{1−α/2} + z_0.8)·σ."""
+    from statistics import NormalDist
+
+    from benchprof.stats.control import top_against_random
+    from benchprof.stats.power import minimum_detectable_beyond_control
+
+    rng = np.random.default_rng(5)
+    for draws, level in ((8, 0.05), (24, 0.05 / 40)):
+        delta = minimum_detectable_beyond_control(0.03, draws, level)
+        pools = rng.normal(0.0, 0.03, (4000, draws + 1))
+        rejected = [top_against_random(p[0] + delta, list(p[1:])).p_value < level for p in pools]
+        assert abs(np.mean(rejected) - 0.8) <= 2 * math.sqrt(0.8 * 0.2 / 4000), (draws, np.mean(rejected))
+    normal = (NormalDist().inv_cdf(0.975) + NormalDist().inv_cdf(0.8)) * 0.03
+    assert minimum_detectable_beyond_control(0.03, 100_000, 0.05) == pytest.approx(normal, rel=1e-3)
+    assert math.isnan(minimum_detectable_beyond_control(0.03, 2)) and math.isnan(
+        minimum_detectable_beyond_control(0, 8)
+    )

@@ -17,7 +17,18 @@ from dataclasses import dataclass, field
 
 from benchprof.core.layout import format_k
 from benchprof.profile.formatting import fmt_interval
-from benchprof.profile.rows import ADJUSTED, MEAN, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile, control_of
+from benchprof.profile.rows import (
+    ADJUSTED,
+    MEAN,
+    P_CORRECT,
+    PRIMARY,
+    SPECIFICITY,
+    AisRow,
+    Profile,
+    control_of,
+    is_placebo,
+)
+from benchprof.stats.power import minimum_detectable_beyond_control
 
 
 @dataclass
@@ -31,6 +42,7 @@ class Claim:
     less_than_random: list[AisRow] = field(default_factory=list)  # starred with AIS < 0, most negative first
     top: dict[str, float] = field(default_factory=dict)  # ability -> the top region's own AIS
     mde: float = math.nan  # kind "none": the median minimum detectable AIS of its top regions
+    mde_placebo: float = math.nan  # ... and the smallest top − placebo its test would likely have seen
     original: float = math.nan  # kind "chance": the original score and the chance level
     chance: float = math.nan
 
@@ -96,7 +108,14 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
             out.append(Claim(benchmark, "claims", positive, negative[::-1], top))
             continue
         mdes = [r.mde for r in rows if r.region == "top" and not math.isnan(r.mde)]
-        out.append(Claim(benchmark, "none", mde=statistics.median(mdes) if mdes else math.nan))
+        # the placebo pool is every ability's placebo regions at k: one figure per benchmark
+        placebos = [r.ais for r in rows if is_placebo(r.region) and r.metric == tested[0].metric]
+        beyond = math.nan
+        if len(placebos := [a for a in placebos if not math.isnan(a)]) >= 3:
+            level = profile.alpha / max(1, len(_claim_family(profile)))  # Holm's first step: the hardest one
+            beyond = minimum_detectable_beyond_control(statistics.stdev(placebos), len(placebos), level)
+        median = statistics.median(mdes) if mdes else math.nan
+        out.append(Claim(benchmark, "none", mde=median, mde_placebo=beyond))
     return out
 
 
@@ -129,6 +148,11 @@ def claim_line(claim: Claim) -> str:
     if claim.kind == "none":
         if math.isnan(claim.mde):
             return f"{b}: no claim; no minimum detectable AIS (no per-document results)."
+        if not math.isnan(claim.mde_placebo):
+            return (
+                f"{b}: no claim (minimum detectable AIS {claim.mde:.2f} against the original model, "
+                f"{claim.mde_placebo:.2f} beyond placebo regions)."
+            )
         return f"{b}: no claim (minimum detectable AIS {claim.mde:.2f})."
     parts = []
     if claim.draws_on:
@@ -215,7 +239,10 @@ def claims_markdown(profile: Profile) -> list[str]:
             "other abilities' splits predicts (the breadth control, where the profile scores those splits), and "
             "the benchmark's ablated score not below chance, in a majority of the attribution samples "
             "(selections), and the mean over the selections above random regions once items, selections and "
-            "random draws are all resampled; the figure is that mean with its interval (docs/claims.md)."
+            "random draws are all resampled; the figure is that mean with its interval (docs/claims.md). Where "
+            "nothing is claimed, the second minimum detectable AIS is the smallest top − placebo the comparison "
+            "with the placebo regions would likely have seen (80% power at alpha over the claim family, from the "
+            "spread of the benchmark's placebo regions)."
             + (
                 f" Placebo regions alone, each tested against random regions as a top region is (Holm over them), "
                 f"would have starred {profile.placebo_stars[0]} of {profile.placebo_stars[1]} rows on real "

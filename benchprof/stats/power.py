@@ -84,3 +84,30 @@ def minimum_detectable_ais_continuous(
     mde = np.full(shape, np.nan)
     np.divide(drop, s, out=mde, where=np.broadcast_to(s > 0, shape))
     return float(mde) if mde.ndim == 0 else mde
+
+
+def minimum_detectable_beyond_control(spread: float, draws: int, alpha: float = 0.05, power: float = 0.8) -> float:
+    """Smallest AIS beyond the mean of D control regions (top − placebo, top − random) that stats.control's
+    predictive t test detects with `power` at the two-sided level `alpha` (pass the corrected one).
+
+    The control regions' AIS are D exchangeable normal values with sd `spread`, the top region one more shifted by
+    δ: t = (top − mean)/(s·√(1 + 1/D)) is then noncentral t with D − 1 degrees of freedom and noncentrality
+    δ/(spread·√(1 + 1/D)), and δ solves P(|t| > t_{1−α/2}) = power. What the comparison with the control regions
+    could have seen where nothing is claimed. NaN with fewer than 3 draws or no spread.
+    """
+    from scipy import optimize, stats
+
+    if draws < 3 or not spread > 0:
+        return math.nan
+    df, scale = draws - 1, spread * math.sqrt(1 + 1 / draws)
+    critical = float(stats.t.ppf(1 - alpha / 2, df))
+
+    def shortfall(delta: float) -> float:
+        ncp = delta / scale
+        wrong_side = float(stats.nct.cdf(-critical, df, ncp))  # below 1e-7 where scipy gives NaN: nothing
+        return float(stats.nct.sf(critical, df, ncp)) + (0.0 if math.isnan(wrong_side) else wrong_side) - power
+
+    high = scale
+    while shortfall(high) < 0:
+        high *= 2
+    return float(optimize.brentq(shortfall, 0.0, high, xtol=1e-10 * scale))
