@@ -82,3 +82,36 @@ def test_a_folder_without_ais_csv_is_refused_in_one_line(tmp_path):
     (tmp_path / "ais.md").write_text("# x\n")
     with pytest.raises(BenchprofError, match="no ais.csv"):
         rerender(tmp_path)
+
+
+def test_a_profile_read_back_says_what_placebo_regions_alone_would_claim(tmp_path):
+    """placebo_stars is not a column of ais.csv: read back, it is computed again from the rows, and equals what
+    aggregate's profile said (a benchmark at chance left out), so a rerendered ais.md keeps the sentence."""
+    from dataclasses import asdict
+
+    from benchprof.core.storage import write_csv
+    from benchprof.profile.controls import placebo_stars
+    from benchprof.profile.report import CSV_COLUMNS
+    from benchprof.profile.rows import ADJUSTED, PRIMARY, AisRow, Profile
+
+    def row(benchmark, ability, region, ais, **fields):
+        return AisRow("m", ability, benchmark, 0.01, region, "acc,none", 0.6, 0.5, ais, **fields)
+
+    rows = []
+    for benchmark, chance in (("arc", False), ("piqa", True)):
+        for i, ability in enumerate("ABC"):
+            rows += [
+                row(benchmark, ability, "random", 0.01 * i, at_chance=chance),
+                row(benchmark, ability, "random2", 0.02 - 0.01 * i, at_chance=chance),
+                row(benchmark, ability, "placebo", 0.30 if i == 0 else 0.011, at_chance=chance),
+                row(benchmark, ability, ADJUSTED, 0.1, family="" if chance else PRIMARY, at_chance=chance),
+            ]
+    profile = Profile("m", "m", list("ABC"), ["arc", "piqa"], [0.01], [], 0.01, 0.0, 0, rows=rows)
+    profile.metrics = {"arc": "acc,none", "piqa": "acc,none"}
+    profile.chance_p = {"arc": 0.001, "piqa": 0.4}
+    expected = list(placebo_stars(profile))
+    assert expected == [1, 3]  # A's placebo region far beyond the random ones; piqa at chance, not tested
+    folder = tmp_path / "profile"
+    folder.mkdir()
+    write_csv(folder / "ais.csv", CSV_COLUMNS, (asdict(r) for r in rows))
+    assert folder_profile(folder).placebo_stars == expected

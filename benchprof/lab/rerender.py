@@ -17,16 +17,18 @@ from benchprof import BenchprofError
 from benchprof.core.config import AggregateSettings
 from benchprof.core.storage import read_csv, write_text
 from benchprof.profile.claims import claims_markdown
+from benchprof.profile.controls import placebo_stars
 from benchprof.profile.report import READING, merged_notes
-from benchprof.profile.rows import SPECIFICITY, AisRow, Profile
+from benchprof.profile.rows import PRIMARY, SPECIFICITY, AisRow, Profile
 
 NOTES = "## Notes"
 MORE = "- ... and "  # the line that counts the notes ais.md did not show
 
 
 def folder_profile(folder: Path) -> Profile:
-    """The profile the Claims need, from a committed folder: ais.csv's rows, and aggregate.alpha and report_k from
-    its config.yml (the defaults where it names none: the largest k)."""
+    """The profile the Claims need, from a committed folder: ais.csv's rows (with what they say of each benchmark's
+    primary metric and chance, and the placebo regions' stars computed again from them), and aggregate.alpha and
+    report_k from its config.yml (the defaults where it names none: the largest k)."""
     import yaml
 
     csv_path, config_path = folder / "ais.csv", folder / "config.yml"
@@ -40,7 +42,7 @@ def folder_profile(folder: Path) -> Profile:
     k_values = sorted({row.k for row in rows})
     report_k = float(aggregate.get("report_k") or k_values[-1])
     defaults = AggregateSettings()
-    return Profile(
+    profile = Profile(
         model=rows[0].model,
         name=rows[0].model,
         abilities=list(dict.fromkeys(row.ability for row in rows)),
@@ -52,7 +54,12 @@ def folder_profile(folder: Path) -> Profile:
         bootstrap=int(aggregate.get("bootstrap", defaults.bootstrap)),
         rows=rows,
         alpha=float(aggregate.get("alpha", defaults.alpha)),
+        # each benchmark's primary metric (its claim rows') and whether it is at chance, as the rows say
+        metrics={row.benchmark: row.metric for row in rows if row.family == PRIMARY},
+        chance_p={row.benchmark: 1.0 if row.at_chance else 0.0 for row in rows if row.benchmark != SPECIFICITY},
     )
+    profile.placebo_stars = list(placebo_stars(profile))  # what ais.md's Claims say of the placebo regions
+    return profile
 
 
 def with_claims(text: str, profile: Profile) -> str:
