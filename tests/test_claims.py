@@ -163,9 +163,13 @@ def test_with_selections_and_placebo_a_claim_needs_a_majority_of_the_selections(
     assert [r.ability for r in claims["known"].draws_on] == ["A"]
     line = claim_lines(profile)[0]
     figure = "A (AIS +0.400, +0.220 [+0.050, +0.390] beyond random regions on average over 3 selections, 2 agreeing)"
-    assert figure in line and "B (" not in line and "C (" not in line
-    rows[-1].selections_low = math.nan  # no interval (no per-document results): no claim either
+    assert figure in line and "B (" not in line and "C (" not in line and "untested" not in line
+    rows[-1].selections_low = math.nan  # no interval (no per-document results): no claim either, and it says so
     assert [r.ability for r in benchmark_claims(profile)[0].draws_on] == ["A"]
+    assert "C met the tests in a majority of selections but has no figure over them" in claim_lines(profile)[0]
+    # the top AIS quoted under the rule is the mean over the ability's selections' top regions
+    rows.append(row("A", "known", "top2", 0.30, family=DAMAGE, p_value=0.001, significant=True, mde=0.2))
+    assert "A (AIS +0.350, +0.220" in claim_lines(profile)[0]
     assert "more than placebo regions" in "\n".join(claims_markdown(profile))
     for r in rows:
         r.selections_agree = 1
@@ -180,7 +184,7 @@ def test_with_selections_and_placebo_a_claim_needs_a_majority_of_the_selections(
     level = 0.05 / sum(r.family == PRIMARY for r in rows)
     expected = minimum_detectable_beyond_control(float(np.std(placebos, ddof=1)), 4, level)
     assert benchmark_claims(profile)[0].mde_placebo == pytest.approx(expected, abs=1e-12)
-    assert f"{expected:.2f} beyond placebo regions)" in claim_lines(profile)[0]
+    assert f"against the original model, at least {expected:.2f} beyond placebo regions)" in claim_lines(profile)[0]
 
 
 def test_the_minimum_detectable_ais_beyond_placebo_regions_has_its_power_over_many_pools():

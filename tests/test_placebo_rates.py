@@ -92,5 +92,5 @@ def test_the_claim_rule_holds_false_claims_at_alpha_where_random_regions_alone_d
     )
     assert np.mean(beyond_random) >= 0.5  # the confound the placebo control is for: random regions miss it
     assert np.mean(ruled) <= 0.05 + 2 * error
-    if effect:
-        assert np.mean(found) >= 0.5
+    if effect:  # measured 0.53 (docs/statistics.md: the breadth test over three abilities costs the power)
+        assert np.mean(found) >= 0.4

@@ -451,8 +451,9 @@ def cell_rows(
                     units = len(set(clusters)) if clusters is not None else len(docs)  # what the bootstrap drew
                     ais = rows[top].ais
                     set_control(rows[name], ais, control_ais[name], finite_variance(top_samples), noise, units - 1)
-                    tops = [t for t in paired if (c := selection_of(t)) is not None and c[0] == "top"]
-                    if name == ADJUSTED and len(tops) > 1:  # the claim's figure: the mean over selections (controls)
+                    # the claim's figure: the mean over every configured selection, each with its documents
+                    tops = [t for t in profile.regions if (c := selection_of(t)) is not None and c[0] == "top"]
+                    if name == ADJUSTED and len(tops) > 1 and all(t in paired for t in tops):
                         tops_values = np.array([[paired[t][d] for d in docs] for t in tops])
                         noises = selections_bootstrap(base, tops_values, pool_values, resamples, rng, clusters, strata)
                         set_selections(rows[name], [rows[t].ais for t in tops], control_ais[name], noises, units - 1)

@@ -16,6 +16,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from benchprof.core.layout import format_k
+from benchprof.core.region_names import selection_of
 from benchprof.profile.formatting import fmt_interval
 from benchprof.profile.rows import (
     ADJUSTED,
@@ -43,6 +44,9 @@ class Claim:
     top: dict[str, float] = field(default_factory=dict)  # ability -> the top region's own AIS
     mde: float = math.nan  # kind "none": the median minimum detectable AIS of its top regions
     mde_placebo: float = math.nan  # ... and the smallest top − placebo its test would likely have seen
+    # abilities that met the tests in a majority of their selections but have no figure over them (per-document
+    # results of a selection missing, or aggregate.bootstrap 0): rule 5 could not be tested, so no claim
+    unfigured: list[str] = field(default_factory=list)
     original: float = math.nan  # kind "chance": the original score and the chance level
     chance: float = math.nan
 
@@ -66,13 +70,17 @@ def ruled_claims(profile: Profile) -> bool:
     )
 
 
+def _agree(row: AisRow) -> bool:
+    """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3)."""
+    return row.selections > 0 and row.selections_agree >= row.selections // 2 + 1
+
+
 def majority(row: AisRow) -> bool:
     """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3), and,
     with more than one selection, whose mean over them is above random regions once items, selections and random
     draws are all resampled (the interval `selections_low`; NaN, as when the per-document results are missing,
-    fails)."""
-    agree = row.selections > 0 and row.selections_agree >= row.selections // 2 + 1
-    return agree and (row.selections < 2 or row.selections_low > 0)
+    fails, and the line says so)."""
+    return _agree(row) and (row.selections < 2 or row.selections_low > 0)
 
 
 def _benchmarks(profile: Profile) -> list[str]:
@@ -99,13 +107,14 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
             out.append(Claim(benchmark, "untested"))
             continue
         starred = sorted((r for r in tested if r.significant), key=lambda r: -r.ais)
-        top = {r.ability: r.ais for r in rows if r.region == "top"}
         ruled = ruled_claims(profile)
+        top = _top_ais(rows, ruled)
         positive = [r for r in tested if majority(r)] if ruled else [r for r in starred if r.ais > 0]
-        positive.sort(key=lambda r: -r.ais)
+        positive.sort(key=lambda r: -(r.ais if math.isnan(r.selections_ais) else r.selections_ais))
         negative = [r for r in starred if r.ais < 0 and r not in positive]
+        unfigured = [r.ability for r in tested if _agree(r) and r.selections > 1 and math.isnan(r.selections_low)]
         if positive or negative:
-            out.append(Claim(benchmark, "claims", positive, negative[::-1], top))
+            out.append(Claim(benchmark, "claims", positive, negative[::-1], top, unfigured=unfigured))
             continue
         mdes = [r.mde for r in rows if r.region == "top" and not math.isnan(r.mde)]
         # the placebo pool is every ability's placebo regions at k: one figure per benchmark
@@ -115,16 +124,33 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
             level = profile.alpha / max(1, len(_claim_family(profile)))  # Holm's first step: the hardest one
             beyond = minimum_detectable_beyond_control(statistics.stdev(placebos), len(placebos), level)
         median = statistics.median(mdes) if mdes else math.nan
-        out.append(Claim(benchmark, "none", mde=median, mde_placebo=beyond))
+        out.append(Claim(benchmark, "none", mde=median, mde_placebo=beyond, unfigured=unfigured))
     return out
 
 
+def _top_ais(rows: list[AisRow], ruled: bool) -> dict[str, float]:
+    """ability -> the AIS its top region has on the benchmark (on the claim's metric); under the rule, the mean
+    over its selections' top regions, beside the figure over selections it is quoted with."""
+    metric = next((r.metric for r in rows if r.family == PRIMARY), None)
+    tops: dict[str, list[float]] = {}
+    for r in rows:
+        if (
+            r.metric == metric
+            and (chosen := selection_of(r.region))
+            and chosen[0] == "top"
+            and (ruled or chosen[1] == 1)
+        ):
+            tops.setdefault(r.ability, []).append(r.ais)
+    return {ability: statistics.fmean(values) for ability, values in tops.items()}
+
+
 def _figure(row: AisRow, top: dict[str, float], against: str = "beyond") -> str:
-    """'Analogical_Reasoning (AIS +0.301, +0.144 [+0.072, +0.216] beyond random regions)'."""
+    """'Analogical_Reasoning (AIS +0.301, +0.144 [+0.072, +0.216] beyond random regions)'; a claim under the rule
+    quotes its figures as means over the selections (the top AIS and the excess beyond random regions)."""
     own = top.get(row.ability, math.nan)
     excess = fmt_interval(row.ais, row.ci_low, row.ci_high, digits=3, sign="+")
     agree = f", {row.selections_agree} of {row.selections} selections" if row.selections > 1 else ""
-    if row.selections > 1 and not math.isnan(row.selections_ais):  # the claim's figure: the mean over selections
+    if against == "beyond" and row.selections > 1 and not math.isnan(row.selections_ais):
         excess = fmt_interval(row.selections_ais, row.selections_low, row.selections_high, digits=3, sign="+")
         agree = f" on average over {row.selections} selections, {row.selections_agree} agreeing"
     return (
@@ -145,22 +171,27 @@ def claim_line(claim: Claim) -> str:
     if claim.kind == "chance":
         against = "" if math.isnan(claim.chance) else f" against {claim.chance:.3f}"
         return f"{b}: at chance ({claim.original:.3f}{against}); no claim."
+    unfigured = (
+        f" {_and(claim.unfigured)} met the tests in a majority of selections but has no figure over them "
+        "(a selection's per-document results missing, or aggregate.bootstrap 0), so rule 5 is untested."
+        if claim.unfigured
+        else ""
+    )
     if claim.kind == "none":
+        beyond = "" if math.isnan(claim.mde_placebo) else f"at least {claim.mde_placebo:.2f} beyond placebo regions"
         if math.isnan(claim.mde):
-            return f"{b}: no claim; no minimum detectable AIS (no per-document results)."
-        if not math.isnan(claim.mde_placebo):
-            return (
-                f"{b}: no claim (minimum detectable AIS {claim.mde:.2f} against the original model, "
-                f"{claim.mde_placebo:.2f} beyond placebo regions)."
-            )
-        return f"{b}: no claim (minimum detectable AIS {claim.mde:.2f})."
+            if not beyond:
+                return f"{b}: no claim; no minimum detectable AIS (no per-document results).{unfigured}"
+            return f"{b}: no claim (minimum detectable AIS {beyond}).{unfigured}"
+        figures = f"{claim.mde:.2f} against the original model, {beyond}" if beyond else f"{claim.mde:.2f}"
+        return f"{b}: no claim (minimum detectable AIS {figures}).{unfigured}"
     parts = []
     if claim.draws_on:
         parts.append(f"{b} draws on " + _and([_figure(r, claim.top) for r in claim.draws_on]))
     if claim.less_than_random:
         figures = _and([_figure(r, claim.top, "against") for r in claim.less_than_random])
         parts.append(("" if parts else f"{b}: ") + f"the region of {figures} lowers it less than random regions do")
-    return "; ".join(parts) + "."
+    return "; ".join(parts) + "." + unfigured
 
 
 def specificity_line(profile: Profile) -> str:
@@ -240,9 +271,9 @@ def claims_markdown(profile: Profile) -> list[str]:
             "the benchmark's ablated score not below chance, in a majority of the attribution samples "
             "(selections), and the mean over the selections above random regions once items, selections and "
             "random draws are all resampled; the figure is that mean with its interval (docs/claims.md). Where "
-            "nothing is claimed, the second minimum detectable AIS is the smallest top − placebo the comparison "
-            "with the placebo regions would likely have seen (80% power at alpha over the claim family, from the "
-            "spread of the benchmark's placebo regions)."
+            "nothing is claimed, the second minimum detectable AIS bounds from below the smallest top − placebo "
+            "the rule would likely have seen: the comparison with the placebo regions alone would need that much "
+            "for 80% power at alpha over the claim family, from the spread of the benchmark's placebo regions."
             + (
                 f" Placebo regions alone, each tested against random regions as a top region is (Holm over them), "
                 f"would have starred {profile.placebo_stars[0]} of {profile.placebo_stars[1]} rows on real "

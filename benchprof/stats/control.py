@@ -110,10 +110,10 @@ def null_calibration(random: Sequence[float], alpha: float = 0.05) -> tuple[list
 class SelectionsComparison:
     """`selections_against_control`'s answer for one (ability, k, benchmark)."""
 
-    estimate: float  # mean AIS over the ability's top regions (one per selection) − mean AIS of the control draws
+    estimate: float  # mean AIS over the selections' regions − mean AIS of the control draws
     ci_low: float  # its interval: items, selections and control draws all resampled in the population they come from
     ci_high: float
-    p_value: float  # two-sided, H0: the ability's regions do, on average over selections, what control regions do
+    p_value: float  # two-sided, H0: the selections' regions do, on average, what control regions do
     df: float  # degrees of freedom of the t: the fewest of the variance's parts present
 
 
@@ -126,14 +126,15 @@ def selections_against_control(
     control_noise: float,
     level: float = 0.95,
 ) -> SelectionsComparison | None:
-    """The claim's figure: what the ability's regions do beyond control regions, averaged over its selections.
+    """What regions chosen by a procedure do beyond control regions, averaged over independent selections.
 
-    top: the AIS of each selection's top region (S ≥ 2 attribution samples from disjoint train items); control:
-    the AIS of the D control regions (MIN_DRAWS or more). The estimate is mean(top) − mean(control), and its
-    variance has three parts (a variance-components sum, e.g. Searle, Casella and McCulloch 1992):
+    top: the AIS of the region each of S ≥ 2 independent selections chose (each from its own sample of the data the
+    procedure scores); control: the AIS of the D control regions (MIN_DRAWS or more). The estimate is mean(top) −
+    mean(control), and its variance has three parts (a variance-components sum, e.g. Searle, Casella and McCulloch
+    1992):
     - `item_var`: the bootstrap variance of that difference over the items (clusters and strata as the
       intervals draw them) with every region fixed, on `item_df` degrees of freedom (the units drawn − 1);
-    - τ̂²_top / S: how much another attribution sample's region would differ, τ̂²_top = max(0, s²_top −
+    - τ̂²_top / S: how much another selection's region would differ, τ̂²_top = max(0, s²_top −
       `top_noise`), s²_top the selections' sample variance and `top_noise` the part of it that item noise alone
       makes (the bootstrap's mean within-resample variance across the selections: the noise each region's flips
       do not share, already inside `item_var`); on S − 1 degrees of freedom;

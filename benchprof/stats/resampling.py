@@ -350,17 +350,16 @@ def selections_bootstrap(
     rng: np.random.Generator,
     clusters: ArrayLike | None = None,
     strata: ArrayLike | None = None,
-    chance: float = 0.0,
 ) -> tuple[float, float, float]:
     """The item-noise parts of `stats.control.selections_against_control`, from one paired bootstrap of the items.
 
     original (n,), tops (S, n), control (D, n): per-item scores on the same items in the same order. Each resample
-    (`resampled_means`: clusters and strata as the intervals draw them) gives every region's AIS
-    (`ais_above_chance` at `chance`). Returns (item_var, top_noise, control_noise): the variance over resamples of
-    mean AIS(tops) − mean AIS(control); and for the tops and for the control, the mean over resamples of the
-    sample variance across its regions of their AIS, each centred on its own bootstrap mean (the spread item noise
-    alone makes between regions that are fixed; the original's noise, shared by every region, cancels in it).
-    NaN where fewer than two resamples have an AIS.
+    (`resampled_means`: clusters and strata as the intervals draw them) gives every region's AIS. Returns
+    (item_var, top_noise, control_noise): the variance over resamples of mean AIS(tops) − mean AIS(control); and
+    for the tops and for the control, the mean over resamples of the sample variance across its regions of their
+    AIS, each centred on its own bootstrap mean: the spread that item noise alone makes between regions that are
+    fixed (the original's resampled mean, shared by every region, moves them together and adds none of it). NaN
+    where fewer than two resamples have an AIS.
     """
     import numpy as np
 
@@ -368,7 +367,7 @@ def selections_bootstrap(
     tops, control = np.atleast_2d(np.asarray(tops, dtype=float)), np.atleast_2d(np.asarray(control, dtype=float))
     values = np.vstack([original[None, :], tops, control])
     means = resampled_means(values, resamples, rng, clusters, strata)
-    ais = np.asarray(ais_above_chance(means[:, :1], means[:, 1:], chance))  # (resamples, S + D)
+    ais = np.asarray(ais_above_chance(means[:, :1], means[:, 1:], 0.0))  # the paper's AIS: (resamples, S + D)
     ais = ais[np.isfinite(ais).all(axis=1)]
     if ais.shape[0] < 2:
         return math.nan, math.nan, math.nan
