@@ -1,5 +1,5 @@
 """A profile folder's ais.csv re-derived from its per-document scores alone (profile/documents.py's
-documents.tar.gz) and its config.yml: unpacked into an empty outputs tree, scored by aggregate's own computation
+documents.tar.xz) and its config.yml: unpacked into an empty outputs tree, scored by aggregate's own computation
 (profile_scores.load_scores), written by its own writer, and compared with the ais.csv the folder keeps.
 
 .venv/bin/python scripts/rederive_profile.py docs/results/profile-*   (a folder of outputs/<model>/profile once
@@ -41,7 +41,7 @@ def folder_config(folder: Path, output_dir: Path) -> Config:
 
 
 def rederive(folder: Path) -> tuple[Profile, str]:
-    """The profile computed again from `folder`'s documents.tar.gz and config.yml alone, in a temporary outputs
+    """The profile computed again from `folder`'s documents.tar.xz and config.yml alone, in a temporary outputs
     tree removed after, and the ais.csv text it writes."""
     from benchprof.profile.report import write_tables
     from benchprof.stages.profile_scores import load_scores
@@ -60,15 +60,15 @@ def rederive(folder: Path) -> tuple[Profile, str]:
 
 
 def main(*folders: str) -> None:
-    """Re-derive each profile folder's ais.csv from its documents.tar.gz and config.yml alone, and say whether it
+    """Re-derive each profile folder's ais.csv from its documents.tar.xz and config.yml alone, and say whether it
     equals the ais.csv the folder keeps (exit 1 when one does not: the rows that differ are named).
 
     Arguments:
-        folders: profile folders holding documents.tar.gz, config.yml and ais.csv (docs/results/profile-*; an
+        folders: profile folders holding documents.tar.xz, config.yml and ais.csv (docs/results/profile-*; an
             outputs/<model>/profile folder once its config is copied in as config.yml).
     """
     if not folders:
-        raise BenchprofError("name at least one profile folder holding documents.tar.gz and config.yml")
+        raise BenchprofError("name at least one profile folder holding documents.tar.xz and config.yml")
     differ = []
     for name in folders:
         folder = Path(name)

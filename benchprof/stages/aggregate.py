@@ -36,7 +36,8 @@ from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_
 #    from the damage family (top against the original), Holm within the claim; no control test without spread.
 # 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
 # 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
-# 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule.
+# 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule;
+#    documents.tar.xz (was .tar.gz).
 STATISTICS_VERSION = 8
 
 
