@@ -321,6 +321,34 @@ def test_model_facts_are_kept_by_content_and_still_refuse(tiny_model_dir, tmp_pa
     assert len(list((tmp_path / "cache" / "benchprof").glob("model_facts-*.json"))) == 2
 
 
+def test_the_shipped_demo_model_facts_are_what_transformers_says_and_serve_a_first_dry_run(tmp_path, monkeypatch):
+    """benchprof/assets/model_facts.json (lab/shipped_facts.py) holds, for the demo model's files and this
+    environment's library versions, what read_model says through transformers now; a first preflight of the demo
+    config with an empty user cache reads them and never transformers; another key (an edited tokenizer file) is
+    read through transformers again."""
+    from benchprof.lab.shipped_facts import shipped_entries
+    from benchprof.stages.preflight import SHIPPED_FACTS
+
+    shipped = json.loads(SHIPPED_FACTS.read_text())
+    assert shipped == shipped_entries(), "run scripts/ship_model_facts.py: the demo model or a library changed"
+    import benchprof.stages.preflight as preflight_module
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+
+    def not_read(*args):
+        raise AssertionError("the demo model was read through transformers")
+
+    monkeypatch.setattr(preflight_module, "read_model", not_read)
+    demo = SHIPPED_FACTS.parent / "demo-model"
+    config = write_config(tmp_path, demo)
+    assert preflight(load_config(config)) == []
+    edited = tmp_path / "demo-model"
+    shutil.copytree(demo, edited)
+    (edited / "generation_config.json").write_text("{}")
+    with pytest.raises(AssertionError, match="through transformers"):
+        preflight(load_config(write_config(tmp_path, edited)))
+
+
 def test_preflight_checks_user_datasets(tiny_model_dir, tmp_path, reference):
     data = write_user_data(tmp_path / "spatial", reference[0])
     config = write_config(tmp_path, tiny_model_dir, datasets=[{"name": ABILITY, "path": str(data)}])

@@ -8,6 +8,7 @@ Checks that need only the YAML live in config.py.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 from dataclasses import asdict, dataclass, field
@@ -124,13 +125,28 @@ def model_facts_key(source: str, tokenizer_source: str) -> list[Any] | None:
     return [MODEL_FACTS_FORMAT, {lib: version(lib) for lib in ("torch", "transformers", "tokenizers")}, files]
 
 
+SHIPPED_FACTS = Path(__file__).resolve().parents[1] / "assets" / "model_facts.json"  # scripts/ship_model_facts.py
+
+
+def shipped_facts(key: list[Any]) -> Any:
+    """read_model's answer for a model shipped with benchprof (the demo model), written with the package for the
+    same key (the folder's files but the weights, and the library versions), so that a new user's first dry run
+    needs no transformers; None for any other key, or when the file cannot be read."""
+    import json
+
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        return next((entry["facts"] for entry in json.loads(SHIPPED_FACTS.read_text()) if entry["key"] == key), None)
+    return None
+
+
 def model_facts(i: int, source: str, tokenizer_source: str, problems: list[str]) -> ModelFacts | None:
-    """read_model's answer, kept in the user's cache by model_facts_key when it found no problem: importing
-    transformers and torch (about 3 s on 2 cores) is needed only for a model, or a library, not checked before."""
+    """read_model's answer, kept in the user's cache by model_facts_key when it found no problem (and shipped for
+    the demo model): importing transformers and torch (about 3 s on 2 cores) is needed only for a model, or a
+    library, not checked before."""
     from benchprof.core.storage import keep_cached, read_cached
 
     key = model_facts_key(source, tokenizer_source)
-    kept = read_cached("model_facts", key) if key is not None else None
+    kept = (read_cached("model_facts", key) or shipped_facts(key)) if key is not None else None
     if isinstance(kept, dict):
         try:
             return ModelFacts(**kept)
