@@ -23,9 +23,10 @@ from benchprof import BenchprofError
 SLACK = 0.05  # seconds: the job's wall time is taken inside its process, the file written just after
 
 
-def job_intervals(model_dir: Path) -> list[tuple[float, float]]:
+def job_intervals(model_dir: Path, since: float = -float("inf")) -> list[tuple[float, float]]:
     """(start, end) in seconds since the epoch of every evaluation job whose result JSON is under model_dir: its file's
-    modification time, less its wall_seconds."""
+    modification time, less its wall_seconds; only the jobs that started at `since` or later (one `run` of an
+    evaluation that was killed and resumed: the time between two runs is no worker's)."""
     out = []
     for path in sorted(model_dir.glob("**/eval/**/*.json")):
         try:
@@ -33,7 +34,8 @@ def job_intervals(model_dir: Path) -> list[tuple[float, float]]:
             end = path.stat().st_mtime
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a result of evaluate's (an older one without its wall time)
-        out.append((end - wall, end))
+        if end - wall >= since:
+            out.append((end - wall, end))
     return sorted(out)
 
 
@@ -53,17 +55,27 @@ def worker_busy(intervals: list[tuple[float, float]], workers: int) -> tuple[lis
     return busy, max(end for _, end in intervals) - intervals[0][0]
 
 
-def main(model_dir: str, workers: int = 2) -> None:
+def main(model_dir: str, workers: int = 2, since: str = "") -> None:
     """Print each evaluate worker's busy share of the evaluation's span, from the result files under a model's
     outputs folder (outputs/<model>).
 
     Arguments:
         model_dir: the model's outputs folder.
         workers: how many workers evaluated side by side (evals.cpu_workers, or the GPUs).
+        since: only the jobs that started at this time or later, "YYYY-MM-DD HH:MM[:SS]" in the machine's time
+            (the start of one run of an evaluation that was killed and resumed).
     """
+    from datetime import datetime
+
     if not any(Path(model_dir).glob("**/eval/**/*.json")):
         raise BenchprofError(f"{model_dir}: no evaluation results under it (outputs/<model>)")
-    intervals = job_intervals(Path(model_dir))
+    try:
+        start = datetime.fromisoformat(str(since)).timestamp() if since else -float("inf")
+    except ValueError:
+        raise BenchprofError(f"--since: {since!r} is not a time (YYYY-MM-DD HH:MM[:SS])") from None
+    intervals = job_intervals(Path(model_dir), start)
+    if not intervals:
+        raise BenchprofError(f"{model_dir}: no evaluation job started at {since} or later")
     busy, span = worker_busy(intervals, int(workers))
     shares = ", ".join(f"worker {i + 1} {b / max(span, 1e-9):.1%} ({b:,.0f} s)" for i, b in enumerate(busy))
     print(f"{model_dir}: {len(intervals)} jobs over {span:,.0f} s; busy: {shares}")
