@@ -87,48 +87,44 @@ def test_run_shows_the_preflights_warnings_once(tiny_model_dir, tmp_path, capfd,
     assert err[-1] == "benchprof: error: stopped after the preflight"
 
 
-def test_a_dry_run_of_a_checked_cpu_config_imports_no_torch(tiny_model_dir, tmp_path):
-    """A CPU config asks torch nothing, the model's facts are kept from its first check (preflight.model_facts) and
-    a config without lm-eval tasks needs none of lm-eval: a second dry run imports neither torch, transformers
-    nor lm-eval's task machinery (3-4 s of a 4.5 s dry run on 2 cores, issue 65)."""
+def dry_run(config: Path, cache: Path) -> list[str]:
+    """`benchprof run --dry_run config` in a fresh process with `cache` as the user's cache: its output lines, the
+    last one naming which of torch, transformers and lm-eval's task machinery it imported."""
     import os
 
-    config = write_config(tmp_path, tiny_model_dir)
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     script = (
         "import sys\n"
         "from benchprof.cli import main\n"
         "main(['run', '--dry_run', sys.argv[1]])\n"
         "print('imported:', *sorted(m for m in ('torch', 'transformers', 'lm_eval.tasks') if m in sys.modules))\n"
     )
-    for _ in range(2):  # the first reads the model through transformers and keeps its facts
-        proc = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines()[-1] == "imported:"
-    assert any(line.startswith("status: ") for line in proc.stdout.splitlines())
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    proc = subprocess.run([sys.executable, "-c", script, str(config)], capture_output=True, text=True, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout.splitlines()
+
+
+def test_a_dry_run_of_a_checked_cpu_config_imports_no_torch(tiny_model_dir, tmp_path):
+    """A CPU config asks torch nothing, the model's facts are kept from its first check (preflight.model_facts) and
+    a config without lm-eval tasks needs none of lm-eval: a second dry run imports neither torch, transformers
+    nor lm-eval's task machinery (3-4 s of a 4.5 s dry run on 2 cores, issue 65)."""
+    config = write_config(tmp_path, tiny_model_dir)
+    dry_run(config, tmp_path / "cache")  # the first reads the model through transformers and keeps its facts
+    lines = dry_run(config, tmp_path / "cache")
+    assert lines[-1] == "imported:"
+    assert any(line.startswith("status: ") for line in lines)
 
 
 def test_a_new_users_first_dry_run_of_the_demo_imports_no_torch(tmp_path):
     """The demo model's facts ship with the package (lab/shipped_facts.py), so the README's first dry run, with an
     empty user cache, imports neither torch nor transformers (0.29-0.34 s at idle against 3.9-4.5 s before)."""
-    import os
-
     from benchprof.stages.preflight import SHIPPED_FACTS, model_facts_key
 
     model = str(SHIPPED_FACTS.parent / "demo-model")
     if json.loads(SHIPPED_FACTS.read_text())[0]["key"][1] != model_facts_key(model, model)[1]:
         pytest.skip("the shipped facts are for other library versions (tests/test_reliability.py)")
     demo = Path(__file__).resolve().parents[1] / "configs" / "demo.yml"
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    script = (
-        "import sys\n"
-        "from benchprof.cli import main\n"
-        "main(['run', '--dry_run', sys.argv[1]])\n"
-        "print('imported:', *sorted(m for m in ('torch', 'transformers', 'lm_eval.tasks') if m in sys.modules))\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", script, str(demo)], capture_output=True, text=True, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.splitlines()[-1] == "imported:"
+    assert dry_run(demo, tmp_path / "cache")[-1] == "imported:"
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("model_facts-*"))
 
 
