@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from benchprof.core.region_names import selection_of
-from benchprof.profile.rows import SPECIFICITY, AisRow, Profile, ability_benchmarks, control_of
+from benchprof.profile.rows import SPECIFICITY, AisRow, Profile, ability_benchmarks, control_of, is_top
 from benchprof.stats.breadth import breadth_residuals
 from benchprof.stats.multitest import holm
 
@@ -57,7 +57,7 @@ def apply_breadth(profile: Profile) -> None:
     tops = {  # the top regions' own rows (each selection's), whose intervals give a breadth's item noise
         (r.ability, r.k, r.benchmark, r.region): r
         for r in profile.rows
-        if r.metric == profile.metrics.get(r.benchmark) and (kind := selection_of(r.region)) and kind[0] == "top"
+        if r.metric == profile.metrics.get(r.benchmark) and is_top(r.region)
     }
     cells: dict[tuple[float, str], list[tuple[str, str]]] = {}
     for ability, k, benchmark, top in rows:

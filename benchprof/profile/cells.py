@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from benchprof.core.layout import format_k
-from benchprof.core.region_names import random_draw, selection_of
+from benchprof.core.region_names import random_draw
 from benchprof.core.results import DocId, DocKey, Score
 from benchprof.profile.analyses import JointCell
 from benchprof.profile.controls import set_selections
@@ -37,6 +37,7 @@ from benchprof.profile.rows import (
     control_name,
     control_of,
     is_placebo,
+    is_top,
 )
 from benchprof.stats.control import MIN_DRAWS, top_against_random
 from benchprof.stats.control import null_calibration as control_calibration
@@ -134,8 +135,7 @@ def family_of(row: AisRow) -> str:
         return PRIMARY
     if row.benchmark == SPECIFICITY and row.region == "top":
         return CONTROL
-    chosen = selection_of(row.region)
-    return DAMAGE if chosen is not None and chosen[0] == "top" else SECONDARY
+    return DAMAGE if is_top(row.region) else SECONDARY
 
 
 def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> None:
@@ -215,7 +215,7 @@ def count_agreement(profile: Profile) -> None:
     (the configured top, top2, ...) and how many of their regions meet the claim rule's tests on the benchmark
     (selection_meets_rule; a selection whose rows are missing counts as failing). A claim needs a majority of them
     (claims.py)."""
-    tops = [r for r in profile.regions if (kind := selection_of(r)) is not None and kind[0] == "top"]
+    tops = [r for r in profile.regions if is_top(r)]
     placebo = any(is_placebo(r) for r in profile.regions)
     breadth = any(not math.isnan(r.breadth_p) for r in profile.rows)  # measured: a row without it fails
     cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
@@ -386,11 +386,12 @@ def cell_rows(
         "random": pool if pool is not None else [score for region, score in ablated.items() if random_draw(region)],
         "placebo": scores.placebo if scores.placebo is not None else [s for r, s in ablated.items() if is_placebo(r)],
     }
+    tops = [region for region in profile.regions if is_top(region)]  # every configured selection's
     # each top region (one per selection: top, top2, ...) against each control kind present: top-random, ...
     pairs = {
         control_name(region, kind): (region, control)
         for region in list(rows)
-        if (chosen := selection_of(region)) and chosen[0] == "top"
+        if is_top(region)
         for kind, control in controls.items()
         if control
     }
@@ -452,7 +453,6 @@ def cell_rows(
                     ais = rows[top].ais
                     set_control(rows[name], ais, control_ais[name], finite_variance(top_samples), noise, units - 1)
                     # the claim's figure: the mean over every configured selection, each with its documents
-                    tops = [t for t in profile.regions if (c := selection_of(t)) is not None and c[0] == "top"]
                     if name == ADJUSTED and len(tops) > 1 and all(t in paired for t in tops):
                         tops_values = np.array([[paired[t][d] for d in docs] for t in tops])
                         noises = selections_bootstrap(base, tops_values, pool_values, resamples, rng, clusters, strata)

@@ -37,8 +37,13 @@ def control_name(top: str, kind: str) -> str:
 def control_of(region: str) -> tuple[str, str] | None:
     """(top region, control kind) of a control row's region name (control_name's inverse); None for a region."""
     top, _, kind = region.partition("-")
-    chosen = selection_of(top)
-    return (top, kind) if kind in CONTROLS and chosen is not None and chosen[0] == "top" else None
+    return (top, kind) if kind in CONTROLS and is_top(top) else None
+
+
+def is_top(region: str) -> bool:
+    """Whether a region name is an ability's top region (top, top2, ...: one per selection, core.region_names)."""
+    chosen = selection_of(region)
+    return chosen is not None and chosen[0] == "top"
 
 
 def is_placebo(region: str) -> bool:
