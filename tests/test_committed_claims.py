@@ -1,0 +1,58 @@
+"""The committed claims profile (docs/results/profile-qwen2.5-0.5b-claims, docs/claims.md's declared run) read
+back from its files: each figure over selections equals the mean of its selections' top AIS less the mean of the
+random pool, computed here from ais.csv's own rows; the claims ais.md states are exactly the (benchmark, ability)
+pairs docs/claims.md's rule admits, applied by hand to ais.csv's columns."""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+from benchprof.core.storage import read_csv
+
+FOLDER = Path(__file__).resolve().parents[1] / "docs" / "results" / "profile-qwen2.5-0.5b-claims"
+ROWS = read_csv(FOLDER / "ais.csv")
+
+
+def number(text: str) -> float:
+    return float(text) if text else math.nan
+
+
+def test_each_figure_over_selections_is_its_selections_mean_less_the_random_pool():
+    figured = [r for r in ROWS if r["region"] == "top-random" and r["selections_ais"]]
+    assert len(figured) == 232  # each ability on each benchmark, on each metric with a top-random row
+    for row in figured:
+        cell = [r for r in ROWS if (r["benchmark"], r["k"], r["metric"]) == (row["benchmark"], row["k"], row["metric"])]
+        tops = [
+            number(r["ais"]) for r in cell if r["ability"] == row["ability"] and r["region"] in ("top", "top2", "top3")
+        ]
+        pool = [number(r["ais"]) for r in cell if re.fullmatch(r"random\d*", r["region"])]
+        assert len(tops) == 3 and len(pool) == 8
+        assert number(row["selections_ais"]) == pytest.approx(statistics.mean(tops) - statistics.mean(pool), abs=1e-12)
+        assert number(row["selections_low"]) < number(row["selections_ais"]) < number(row["selections_high"])
+
+
+def test_the_stated_claims_are_the_rule_applied_by_hand():
+    """Rule 1-4 in at least 2 of 3 selections (selections_agree), rule 5 (selections_low above 0), on benchmarks
+    the model is above chance on; ais.md's Claims name exactly those."""
+    by_hand = {
+        (r["benchmark"], r["ability"])
+        for r in ROWS
+        if r["region"] == "top-random"
+        and r["family"] == "claim"
+        and int(r["selections_agree"] or 0) >= 2
+        and number(r["selections_low"]) > 0
+    }
+    text = (FOLDER / "ais.md").read_text()
+    claims = text[text.index("## Claims") : text.index("## How to read")]
+    stated = {
+        (benchmark, ability)
+        for benchmark, abilities in re.findall(r"^- (\S+) draws on (.+?) \(AIS", claims, re.M)
+        for ability in re.split(r", | and ", abilities)
+    }
+    assert stated == by_hand
+    assert ("basic_arithmetic", "Quantitative_Reasoning") not in stated  # the declared known answer: no claim
