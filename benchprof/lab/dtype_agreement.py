@@ -16,6 +16,13 @@ SAME_PLAN = (  # what two runs must share to score the same regions on the same 
     "test_items", "transfer_items",
 )  # fmt: skip
 
+# what a flip does to the paired test, in both reports
+PAIRED = (
+    "Both sides of every AIS are scored in one dtype: a flip moves the original and the ablated score alike in "
+    "distribution, so the paired test stays a test within that dtype, and what the dtype adds is item-level noise, "
+    "which the rows above measure."
+)
+
 
 def item_flips(reference: list[dict[str, Any]], other: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
     """Per region ("option|region|size"), (items scored differently, items) over every split of both records sets;
@@ -116,9 +123,7 @@ def compare_dtypes(reference: str | Path, other: str | Path, out: str | Path | N
         + (f" ({goal_names})" if goals else "")
         + ".",
         "",
-        "Both sides of every AIS are scored in one dtype, so a flip moves the original and the ablated score alike in "
-        "distribution: the paired test stays a test within that dtype; what a flip can change is the item-level noise, "
-        "which the rows above measure.",
+        PAIRED,
     ]
     write_text(md_path, "\n".join(lines) + "\n")
     return [csv_path, md_path]
@@ -305,9 +310,7 @@ def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
         + (f" ({'; '.join(changed)})" if changed else "")
         + ".",
         "",
-        "Both sides of every AIS are scored in one dtype: a flip moves the original and the ablated score alike in "
-        "distribution, so the paired test stays a test within that dtype, and what the dtype changes is the "
-        "documents the test finds discordant (the row above).",
+        PAIRED,
     ]
     write_text(md_path, "\n".join(lines) + "\n")
     return [csv_path, md_path]
