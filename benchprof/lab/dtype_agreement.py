@@ -1,15 +1,20 @@
 """How far scoring in bfloat16 moves a frontier from float32 (docs/performance.md): two folders of one plan measured
 with `benchprof frontier --dtype float32` and `--dtype bfloat16`, compared item by item (flips), cell by cell (each
 region's AIS on each split against the float32 cell's 95% interval) and claim by claim (the stars and goal of
-frontier_report). Reads the folders' plan.json and evaluations.jsonl only.
+frontier_report). Reads the folders' plan.json and evaluations.jsonl only. Two profile folders of one config are
+compared the same way, from their documents.tar.xz, ais.csv and Claims (compare_profiles).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
+
+if TYPE_CHECKING:
+    from benchprof.profile.rows import AisRow, Profile
 
 SAME_PLAN = (  # what two runs must share to score the same regions on the same items (the seed draws the random ones)
     "model", "data_dir", "abilities", "contrast", "options", "sizes", "draws", "seed", "train_items", "train_from",
@@ -193,46 +198,41 @@ def profile_flips(reference: dict[str, Path], other: dict[str, Path], metrics: d
     return out
 
 
-def profile_cells(reference: Path, other: Path) -> list[dict[str, Any]]:
+def profile_cells(reference: list[AisRow], other: list[AisRow]) -> list[dict[str, Any]]:
     """Per ais.csv row with a test (every family): the AIS in each dtype, their difference, the float32 row's 95%
     half-width, the star in each, and the paired test's discordant documents (flips lost + gained) in each."""
-    from benchprof.core.storage import read_csv
 
-    def key(row: dict[str, str]) -> tuple[str, ...]:
-        return row["ability"], row["benchmark"], row["k"], row["region"], row["metric"]
+    def key(row: AisRow) -> tuple[Any, ...]:
+        return row.ability, row.benchmark, row.k, row.region, row.metric
 
-    def number(text: str) -> float:
-        return float(text) if text not in ("", "nan") else float("nan")
+    def discordant(row: AisRow) -> float:  # empty where the row has no paired counts (control rows)
+        return math.nan if row.flips_lost is None or row.flips_gained is None else row.flips_lost + row.flips_gained
 
-    theirs = {key(r): r for r in read_csv(other / "ais.csv")}
+    theirs = {key(r): r for r in other}
     out = []
-    for a in read_csv(reference / "ais.csv"):
+    for a in reference:
         b = theirs.get(key(a))
         if b is None:
-            raise BenchprofError(f"{other / 'ais.csv'}: no row for {', '.join(key(a))}, which {reference} has")
-        if not a["family"]:
+            raise BenchprofError(f"the bfloat16 ais.csv has no row for {', '.join(map(str, key(a)))}")
+        if not a.family:
             continue  # a row no test reads
         out.append({
-            "ability": a["ability"], "benchmark": a["benchmark"], "k": a["k"], "region": a["region"],
-            "metric": a["metric"], "family": a["family"],
-            "ais_float32": number(a["ais"]), "ais_bfloat16": number(b["ais"]),
-            "difference": number(b["ais"]) - number(a["ais"]),
-            "half_width": (number(a["ci_high"]) - number(a["ci_low"])) / 2,
-            "star_float32": a["significant"] == "true", "star_bfloat16": b["significant"] == "true",
-            "discordant_float32": number(a["flips_lost"]) + number(a["flips_gained"]),
-            "discordant_bfloat16": number(b["flips_lost"]) + number(b["flips_gained"]),
+            "ability": a.ability, "benchmark": a.benchmark, "k": a.k, "region": a.region, "metric": a.metric,
+            "family": a.family, "ais_float32": a.ais, "ais_bfloat16": b.ais, "difference": b.ais - a.ais,
+            "half_width": (a.ci_high - a.ci_low) / 2,
+            "star_float32": a.significant is True, "star_bfloat16": b.significant is True,  # None: no test
+            "discordant_float32": discordant(a), "discordant_bfloat16": discordant(b),
         })  # fmt: skip
     return out
 
 
-def claim_sets(folder: Path) -> dict[str, str]:
+def claim_sets(profile: Profile) -> dict[str, str]:
     """Each benchmark's verdict as ais.md's Claims give it, without figures: "draws on A, B", "less than random
     on C", "none", "chance" or "untested"."""
-    from benchprof.lab.rerender import folder_profile
     from benchprof.profile.claims import benchmark_claims
 
     out = {}
-    for claim in benchmark_claims(folder_profile(folder)):
+    for claim in benchmark_claims(profile):
         parts = [f"draws on {', '.join(sorted(r.ability for r in claim.draws_on))}"] if claim.draws_on else []
         parts += [f"less than random on {', '.join(sorted(r.ability for r in claim.less_than_random))}"] * bool(
             claim.less_than_random
@@ -248,7 +248,8 @@ def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
     import statistics
     import tempfile
 
-    from benchprof.core.storage import read_csv, write_csv, write_text
+    from benchprof.core.storage import write_csv, write_text
+    from benchprof.lab.rerender import folder_profile
     from benchprof.profile.rows import P_CORRECT
 
     configs = [_config(f) for f in (reference, other)]
@@ -263,14 +264,15 @@ def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
                 + (f"; config.yml differs in {', '.join(differ[:5])}" if differ else "")
                 + ")"
             )
-        rows = read_csv(reference / "ais.csv")
+        profile_a, profile_b = folder_profile(reference), folder_profile(other)  # each ais.csv read once
         # each benchmark's primary metric: the one its damage and claim rows test, or (a benchmark at chance, whose
         # rows have no test) the one its top rows give
-        metrics = {r["benchmark"]: r["metric"] for r in rows if r["region"] == "top" and r["metric"] != P_CORRECT}
-        metrics.update({r["benchmark"]: r["metric"] for r in rows if r["family"] in ("damage", "claim")})
+        rows = profile_a.rows
+        metrics = {r.benchmark: r.metric for r in rows if r.region == "top" and r.metric != P_CORRECT}
+        metrics.update({r.benchmark: r.metric for r in rows if r.family in ("damage", "claim")})
         flips = profile_flips(files_a, files_b, metrics)
-    cells = profile_cells(reference, other)
-    claims_a, claims_b = claim_sets(reference), claim_sets(other)
+    cells = profile_cells(profile_a.rows, profile_b.rows)
+    claims_a, claims_b = claim_sets(profile_a), claim_sets(profile_b)
     flipped, scored = sum(f for f, _ in flips.values()), sum(n for _, n in flips.values())
     original = [sum(v[i] for k, v in flips.items() if k.startswith("original/")) for i in (0, 1)]
     share = max(f / n for f, n in flips.values())
@@ -280,7 +282,7 @@ def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
             only = "float32" if c["star_float32"] else "bfloat16"
             moved.setdefault(c["family"], []).append(f"{c['ability']} {c['region']} on {c['benchmark']} ({only} only)")
     ratio = [abs(c["difference"]) / c["half_width"] for c in cells if c["half_width"] > 0]
-    differences = [abs(c["difference"]) for c in cells if c["difference"] == c["difference"]]
+    differences = [abs(c["difference"]) for c in cells if not math.isnan(c["difference"])]
     discordant = [
         abs(c["discordant_bfloat16"] - c["discordant_float32"]) for c in cells if c["family"] == "damage"
     ]  # the paired test's own count
