@@ -79,7 +79,7 @@ def gain(correct, first, count):
     return out
 
 
-def write_model(cfg, tag, hurts_one_ability=ABILITIES[0]):
+def write_model(cfg, tag, hurts_one_ability=ABILITIES[0], k=K):
     """Three benchmarks on one model:
     one_ability: every item answered; only `hurts_one_ability`'s region hurts it (40 items lost), the others
       change nothing: breadth 1, entropy exactly 0 in every resample.
@@ -89,20 +89,20 @@ def write_model(cfg, tag, hurts_one_ability=ABILITIES[0]):
     full = [1] * N
     write_eval(cfg, tag, Variant(), "one_ability", full)
     for a in ABILITIES:
-        write_eval(cfg, tag, Variant(a, K, "top"), "one_ability", lose(full, 0, 40) if a == hurts_one_ability else full)
+        write_eval(cfg, tag, Variant(a, k, "top"), "one_ability", lose(full, 0, 40) if a == hurts_one_ability else full)
     mixed = [1] * 60 + [0] * 40
     write_eval(cfg, tag, Variant(), "mixed", mixed)
-    write_eval(cfg, tag, Variant(ABILITIES[0], K, "top"), "mixed", lose(mixed, 0, 30))
-    write_eval(cfg, tag, Variant(ABILITIES[1], K, "top"), "mixed", lose(mixed, 30, 15))
-    write_eval(cfg, tag, Variant(ABILITIES[2], K, "top"), "mixed", gain(mixed, 60, 30))
+    write_eval(cfg, tag, Variant(ABILITIES[0], k, "top"), "mixed", lose(mixed, 0, 30))
+    write_eval(cfg, tag, Variant(ABILITIES[1], k, "top"), "mixed", lose(mixed, 30, 15))
+    write_eval(cfg, tag, Variant(ABILITIES[2], k, "top"), "mixed", gain(mixed, 60, 30))
     coin = [1, 0] * (N // 2)
     write_eval(cfg, tag, Variant(), "coin", coin)
     for a in ABILITIES:
-        write_eval(cfg, tag, Variant(a, K, "top"), "coin", lose(coin, 0, 10))
+        write_eval(cfg, tag, Variant(a, k, "top"), "coin", lose(coin, 0, 10))
     flat = [1] * 80 + [0] * 20
     write_eval(cfg, tag, Variant(), "flat", flat)
     for i, a in enumerate(ABILITIES):
-        write_eval(cfg, tag, Variant(a, K, "top"), "flat", gain(lose(flat, 3 * i, 3), 80 + 2 * i, 2))
+        write_eval(cfg, tag, Variant(a, k, "top"), "flat", gain(lose(flat, 3 * i, 3), 80 + 2 * i, 2))
 
 
 def read_csv(path):
@@ -392,7 +392,6 @@ def test_compare_of_two_configs_equals_the_comparison_of_one(tmp_path, capsys):
         (("v",), {"bootstrap": 200}, r"compare: aggregate.bootstrap is 300 in .* but 200 in "),
         (("v",), {"metrics": {"mixed": "acc"}}, r"compare: aggregate.metrics is \{\} in .* but \{'mixed': 'acc'\}"),
         (("v",), {"min_correct": 3}, r"compare: aggregate.min_correct is 10 in .* but 3 in "),
-        (("v",), {"k_values": [0.5]}, r"compare: .*second.*: --report_k: .* is not one of settings.k_values \(0.5\)"),
         (("t",), {}, r"compare: the model tag 't' is in .*first.* and in .*second.*; give one of them another tag"),
         (("w",), {}, r"compare: no AIS for w under .*second.* \(run `benchprof evaluate .*second.*` first\)"),
     ],
@@ -418,6 +417,49 @@ def test_compare_refuses_configs_it_cannot_compare(tmp_path, second_models, seco
     with pytest.raises(BenchprofError, match="--against needs the config of at least one other model"):
         compare(first, against=" , ", out=str(tmp_path / "out"))
     assert not (tmp_path / "out").exists()
+
+
+def test_a_size_rule_compares_each_model_at_its_own_k(tmp_path, capsys):
+    """Two configs whose k values differ (a size rule gives each model its own k): each model is compared at its own
+    headline k, every difference is the two models' AIS as each one's own profile has it at its k, and compare.md
+    and the terminal say which k; a --report_k that one config lacks is refused in one line."""
+    from benchprof.stages.compare import compare
+
+    paths = {}
+    for name, tag, k in (("first", "t", K), ("second", "v", 0.02)):
+        (tmp_path / name).mkdir()
+        paths[name] = write_config(tmp_path / name, models=(tag,))
+        raw = yaml.safe_load(paths[name].read_text())
+        paths[name].write_text(yaml.safe_dump({**raw, "settings": {**raw["settings"], "k_values": [k]}}))
+    first, second = load_config(paths["first"]), load_config(paths["second"])
+    write_model(first, "t")
+    write_model(second, "v", hurts_one_ability=ABILITIES[1], k=0.02)
+    with pytest.raises(BenchprofError, match=r"compare: .*second.*: --report_k: .* is not one of settings.k_values"):
+        compare(first, against=str(paths["second"]), out=str(tmp_path / "out"), report_k=K)
+    assert not (tmp_path / "out").exists()
+    compare(first, against=str(paths["second"]), out=str(tmp_path / "out"), plots=False)
+    assert (
+        "compare: 2 models each at its own k (0.01, 0.02), 3 benchmarks above chance in all" in capsys.readouterr().out
+    )
+    own = {tag: {(r.benchmark, r.ability): r.ais for r in load_scores(c, tag).rows if r.region == "top"}
+           for c, tag in ((first, "t"), (second, "v"))}  # fmt: skip
+    got = CompareLayout(tmp_path, "out")
+    differences = [r for r in read_csv(got.differences_csv) if r["ability"] in ABILITIES]
+    assert len(differences) == 3 * 3  # headline benchmarks x abilities, one pair
+    for r in differences:
+        assert (float(r["k"]), float(r["k_b"])) == (K, 0.02)
+        ais_t, ais_v = own["t"][(r["benchmark"], r["ability"])], own["v"][(r["benchmark"], r["ability"])]
+        assert float(r["difference"]) == pytest.approx(ais_t - ais_v)
+    moved = {(r["benchmark"], r["ability"]): r for r in differences}
+    assert float(moved[("one_ability", ABILITIES[0])]["difference"]) == pytest.approx(0.4)
+    assert moved[("one_ability", ABILITIES[1])]["significant"] == "true"
+    markdown = got.compare_md.read_text()
+    assert (
+        "each model at its own report k (the same size rule is a different k in each model): k = 0.01 (t), 0.02 (v)"
+        in markdown
+    )
+    table = markdown.split("### one_ability")[1].split("###")[0]
+    assert f"| {ABILITIES[0]} | +0.400* | +0.000 |" in table and f"| {ABILITIES[1]} | +0.000 | +0.400* |" in table
 
 
 def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_path):
@@ -460,7 +502,7 @@ def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_
     compare(first, against=str(second), out=str(tmp_path / "out"), plots=False)  # whole: compared
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     md = tmp_path / "out" / "compare.md"
-    assert set(manifest["files"]) == {"profiles.csv", "differences.csv", "correlation.csv", "compare.md"}
+    assert set(manifest["files"]) == {"profiles.csv", "differences.csv", "correlation.csv", "claims.csv", "compare.md"}
     assert matches_record(md, manifest["files"]["compare.md"]) and set(manifest["evaluations"]) == {"t", "u"}
     md.write_text(md.read_text()[:100])  # cut short: the manifest no longer vouches for it
     assert not matches_record(md, manifest["files"]["compare.md"])

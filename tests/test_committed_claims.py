@@ -56,3 +56,38 @@ def test_the_stated_claims_are_the_rule_applied_by_hand():
     }
     assert stated == by_hand
     assert ("basic_arithmetic", "Quantitative_Reasoning") not in stated  # the declared known answer: no claim
+
+
+def test_compare_states_each_models_claims_as_its_own_ais_md_does():
+    """compare.md's claims section, for this profile beside another model's at a different k (the size rule), gives
+    each benchmark's verdict in exactly the words of that model's ais.md, and claims.csv holds exactly the tested
+    claim rows of each ais.csv at its report k, with the claimed pairs the rule admits by hand."""
+    from benchprof.lab.rerender import folder_profile
+    from benchprof.profile.analyses import compare_models
+    from benchprof.profile.compare_report import claim_table, render_comparison
+
+    other = FOLDER.parent / "profile-smollm2-qwen-match"
+    profiles = [folder_profile(FOLDER), folder_profile(other)]
+    ks = [p.report_k for p in profiles]
+    assert ks[0] != ks[1]
+    comparison = compare_models(profiles, [{}, {}], ks)
+    markdown = render_comparison(comparison)
+    section = markdown[markdown.index("## Each model's claims") : markdown.index("## Each benchmark's profile")]
+    for profile, folder in zip(profiles, (FOLDER, other), strict=True):
+        text = (folder / "ais.md").read_text()
+        lines = re.findall(r"^- (.+)$", text[text.index("## Claims") : text.index("## How to read")], re.M)
+        stated = [line for line in lines if not line.startswith("Specificity:")]
+        assert stated and all(f"- {profile.model}: {line}\n" in section for line in stated)
+    table = [r for r in claim_table(comparison) if r["model"] == profiles[0].model]
+    rows = {
+        (r["benchmark"], r["ability"]): r
+        for r in ROWS
+        if r["region"] == "top-random" and r["family"] == "claim" and r["p_value"] and r["benchmark"] != "specificity"
+    }  # the specificity rows are claim rows of another kind, not a benchmark's
+    got = {(r["benchmark"], r["ability"]): r["selections_ais"] for r in table}
+    assert got == pytest.approx({key: number(r["selections_ais"]) for key, r in rows.items()}, nan_ok=True)
+    by_hand = {
+        key for key, r in rows.items() if int(r["selections_agree"] or 0) >= 2 and number(r["selections_low"]) > 0
+    }
+    assert {(r["benchmark"], r["ability"]) for r in table if r["claimed"]} == by_hand
+    assert "**+0.609 [+0.459, +0.759] 3/3**" in section  # Quantitative_Reasoning on its own split, claimed

@@ -393,6 +393,11 @@ class CompareLayout:
         return self.compare_dir / "correlation.csv"
 
     @property
+    def claims_csv(self) -> Path:
+        """Per benchmark, ability and model: the claim row (top − random) the model's Claims are read from."""
+        return self.compare_dir / "claims.csv"
+
+    @property
     def compare_md(self) -> Path:
         return self.compare_dir / "compare.md"
 

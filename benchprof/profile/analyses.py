@@ -244,43 +244,59 @@ def _consensus(kind: str, benchmark: str, k: float, per_model: dict[str, list[st
     return Consensus(kind, benchmark, k, per_model, common)
 
 
-def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> Comparison:
+def _k_steps(profiles: Sequence[Profile], ks: Sequence[float] | None) -> list[tuple[float, ...]]:
+    """The k of each profile at each step of a comparison: every k all the profiles have, the same in each, or
+    (`ks`, one per profile) a single step with each model at its own k."""
+    if ks is not None:
+        return [tuple(ks)]
+    shared = [k for k in profiles[0].k_values if all(any(math.isclose(k, k_) for k_ in p.k_values) for p in profiles)]
+    return [(k,) * len(profiles) for k in shared]
+
+
+def compare_models(
+    profiles: Sequence[Profile], draws: Sequence[JointDraws], ks: Sequence[float] | None = None
+) -> Comparison:
     """Several models' profiles side by side: per benchmark above chance in every model, k and pair of models the
     similarity of the benchmark's profiles (stats.profiles.profile_similarity; resample r of both models drawn by the
     same generator, so on the same items when both scored the same ones: `paired`), the test of each ability's AIS
     difference between the two models (`differences`), and the findings that hold in every model: each benchmark's
-    significantly positive and negative abilities, and the benchmark pairs judged the same mixture or different."""
+    significantly positive and negative abilities, and the benchmark pairs judged the same mixture or different.
+    At every k the models share, or with `ks` (one per profile) each model at its own k: a size rule such as "0.5%
+    of the MLP neurons" is a different k in each model. A line's k is its first model's, k_b its second's."""
     at_chance = sorted({b for p in profiles for b in p.at_chance})
     benchmarks = [
         b for b in profiles[0].benchmarks if b not in at_chance and all(b in p.original_scores for p in profiles)
     ]
-    comparison = Comparison(list(profiles), benchmarks, at_chance, profiles[0].report_k)
-    k_values = [k for k in profiles[0].k_values if all(any(math.isclose(k, k_) for k_ in p.k_values) for p in profiles)]
-    for k in k_values:
+    report_ks = {} if ks is None else {p.model: k for p, k in zip(profiles, ks, strict=True)}
+    comparison = Comparison(list(profiles), benchmarks, at_chance, profiles[0].report_k, report_ks=report_ks)
+    steps = _k_steps(profiles, ks)
+    pairs = list(itertools.combinations(range(len(profiles)), 2))
+    for step in steps:
         for benchmark in benchmarks:
-            for (i, first), (j, second) in itertools.combinations(enumerate(profiles), 2):
-                a, b = draws[i].get(_key(benchmark, k)), draws[j].get(_key(benchmark, k))
-                line = Similarity(first.model, k, benchmark, benchmark, 0, math.nan, model_b=second.model)
+            for i, j in pairs:
+                first, second, k_a, k_b = profiles[i], profiles[j], step[i], step[j]
+                a, b = draws[i].get(_key(benchmark, k_a)), draws[j].get(_key(benchmark, k_b))
+                line = Similarity(first.model, k_a, benchmark, benchmark, 0, math.nan, model_b=second.model, k_b=k_b)
                 comparison.correlations.append(
                     _similarity(
-                        _aligned(profiles[0], first, benchmark, k),
-                        _aligned(profiles[0], second, benchmark, k),
+                        _aligned(profiles[0], first, benchmark, k_a),
+                        _aligned(profiles[0], second, benchmark, k_b),
                         None if a is None else _aligned_draws(profiles[0], first, a[0]),
                         None if b is None else _aligned_draws(profiles[0], second, b[0]),
                         line,
                     )
                 )
                 line.paired = a is not None and b is not None and a[1] == b[1]
-                if not (_has_profile(first, benchmark, k) and _has_profile(second, benchmark, k)):
+                if not (_has_profile(first, benchmark, k_a) and _has_profile(second, benchmark, k_b)):
                     line.verdict = NO_PROFILE
-                comparison.differences += _differences(profiles[0], first, second, benchmark, k, a, b)
+                comparison.differences += _differences(profiles[0], first, second, benchmark, (k_a, k_b), a, b)
             for kind in ("breadth", "negative"):
                 per_model = {}
-                for p in profiles:
+                for p, k in zip(profiles, step, strict=True):
                     found = [r for r in p.breadth if r.benchmark == benchmark and math.isclose(r.k, k)]
                     names = (found[0].positive if kind == "breadth" else found[0].negative) if found else []
                     per_model[p.model] = names
-                comparison.consensus.append(_consensus(kind, benchmark, k, per_model))
+                comparison.consensus.append(_consensus(kind, benchmark, step[0], per_model))
         for kind in ("same mixture", "differ"):
             per_model = {
                 p.model: [
@@ -288,12 +304,14 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws]) -> 
                     for s in p.similarity
                     if math.isclose(s.k, k) and s.verdict == kind and {s.benchmark_a, s.benchmark_b} <= set(benchmarks)
                 ]
-                for p in profiles
+                for p, k in zip(profiles, step, strict=True)
             }
-            comparison.consensus.append(_consensus(kind, "", k, per_model))
-    for k in k_values:
-        for (i, first), (j, second) in itertools.combinations(enumerate(profiles), 2):
-            change = _specificity_difference(profiles[0], first, second, benchmarks, k, draws[i], draws[j])
+            comparison.consensus.append(_consensus(kind, "", step[0], per_model))
+    for step in steps:
+        for i, j in pairs:
+            change = _specificity_difference(
+                profiles[0], profiles[i], profiles[j], benchmarks, (step[i], step[j]), draws[i], draws[j]
+            )
             if change is not None:
                 comparison.differences.append(change)
     tested = [d for d in comparison.differences if not math.isnan(d.p_value)]
@@ -309,18 +327,19 @@ def _differences(
     first: Profile,
     second: Profile,
     benchmark: str,
-    k: float,
+    ks: tuple[float, float],
     draws_a: tuple[NDArray[np.float64], int] | None,
     draws_b: tuple[NDArray[np.float64], int] | None,
 ) -> list[Difference]:
-    """Per ability of `reference`, the top-region AIS on `benchmark` at k in two models and the test of their
-    difference (stats.resampling.difference_test) on their joint resamples: resample r of both drawn by one
+    """Per ability of `reference`, the top-region AIS on `benchmark` in two models (at ks, one k each) and the test
+    of their difference (stats.resampling.difference_test) on their joint resamples: resample r of both drawn by one
     generator, so on the same items where both scored the same ones (`paired`). Where they scored different items
     the draws pair items by position only, which shares no noise, so the standard error of the difference is that
     of two independent estimates."""
     import numpy as np
 
-    x, y = _aligned(reference, first, benchmark, k), _aligned(reference, second, benchmark, k)
+    k, k_b = ks
+    x, y = _aligned(reference, first, benchmark, k), _aligned(reference, second, benchmark, k_b)
     xs = None if draws_a is None else _aligned_draws(reference, first, draws_a[0])
     ys = None if draws_b is None else _aligned_draws(reference, second, draws_b[0])
     paired = draws_a is not None and draws_b is not None and draws_a[1] == draws_b[1]
@@ -329,7 +348,7 @@ def _differences(
         if not (np.isfinite(x[i]) and np.isfinite(y[i])):
             continue
         line = Difference(
-            benchmark, k, ability, first.model, second.model, float(x[i]), float(y[i]), float(x[i] - y[i])
+            benchmark, k, ability, first.model, second.model, float(x[i]), float(y[i]), float(x[i] - y[i]), k_b=k_b
         )
         if xs is not None and ys is not None:
             line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(
@@ -366,7 +385,7 @@ def _specificity_difference(
     first: Profile,
     second: Profile,
     benchmarks: list[str],
-    k: float,
+    ks: tuple[float, float],
     draws_a: JointDraws,
     draws_b: JointDraws,
 ) -> Difference | None:
@@ -379,15 +398,16 @@ def _specificity_difference(
     splits = ability_benchmarks(benchmarks)
     if len(splits) < 2 or not any(b in reference.abilities for b in splits):
         return None
+    k, k_b = ks
     a, a_draws = _mean_specificity(reference, first, splits, k, draws_a)
-    b, b_draws = _mean_specificity(reference, second, splits, k, draws_b)
+    b, b_draws = _mean_specificity(reference, second, splits, k_b, draws_b)
     if not (np.isfinite(a) and np.isfinite(b)):
         return None
-    line = Difference(SPECIFICITY, k, MEAN, first.model, second.model, a, b, a - b)
+    line = Difference(SPECIFICITY, k, MEAN, first.model, second.model, a, b, a - b, k_b=k_b)
     if a_draws is not None and b_draws is not None:
         line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(a, b, a_draws, b_draws)
         line.dropped = int((~(np.isfinite(a_draws) & np.isfinite(b_draws))).sum())
-        line.paired = all(draws_a[_key(s, k)][1] == draws_b[_key(s, k)][1] for s in splits)
+        line.paired = all(draws_a[_key(s, k)][1] == draws_b[_key(s, k_b)][1] for s in splits)
     return line
 
 

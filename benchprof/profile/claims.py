@@ -101,8 +101,7 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
             scored = next((r for r in rows if not math.isnan(r.chance)), rows[0])
             out.append(Claim(benchmark, "chance", original=scored.score_original, chance=scored.chance))
             continue
-        claim_rows = [r for r in rows if _is_claim_row(r, k)]
-        tested = [r for r in claim_rows if r.family == PRIMARY and not math.isnan(r.p_value)]
+        tested = claim_rows(profile, benchmark)
         if not tested:
             out.append(Claim(benchmark, "untested"))
             continue
@@ -126,6 +125,19 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
         median = statistics.median(mdes) if mdes else math.nan
         out.append(Claim(benchmark, "none", mde=median, mde_placebo=beyond, unfigured=unfigured))
     return out
+
+
+def claim_rows(profile: Profile, benchmark: str) -> list[AisRow]:
+    """The tested top-random rows a benchmark's claims are read from: one per ability, at the report k, on the
+    benchmark's primary metric."""
+    return [
+        r
+        for r in profile.rows
+        if r.benchmark == benchmark
+        and _is_claim_row(r, profile.report_k)
+        and r.family == PRIMARY
+        and not math.isnan(r.p_value)
+    ]
 
 
 def _top_ais(rows: list[AisRow], ruled: bool) -> dict[str, float]:

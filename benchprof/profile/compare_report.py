@@ -1,5 +1,6 @@
-"""Tables out for several models (outputs/compare/): profiles.csv, correlation.csv and compare.md, from the
-comparison analyses.py computes (cells written as formatting.py says)."""
+"""Tables out for several models (outputs/compare/): profiles.csv, correlation.csv, differences.csv, claims.csv
+and compare.md, from the comparison analyses.py computes and each profile's Claims (claims.py), cells written as
+formatting.py says."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ from pathlib import Path
 
 from benchprof.core.layout import CompareLayout, format_k
 from benchprof.core.storage import write_csv, write_text
+from benchprof.profile.claims import Claim, benchmark_claims, claim_line, claim_rows
 from benchprof.profile.formatting import MISSING_CELL, fmt_ais, fmt_interval, fmt_names, md_table
-from benchprof.profile.rows import SAME_MIXTURE, Comparison, Difference
+from benchprof.profile.rows import SAME_MIXTURE, AisRow, Comparison, Difference
 
 CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in two models
     "benchmark",
     "k",
+    "k_b",
     "model_a",
     "model_b",
     "abilities",
@@ -29,12 +32,42 @@ CORRELATION_COLUMNS = (  # compare/correlation.csv: one benchmark's profile in t
 )
 DIFFERENCE_COLUMNS = tuple(f.name for f in fields(Difference))  # compare/differences.csv
 COMPARE_PROFILE_COLUMNS = ("benchmark", "k", "ability", "model", "ais", "ci_low", "ci_high", "q_value", "significant")
+CLAIM_COLUMNS = (  # compare/claims.csv: the row each model's claim about a benchmark and an ability is read from
+    "benchmark", "ability", "model", "k", "verdict", "claimed", "ais", "ci_low", "ci_high", "q_value", "significant",
+    "selections", "selections_agree", "selections_ais", "selections_low", "selections_high",
+)  # fmt: skip
+
+
+def claim_entries(comparison: Comparison) -> list[tuple[str, Claim, AisRow]]:
+    """Per model, benchmark and ability: the model, the benchmark's verdict (claims.Claim) and the tested top −
+    random row at the model's report k on the benchmark's primary metric that its claims are read from."""
+    return [
+        (profile.model, claim, row)
+        for profile in comparison.profiles
+        for claim in benchmark_claims(profile)
+        for row in claim_rows(profile, claim.benchmark)
+    ]
+
+
+def claim_table(comparison: Comparison) -> list[dict[str, object]]:
+    """claims.csv: claim_entries, one line each: the row's AIS and test, under docs/claims.md's rule its figure over
+    selections, the benchmark's verdict for the model (Claim.kind) and whether the ability is claimed."""
+    return [
+        {
+            "benchmark": row.benchmark, "ability": row.ability, "model": model, "k": row.k, "verdict": claim.kind,
+            "claimed": row in claim.draws_on, "ais": row.ais, "ci_low": row.ci_low, "ci_high": row.ci_high,
+            "q_value": row.q_value, "significant": row.significant, "selections": row.selections,
+            "selections_agree": row.selections_agree, "selections_ais": row.selections_ais,
+            "selections_low": row.selections_low, "selections_high": row.selections_high,
+        }
+        for model, claim, row in claim_entries(comparison)
+    ]  # fmt: skip
 
 
 def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> list[Path]:
     """outputs/compare/: profiles.csv (every model's top-region AIS per benchmark, ability and k), correlation.csv
-    (each benchmark's profile in two models), differences.csv (each AIS's difference between two models, tested)
-    and compare.md."""
+    (each benchmark's profile in two models), differences.csv (each AIS's difference between two models, tested),
+    claims.csv (each model's claim rows, claim_table) and compare.md."""
     rows = []
     for benchmark in comparison.benchmarks:
         for profile in comparison.profiles:
@@ -66,8 +99,9 @@ def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> li
         ),
     )
     write_csv(layout.differences_csv, DIFFERENCE_COLUMNS, (asdict(d) for d in comparison.differences))
+    write_csv(layout.claims_csv, CLAIM_COLUMNS, claim_table(comparison))
     write_text(layout.compare_md, render_comparison(comparison))
-    return [layout.profiles_csv, layout.correlation_csv, layout.differences_csv, layout.compare_md]
+    return [layout.profiles_csv, layout.correlation_csv, layout.differences_csv, layout.claims_csv, layout.compare_md]
 
 
 def render_comparison(comparison: Comparison) -> str:
@@ -75,13 +109,17 @@ def render_comparison(comparison: Comparison) -> str:
     between models, and which findings hold in every model."""
     k = comparison.report_k
     models = comparison.models
+    at = f"k = {format_k(k)}"
+    if comparison.report_ks:
+        each = ", ".join(f"{format_k(comparison.k_of(m))} ({m})" for m in models)
+        at = f"each model at its own report k (the same size rule is a different k in each model): k = {each}"
     parts = [
         f"# Profiles across models: {', '.join(f'`{m}`' for m in models)}",
         "",
-        f"Top region, primary metric, k = {format_k(k)} (every k in profiles.csv and correlation.csv; profiles.png "
-        f"draws this k). `*`: q < alpha in that model's own profile. Benchmarks at chance in any model are left "
-        f"out: {fmt_names(comparison.at_chance)}.",
+        f"Top region, primary metric, {at} (every k in profiles.csv; profiles.png draws these). `*`: q < alpha in "
+        f"that model's own profile. Benchmarks at chance in any model are left out: {fmt_names(comparison.at_chance)}.",
         "",
+        *_claims_section(comparison),
         "## Each benchmark's profile per model",
     ]
     abilities = comparison.profiles[0].abilities
@@ -92,7 +130,10 @@ def render_comparison(comparison: Comparison) -> str:
             "",
             md_table(
                 ["ability"] + models,
-                [[a] + [fmt_ais(p.row(a, benchmark, k, "top")) for p in comparison.profiles] for a in abilities],
+                [
+                    [a] + [fmt_ais(p.row(a, benchmark, comparison.k_of(p.model), "top")) for p in comparison.profiles]
+                    for a in abilities
+                ],
             ),
         ]
     parts += [
@@ -105,7 +146,7 @@ def render_comparison(comparison: Comparison) -> str:
         "differ: below it; no profile: no significantly positive ability in one of the models.",
         "",
     ]
-    lines = [c for c in comparison.correlations if math.isclose(c.k, k)]
+    lines = [c for c in comparison.correlations if math.isclose(c.k, comparison.k_of(c.model))]
     parts.append(
         md_table(
             ["benchmark", "models", "cosine", "Spearman", "abilities", "verdict", "paired"],
@@ -133,7 +174,7 @@ def render_comparison(comparison: Comparison) -> str:
         "model's star and the other's lack of one.",
         "",
     ]
-    differences = [d for d in comparison.differences if math.isclose(d.k, k)]
+    differences = [d for d in comparison.differences if math.isclose(d.k, comparison.k_of(d.model_a))]
     parts.append(
         md_table(
             ["benchmark", "ability", "models", "AIS", "difference", "q", "paired"],
@@ -165,3 +206,42 @@ def render_comparison(comparison: Comparison) -> str:
         else:
             parts.append(f"- benchmark pairs judged {entry.kind} in every model: {fmt_names(entry.common)} ({each})")
     return "\n".join(parts) + "\n"
+
+
+def _claims_section(comparison: Comparison) -> list[str]:
+    """compare.md's opening section: each benchmark's verdict in every model, in the words of its own ais.md
+    (claims.claim_line, at the model's report k), then each ability's figure per model (claims.csv)."""
+    verdicts = {p.model: {c.benchmark: claim_line(c) for c in benchmark_claims(p)} for p in comparison.profiles}
+    benchmarks = list(dict.fromkeys(b for lines in verdicts.values() for b in lines))
+    if not benchmarks:
+        return []
+    parts = [
+        "## Each model's claims",
+        "",
+        "Each benchmark's verdict in every model, as that model's ais.md says it (docs/claims.md's rule where the "
+        "profile has selections or placebo regions), then the figure each claim is read from: top − random, the "
+        "mean over the selections with its interval where there are several (n/m: selections that meet the "
+        "tests), **bold** where claimed. Intervals side by side are no test of a change between models.",
+        "",
+    ]
+    for benchmark in benchmarks:
+        parts += [
+            f"- {model}: {lines.get(benchmark, f'{benchmark}: not profiled.')}" for model, lines in verdicts.items()
+        ]
+    figures: dict[tuple[str, str], dict[str, str]] = {}
+    for model, claim, row in claim_entries(comparison):
+        text = fmt_interval(row.ais, row.ci_low, row.ci_high, 3, "+")
+        if row.selections > 1:
+            text = fmt_interval(row.selections_ais, row.selections_low, row.selections_high, 3, "+")
+            text += f" {row.selections_agree}/{row.selections}"
+        figures.setdefault((row.benchmark, row.ability), {})[model] = f"**{text}**" if row in claim.draws_on else text
+    if figures:
+        models = comparison.models
+        parts += [
+            "",
+            md_table(
+                ["benchmark", "ability"] + models,
+                [[b, a] + [cells.get(m, MISSING_CELL) for m in models] for (b, a), cells in figures.items()],
+            ),
+        ]
+    return parts + [""]

@@ -442,10 +442,9 @@ def plot_comparison(comparison: Comparison, path: Path) -> Path:
     colours = matplotlib.colormaps["tab10"]
     y = np.arange(len(abilities))
     height = 0.8 / len(profiles)
-    k = comparison.report_k
     for ax, benchmark in zip(axes, benchmarks):
         for n, profile in enumerate(profiles):
-            rows = [profile.row(a, benchmark, k, "top") for a in abilities]
+            rows = [profile.row(a, benchmark, comparison.k_of(profile.model), "top") for a in abilities]
             ais = np.array([r.ais if r else np.nan for r in rows])
             low = np.array([r.ci_low if r else np.nan for r in rows])
             high = np.array([r.ci_high if r else np.nan for r in rows])
@@ -457,7 +456,8 @@ def plot_comparison(comparison: Comparison, path: Path) -> Path:
                 color=colours(n % 10),
                 xerr=err,
                 error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "#333333"},
-                label=profile.model,
+                label=profile.model
+                + (f", k = {format_k(comparison.k_of(profile.model))}" if comparison.report_ks else ""),
             )
         ax.axvline(0, color="black", linewidth=0.6)
         ax.set_title(benchmark, fontsize=8)
@@ -468,7 +468,8 @@ def plot_comparison(comparison: Comparison, path: Path) -> Path:
         ax.set_visible(False)
     axes[0].legend(fontsize=7)
     fig.supxlabel("AIS (bars: point estimate, whiskers: 95% paired bootstrap CI)", fontsize=8)
-    fig.suptitle(f"Profiles per model: top region, k = {format_k(k)}", fontsize=9)
+    ks = ", ".join(dict.fromkeys(format_k(comparison.k_of(p.model)) for p in profiles))
+    fig.suptitle(f"Profiles per model: top region, k = {ks}", fontsize=9)
     return _save(fig, path)
 
 

@@ -200,6 +200,7 @@ class Similarity:
     verdict: str = ""
     model_b: str = ""  # across models: the second model (benchmark_b == benchmark_a)
     paired: bool = False  # across models: both models' resamples drew the same items
+    k_b: float = math.nan  # across models: the second model's k (k is the first's; they differ under a size rule)
 
 
 @dataclass
@@ -381,6 +382,7 @@ class Difference:
     significant: bool | None = None
     paired: bool = False
     dropped: int = 0  # resamples without both values (an original mean of 0): more than 5% and no star
+    k_b: float = math.nan  # model_b's k (k is model_a's; they differ when each model is compared at its own k)
 
 
 @dataclass
@@ -395,7 +397,14 @@ class Comparison:
     correlations: list[Similarity] = field(default_factory=list)  # per (benchmark, k, model pair)
     consensus: list[Consensus] = field(default_factory=list)  # per (kind, benchmark, k)
     differences: list[Difference] = field(default_factory=list)  # per (benchmark, k, ability, model pair)
+    # model -> its headline k where the models are compared each at its own k (a size rule: the same share of
+    # neurons is a different k in each model); empty: every model at report_k
+    report_ks: dict[str, float] = field(default_factory=dict)
 
     @property
     def models(self) -> list[str]:
         return [p.model for p in self.profiles]
+
+    def k_of(self, model: str) -> float:
+        """The k at which `model` is shown in the headline tables."""
+        return self.report_ks.get(model, self.report_k)

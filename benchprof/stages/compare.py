@@ -7,12 +7,13 @@ statistics: profile/analyses.compare_models, written by profile/compare_report.p
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 from benchprof import BenchprofError
 from benchprof.core.config import Config
-from benchprof.core.layout import CompareLayout
+from benchprof.core.layout import CompareLayout, format_k
 from benchprof.core.loader import load_config
 from benchprof.profile.analyses import JointDraws, compare_models, write_comparison
 from benchprof.profile.rows import Profile
@@ -52,19 +53,36 @@ def compared_configs(cfg: Config, against: str) -> list[Config]:
     return configs
 
 
+def headline_ks(configs: list[Config], report_k: float | None) -> list[float]:
+    """The k each config's models are compared at: `report_k`, which every config must have (refused in one line
+    otherwise). Without it, the first config's headline k (aggregate.report_k, else its largest k) where every
+    config has it; else each config's own headline k, as a size rule ("0.5% of the MLP neurons") gives each model
+    its own k."""
+    k = default_report_k(configs[0], report_k)
+    if report_k is None and not all(any(math.isclose(k, k_) for k_ in c.settings.k_values) for c in configs):
+        return [default_report_k(c) for c in configs]
+    for c in configs[1:]:
+        try:
+            default_report_k(c, k)
+        except BenchprofError as error:
+            raise BenchprofError(f"compare: {c.path}: {error}; the headline k must be in every config") from None
+    return [k] * len(configs)
+
+
 def compare(
     cfg: Config, against: str = "", out: str | None = None, report_k: float | None = None, plots: bool = True
 ) -> None:
     """The profiles of this config's models and of the models of the configs in --against, side by side.
 
-    Per benchmark above chance in every model, ability and k shared by the configs: each model's top-region AIS,
+    Per benchmark above chance in every model, ability and k (see report_k): each model's top-region AIS,
     the difference between each pair of models with its 95% interval and test (on the same resamples of the items
     where both models scored the same items, `paired`; independent resamples where they scored different ones),
     Benjamini-Hochberg over every difference; the similarity of each benchmark's profiles; the mean specificity's
     difference; the findings that hold in every model (docs/analyses.md, "Across models"). Reads the evaluations
     only, as `aggregate` does: run `benchprof evaluate` with each config first.
 
-    Writes profiles.csv, differences.csv, correlation.csv, compare.md and (with plots) profiles.png into `out`.
+    Writes profiles.csv, differences.csv, correlation.csv, claims.csv (each model's claim rows), compare.md (each
+    model's claims first) and (with plots) profiles.png into `out`.
     A profile with an evaluation missing, stale or changed since written is refused, in one line naming the first.
     Its manifest.json, written last, records each file's size and sha256 and the evaluations compared.
 
@@ -73,7 +91,9 @@ def compare(
         against: the other models' configs, comma-separated paths.
         out: the folder to write; default <output_dir>/compare-<every tag, joined by "-"> of this config.
         report_k: k of the headline tables, one of every config's settings.k_values; default this config's
-            aggregate.report_k or its largest k.
+            aggregate.report_k or its largest k where every config has it, else each config's own (a size rule
+            such as 0.5% of the MLP neurons is a different k in each model), said in compare.md and on the
+            terminal.
         plots: also draw profiles.png.
     """
     from benchprof.core.layout import Layout
@@ -86,15 +106,10 @@ def compare(
     default = "compare-" + "-".join(spec.tag for c in configs for spec in c.models)
     layout = CompareLayout(cfg.output_root, default) if out is None else CompareLayout(Path(out).parent, Path(out).name)
     writable_folder(layout.compare_dir)  # a file named by --out: one line now, not an error after the work
-    k = default_report_k(cfg, report_k)
-    for c in configs[1:]:
-        try:
-            default_report_k(c, k)
-        except BenchprofError as error:
-            raise BenchprofError(f"compare: {c.path}: {error}; the headline k must be in every config") from None
+    ks = headline_ks(configs, report_k)
     profiles: list[Profile] = []
     draws: list[JointDraws] = []
-    for c in configs:
+    for c, k in zip(configs, ks, strict=True):
         for spec in c.models:
             joint: JointDraws = {}
             profile = load_scores(c, spec.tag, report_k=k, joint_out=joint)
@@ -111,16 +126,20 @@ def compare(
                 )
             profiles.append(profile)
             draws.append(joint)
-    comparison = compare_models(profiles, draws)
+    own = len(set(ks)) > 1  # each model at its own k: a size rule
+    model_ks = [k for c, k in zip(configs, ks, strict=True) for _ in c.models]
+    comparison = compare_models(profiles, draws, model_ks if own else None)
     clear_manifest(layout.compare_dir)  # written last: a folder killed halfway has none to vouch for a mix
     written = write_comparison(comparison, layout, plots=plots)
     evaluations = {spec.tag: evaluation_hashes(Layout(c.output_root, spec.tag).model_dir)
                    for c in configs for spec in c.models}  # fmt: skip
-    write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": k, "plots": plots},
+    write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": model_ks, "plots": plots},
                    extra={"evaluations": evaluations}, started=started)  # fmt: skip
     starred = sum(bool(d.significant) for d in comparison.differences)
     print(
-        f"compare: {len(profiles)} models, {len(comparison.benchmarks)} benchmarks above chance in all, "
+        f"compare: {len(profiles)} models"
+        + (f" each at its own k ({', '.join(format_k(k) for k in model_ks)})" if own else "")
+        + f", {len(comparison.benchmarks)} benchmarks above chance in all, "
         f"{starred} of {len(comparison.differences)} differences starred -> {layout.compare_dir} "
         f"({len(written)} files) in {time.time() - started:.1f} s"
     )
