@@ -91,3 +91,34 @@ def test_compare_states_each_models_claims_as_its_own_ais_md_does():
     }
     assert {(r["benchmark"], r["ability"]) for r in table if r["claimed"]} == by_hand
     assert "**+0.609 [+0.459, +0.759] 3/3**" in section  # Quantitative_Reasoning on its own split, claimed
+
+
+def test_two_committed_folders_compare_from_their_documents_alone(tmp_path):
+    """scripts/rederive_profile.py --compare: the two folders' per-document scores unpacked and compared by
+    `benchprof compare`, each model at its own k; every difference is the two committed ais.csv's top AIS apart,
+    and claims.csv's figures are the committed ones."""
+    from benchprof.lab.rederive import main
+
+    other = FOLDER.parent / "profile-smollm2-qwen-match"
+    main(str(other), str(FOLDER), compare=str(tmp_path / "out"), plots=False)
+    top = {
+        (r["model"], r["benchmark"], r["ability"]): number(r["ais"])
+        for folder in (FOLDER, other)
+        for r in read_csv(folder / "ais.csv")
+        if r["region"] == "top" and r["family"] in ("damage", "claim")
+    }
+    differences = [r for r in read_csv(tmp_path / "out" / "differences.csv") if r["benchmark"] != "specificity"]
+    assert len(differences) == 80  # 10 benchmarks above chance in both x 8 abilities
+    for r in differences:
+        assert (r["model_a"], float(r["k"]), float(r["k_b"])) == ("smollm2-qwen-match", 0.0033, 0.002493)
+        a, b = top[(r["model_a"], r["benchmark"], r["ability"])], top[(r["model_b"], r["benchmark"], r["ability"])]
+        assert float(r["difference"]) == pytest.approx(a - b, abs=1e-9)
+    claims = [r for r in read_csv(tmp_path / "out" / "claims.csv") if r["model"] == "qwen2.5-0.5b-claims"]
+    kept = {
+        (r["benchmark"], r["ability"]): number(r["selections_ais"])
+        for r in ROWS
+        if r["region"] == "top-random" and r["family"] == "claim"
+    }
+    assert len(claims) == 120  # 15 benchmarks above chance x 8 abilities
+    for r in claims:
+        assert number(r["selections_ais"]) == pytest.approx(kept[(r["benchmark"], r["ability"])], abs=1e-12)

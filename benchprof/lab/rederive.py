@@ -4,13 +4,14 @@ documents.tar.xz) and its config.yml: unpacked into an empty outputs tree, score
 
 .venv/bin/python scripts/rederive_profile.py docs/results/profile-*   (a folder of outputs/<model>/profile once
 its config.yml is copied in beside ais.csv, as a committed profile folder keeps it)
+.venv/bin/python scripts/rederive_profile.py --compare OUT FOLDER FOLDER...   (`benchprof compare` over the folders)
 """
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.core.layout import Layout
@@ -21,12 +22,10 @@ if TYPE_CHECKING:
     from benchprof.profile.rows import Profile
 
 
-def folder_config(folder: Path, output_dir: Path) -> Config:
-    """A profile folder's config.yml as aggregate needs it, its outputs under `output_dir`: what only evaluation
-    reads (evals.include_path, evals.dataset_paths: paths on the machine that ran it) left out."""
+def _folder_raw(folder: Path, output_dir: Path) -> dict[str, Any]:
+    """A profile folder's config.yml as a mapping, its outputs under `output_dir` (absolute) and what only
+    evaluation reads (evals.include_path, evals.dataset_paths: paths on the machine that ran it) left out."""
     import yaml
-
-    from benchprof.core.loader import parse_config
 
     path = folder / "config.yml"
     if not path.is_file():
@@ -36,8 +35,40 @@ def folder_config(folder: Path, output_dir: Path) -> Config:
     for key in ("include_path", "dataset_paths"):
         evals.pop(key, None)
     raw["evals"] = evals
-    raw["settings"] = {**(raw.get("settings") or {}), "output_dir": str(output_dir)}
-    return parse_config(raw, output_dir / "config.yml")
+    raw["settings"] = {**(raw.get("settings") or {}), "output_dir": str(output_dir.resolve())}
+    return dict(raw)
+
+
+def folder_config(folder: Path, output_dir: Path) -> Config:
+    """A profile folder's config.yml as aggregate needs it, its outputs under `output_dir` (_folder_raw)."""
+    from benchprof.core.loader import parse_config
+
+    return parse_config(_folder_raw(folder, output_dir), output_dir / "config.yml")
+
+
+def compare_folders(folders: list[Path], out: Path, plots: bool = True) -> None:
+    """`benchprof compare` over profile folders instead of configs: each folder's documents.tar.xz unpacked under its
+    config.yml into a temporary outputs tree (removed after), then stages.compare.compare over those trees, with its
+    paired tests where two models scored the same documents, writing `out`."""
+    import yaml
+
+    from benchprof.core.loader import load_config
+    from benchprof.stages.compare import compare
+
+    if len(folders) < 2:
+        raise BenchprofError("name at least two profile folders holding documents.tar.xz and config.yml")
+    with tempfile.TemporaryDirectory(prefix="benchprof-compare-") as root:
+        paths = []
+        for i, folder in enumerate(folders):
+            archive, tree = folder / DOCUMENTS, Path(root) / str(i)
+            if not archive.is_file():
+                raise BenchprofError(f"{archive}: no per-document scores to compare the profile from")
+            raw = _folder_raw(folder, tree)
+            tree.mkdir()
+            (tree / "config.yml").write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+            paths.append(tree / "config.yml")
+            unpack_documents(archive, tree / load_config(paths[-1]).models[0].tag)
+        compare(load_config(paths[0]), against=",".join(map(str, paths[1:])), out=str(out), plots=plots)
 
 
 def rederive(folder: Path) -> tuple[Profile, str]:
@@ -59,14 +90,21 @@ def rederive(folder: Path) -> tuple[Profile, str]:
         return profile, (layout.profile_dir / "ais.csv").read_text(encoding="utf-8")
 
 
-def main(*folders: str) -> None:
+def main(*folders: str, compare: str = "", plots: bool = True) -> None:
     """Re-derive each profile folder's ais.csv from its documents.tar.xz and config.yml alone, and say whether it
-    equals the ais.csv the folder keeps (exit 1 when one does not: the rows that differ are named).
+    equals the ais.csv the folder keeps (exit 1 when one does not: the rows that differ are named). With --compare
+    OUT: compare the folders' models instead, as `benchprof compare` compares configs (compare_folders), into OUT.
 
     Arguments:
         folders: profile folders holding documents.tar.xz, config.yml and ais.csv (docs/results/profile-*; an
             outputs/<model>/profile folder once its config is copied in as config.yml).
+        compare: a folder to write the comparison of the folders' models into (profiles.csv, claims.csv,
+            differences.csv, correlation.csv, compare.md, profiles.png).
+        plots: with --compare, also draw profiles.png.
     """
+    if compare:
+        compare_folders([Path(f) for f in folders], Path(compare), plots=plots)
+        return
     if not folders:
         raise BenchprofError("name at least one profile folder holding documents.tar.xz and config.yml")
     differ = []
