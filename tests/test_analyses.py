@@ -230,7 +230,7 @@ def test_comparison_across_two_models(tmp_path, capsys):
     )
     assert f"- mixed, significantly negative in every model: {ABILITIES[2]} (the same set in every model)" in findings
     assert "- benchmark pairs judged differ in every model: one_ability ~ mixed" in findings
-    assert "Benchmarks at chance in any model are left out: coin." in markdown
+    assert "Benchmarks at chance in any model are left out here and below: coin." in markdown
 
 
 def test_the_mean_specificity_difference_between_models_is_tested(tmp_path):
@@ -420,46 +420,66 @@ def test_compare_refuses_configs_it_cannot_compare(tmp_path, second_models, seco
 
 
 def test_a_size_rule_compares_each_model_at_its_own_k(tmp_path, capsys):
-    """Two configs whose k values differ (a size rule gives each model its own k): each model is compared at its own
-    headline k, every difference is the two models' AIS as each one's own profile has it at its k, and compare.md
-    and the terminal say which k; a --report_k that one config lacks is refused in one line."""
+    """Three configs whose headline k differ (a size rule gives each model its own k): t at 0.01, v and w (the same
+    evaluations) at 0.02. Each model is compared at its own k; every difference is the two models' AIS as each
+    one's own profile has it; only v ~ w, drawn at one k on the same items, is paired (their difference 0, p 1);
+    compare.md and the terminal say which k; a --report_k that one config lacks is refused in one line."""
     from benchprof.stages.compare import compare
 
     paths = {}
-    for name, tag, k in (("first", "t", K), ("second", "v", 0.02)):
-        (tmp_path / name).mkdir()
-        paths[name] = write_config(tmp_path / name, models=(tag,))
-        raw = yaml.safe_load(paths[name].read_text())
-        paths[name].write_text(yaml.safe_dump({**raw, "settings": {**raw["settings"], "k_values": [k]}}))
-    first, second = load_config(paths["first"]), load_config(paths["second"])
-    write_model(first, "t")
-    write_model(second, "v", hurts_one_ability=ABILITIES[1], k=0.02)
-    with pytest.raises(BenchprofError, match=r"compare: .*second.*: --report_k: .* is not one of settings.k_values"):
-        compare(first, against=str(paths["second"]), out=str(tmp_path / "out"), report_k=K)
+    for tag, k in (("t", K), ("v", 0.02), ("w", 0.02)):
+        (tmp_path / tag).mkdir()
+        paths[tag] = write_config(tmp_path / tag, models=(tag,))
+        raw = yaml.safe_load(paths[tag].read_text())
+        paths[tag].write_text(yaml.safe_dump({**raw, "settings": {**raw["settings"], "k_values": [k]}}))
+        write_model(load_config(paths[tag]), tag, hurts_one_ability=ABILITIES[tag != "t"], k=k)
+    first, against = load_config(paths["t"]), f"{paths['v']},{paths['w']}"
+    with pytest.raises(BenchprofError, match=r"compare: .*v.*: --report_k: .* is not one of settings.k_values"):
+        compare(first, against=against, out=str(tmp_path / "out"), report_k=K)
     assert not (tmp_path / "out").exists()
-    compare(first, against=str(paths["second"]), out=str(tmp_path / "out"), plots=False)
-    assert (
-        "compare: 2 models each at its own k (0.01, 0.02), 3 benchmarks above chance in all" in capsys.readouterr().out
-    )
-    own = {tag: {(r.benchmark, r.ability): r.ais for r in load_scores(c, tag).rows if r.region == "top"}
-           for c, tag in ((first, "t"), (second, "v"))}  # fmt: skip
+    compare(first, against=against, out=str(tmp_path / "out"), plots=False)
+    assert "compare: 3 models each at its own k (0.01, 0.02, 0.02), 3 benchmarks above" in capsys.readouterr().out
+    own = {
+        tag: {
+            (r.benchmark, r.ability): r.ais for r in load_scores(load_config(paths[tag]), tag).rows if r.region == "top"
+        }
+        for tag in ("t", "v", "w")
+    }
+    ks = {"t": K, "v": 0.02, "w": 0.02}
     got = CompareLayout(tmp_path, "out")
-    differences = [r for r in read_csv(got.differences_csv) if r["ability"] in ABILITIES]
-    assert len(differences) == 3 * 3  # headline benchmarks x abilities, one pair
+    differences = read_csv(got.differences_csv)
+    assert len([r for r in differences if r["ability"] in ABILITIES]) == 3 * 3 * 3  # benchmarks x abilities x pairs
     for r in differences:
-        assert (float(r["k"]), float(r["k_b"])) == (K, 0.02)
-        ais_t, ais_v = own["t"][(r["benchmark"], r["ability"])], own["v"][(r["benchmark"], r["ability"])]
-        assert float(r["difference"]) == pytest.approx(ais_t - ais_v)
-    moved = {(r["benchmark"], r["ability"]): r for r in differences}
-    assert float(moved[("one_ability", ABILITIES[0])]["difference"]) == pytest.approx(0.4)
-    assert moved[("one_ability", ABILITIES[1])]["significant"] == "true"
+        a, b = r["model_a"], r["model_b"]
+        assert (float(r["k"]), float(r["k_b"])) == (ks[a], ks[b])
+        assert r["paired"] == ("true" if (a, b) == ("v", "w") else "false")
+        if r["ability"] in ABILITIES:
+            assert float(r["difference"]) == pytest.approx(
+                own[a][(r["benchmark"], r["ability"])] - own[b][(r["benchmark"], r["ability"])]
+            )
+        if (a, b) == ("v", "w"):
+            assert (float(r["difference"]), float(r["p_value"])) == (0.0, 1.0)
+    moved = {(r["benchmark"], r["ability"], r["model_b"]): r for r in differences if r["model_a"] == "t"}
+    assert float(moved[("one_ability", ABILITIES[0], "v")]["difference"]) == pytest.approx(0.4)
+    assert moved[("one_ability", ABILITIES[1], "v")]["significant"] == "true"  # unpaired, still clear
+    correlation = read_csv(got.correlation_csv)
+    assert {(r["model_a"], r["model_b"], float(r["k"]), float(r["k_b"]), r["paired"]) for r in correlation} == {
+        ("t", "v", K, 0.02, "false"),
+        ("t", "w", K, 0.02, "false"),
+        ("v", "w", 0.02, 0.02, "true"),
+    }
     markdown = got.compare_md.read_text()
     assert (
-        "each model at its own report k (the same size rule is a different k in each model): k = 0.01 (t), 0.02 (v)"
-        in markdown
+        "each model at its own report k (the same size rule is a different k in each model): "
+        "k = 0.01 (t), 0.02 (v), 0.02 (w)" in markdown
     )
     table = markdown.split("### one_ability")[1].split("###")[0]
-    assert f"| {ABILITIES[0]} | +0.400* | +0.000 |" in table and f"| {ABILITIES[1]} | +0.000 | +0.400* |" in table
+    assert (
+        f"| {ABILITIES[0]} | +0.400* | +0.000 | +0.000 |" in table
+        and f"| {ABILITIES[1]} | +0.000 | +0.400* | +0.400* |" in table
+    )
+    findings = markdown.split("## Findings in every model")[1]
+    assert f"- mixed, significantly negative in every model: {ABILITIES[2]} (the same set in every model)" in findings
 
 
 def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_path):

@@ -62,6 +62,7 @@ def test_compare_states_each_models_claims_as_its_own_ais_md_does():
     """compare.md's claims section, for this profile beside another model's at a different k (the size rule), gives
     each benchmark's verdict in exactly the words of that model's ais.md, and claims.csv holds exactly the tested
     claim rows of each ais.csv at its report k, with the claimed pairs the rule admits by hand."""
+    from benchprof.core.layout import format_k
     from benchprof.lab.rerender import folder_profile
     from benchprof.profile.analyses import compare_models
     from benchprof.profile.compare_report import claim_table, render_comparison
@@ -70,14 +71,15 @@ def test_compare_states_each_models_claims_as_its_own_ais_md_does():
     profiles = [folder_profile(FOLDER), folder_profile(other)]
     ks = [p.report_k for p in profiles]
     assert ks[0] != ks[1]
-    comparison = compare_models(profiles, [{}, {}], ks)
+    comparison = compare_models(profiles, [{}, {}], own_k=True)
     markdown = render_comparison(comparison)
     section = markdown[markdown.index("## Each model's claims") : markdown.index("## Each benchmark's profile")]
     for profile, folder in zip(profiles, (FOLDER, other), strict=True):
         text = (folder / "ais.md").read_text()
         lines = re.findall(r"^- (.+)$", text[text.index("## Claims") : text.index("## How to read")], re.M)
         stated = [line for line in lines if not line.startswith("Specificity:")]
-        assert stated and all(f"- {profile.model}: {line}\n" in section for line in stated)
+        k = format_k(profile.report_k)
+        assert stated and all(f"- {profile.model} (k = {k}): {line}\n" in section for line in stated)
     table = [r for r in claim_table(comparison) if r["model"] == profiles[0].model]
     rows = {
         (r["benchmark"], r["ability"]): r

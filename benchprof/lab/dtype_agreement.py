@@ -198,7 +198,9 @@ def profile_flips(reference: dict[str, Path], other: dict[str, Path], metrics: d
     return out
 
 
-def profile_cells(reference: list[AisRow], other: list[AisRow]) -> list[dict[str, Any]]:
+def profile_cells(
+    reference: list[AisRow], other: list[AisRow], other_name: str = "the bfloat16 profile"
+) -> list[dict[str, Any]]:
     """Per ais.csv row with a test (every family): the AIS in each dtype, their difference, the float32 row's 95%
     half-width, the star in each, and the paired test's discordant documents (flips lost + gained) in each."""
 
@@ -213,7 +215,7 @@ def profile_cells(reference: list[AisRow], other: list[AisRow]) -> list[dict[str
     for a in reference:
         b = theirs.get(key(a))
         if b is None:
-            raise BenchprofError(f"the bfloat16 ais.csv has no row for {', '.join(map(str, key(a)))}")
+            raise BenchprofError(f"{other_name}: ais.csv has no row for {', '.join(map(str, key(a)))}")
         if not a.family:
             continue  # a row no test reads
         out.append({
@@ -271,7 +273,7 @@ def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
         metrics = {r.benchmark: r.metric for r in rows if r.region == "top" and r.metric != P_CORRECT}
         metrics.update({r.benchmark: r.metric for r in rows if r.family in ("damage", "claim")})
         flips = profile_flips(files_a, files_b, metrics)
-    cells = profile_cells(profile_a.rows, profile_b.rows)
+    cells = profile_cells(profile_a.rows, profile_b.rows, str(other))
     claims_a, claims_b = claim_sets(profile_a), claim_sets(profile_b)
     flipped, scored = sum(f for f, _ in flips.values()), sum(n for _, n in flips.values())
     original = [sum(v[i] for k, v in flips.items() if k.startswith("original/")) for i in (0, 1)]

@@ -244,32 +244,32 @@ def _consensus(kind: str, benchmark: str, k: float, per_model: dict[str, list[st
     return Consensus(kind, benchmark, k, per_model, common)
 
 
-def _k_steps(profiles: Sequence[Profile], ks: Sequence[float] | None) -> list[tuple[float, ...]]:
+def _k_steps(profiles: Sequence[Profile], own_k: bool) -> list[tuple[float, ...]]:
     """The k of each profile at each step of a comparison: every k all the profiles have, the same in each, or
-    (`ks`, one per profile) a single step with each model at its own k."""
-    if ks is not None:
-        return [tuple(ks)]
+    (own_k) a single step with each model at its own report k."""
+    if own_k:
+        return [tuple(p.report_k for p in profiles)]
     shared = [k for k in profiles[0].k_values if all(any(math.isclose(k, k_) for k_ in p.k_values) for p in profiles)]
     return [(k,) * len(profiles) for k in shared]
 
 
-def compare_models(
-    profiles: Sequence[Profile], draws: Sequence[JointDraws], ks: Sequence[float] | None = None
-) -> Comparison:
+def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws], own_k: bool = False) -> Comparison:
     """Several models' profiles side by side: per benchmark above chance in every model, k and pair of models the
     similarity of the benchmark's profiles (stats.profiles.profile_similarity; resample r of both models drawn by the
     same generator, so on the same items when both scored the same ones: `paired`), the test of each ability's AIS
     difference between the two models (`differences`), and the findings that hold in every model: each benchmark's
     significantly positive and negative abilities, and the benchmark pairs judged the same mixture or different.
-    At every k the models share, or with `ks` (one per profile) each model at its own k: a size rule such as "0.5%
-    of the MLP neurons" is a different k in each model. A line's k is its first model's, k_b its second's."""
+    At every k the models share, or (own_k) each model at its own report k: a size rule such as "0.5% of the MLP
+    neurons" is a different k in each model. A line's k is its first model's, k_b its second's. Two models'
+    resamples are drawn alike only at the same k (the generator's key holds k), so at different k they are
+    independent and a line is never `paired`: its test is that of two independent estimates (conservative where
+    both scored the same items)."""
     at_chance = sorted({b for p in profiles for b in p.at_chance})
     benchmarks = [
         b for b in profiles[0].benchmarks if b not in at_chance and all(b in p.original_scores for p in profiles)
     ]
-    report_ks = {} if ks is None else {p.model: k for p, k in zip(profiles, ks, strict=True)}
-    comparison = Comparison(list(profiles), benchmarks, at_chance, profiles[0].report_k, report_ks=report_ks)
-    steps = _k_steps(profiles, ks)
+    comparison = Comparison(list(profiles), benchmarks, at_chance, profiles[0].report_k, own_k=own_k)
+    steps = _k_steps(profiles, own_k)
     pairs = list(itertools.combinations(range(len(profiles)), 2))
     for step in steps:
         for benchmark in benchmarks:
@@ -286,7 +286,7 @@ def compare_models(
                         line,
                     )
                 )
-                line.paired = a is not None and b is not None and a[1] == b[1]
+                line.paired = _paired(a, b, k_a, k_b)
                 if not (_has_profile(first, benchmark, k_a) and _has_profile(second, benchmark, k_b)):
                     line.verdict = NO_PROFILE
                 comparison.differences += _differences(profiles[0], first, second, benchmark, (k_a, k_b), a, b)
@@ -322,6 +322,14 @@ def compare_models(
     return comparison
 
 
+def _paired(
+    a: tuple[NDArray[np.float64], int] | None, b: tuple[NDArray[np.float64], int] | None, k_a: float, k_b: float
+) -> bool:
+    """Whether two models' joint resamples of a benchmark are the same items: both scored the same items and the
+    draws were made at the same k (the generator's key holds it)."""
+    return a is not None and b is not None and a[1] == b[1] and format_k(k_a) == format_k(k_b)
+
+
 def _differences(
     reference: Profile,
     first: Profile,
@@ -342,7 +350,7 @@ def _differences(
     x, y = _aligned(reference, first, benchmark, k), _aligned(reference, second, benchmark, k_b)
     xs = None if draws_a is None else _aligned_draws(reference, first, draws_a[0])
     ys = None if draws_b is None else _aligned_draws(reference, second, draws_b[0])
-    paired = draws_a is not None and draws_b is not None and draws_a[1] == draws_b[1]
+    paired = _paired(draws_a, draws_b, k, k_b)
     out = []
     for i, ability in enumerate(reference.abilities):
         if not (np.isfinite(x[i]) and np.isfinite(y[i])):
@@ -407,7 +415,7 @@ def _specificity_difference(
     if a_draws is not None and b_draws is not None:
         line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(a, b, a_draws, b_draws)
         line.dropped = int((~(np.isfinite(a_draws) & np.isfinite(b_draws))).sum())
-        line.paired = all(draws_a[_key(s, k)][1] == draws_b[_key(s, k_b)][1] for s in splits)
+        line.paired = all(_paired(draws_a[_key(s, k)], draws_b[_key(s, k_b)], k, k_b) for s in splits)
     return line
 
 

@@ -105,22 +105,29 @@ def write_comparison_tables(comparison: Comparison, layout: CompareLayout) -> li
 
 
 def render_comparison(comparison: Comparison) -> str:
-    """compare.md: each benchmark's profile side by side per model at the report k, the similarity of the profiles
-    between models, and which findings hold in every model."""
+    """compare.md: each model's claims (_claims_section), each benchmark's profile side by side per model at the
+    report k (each model's own, own_k), the similarity of the profiles between models, the differences, and which
+    findings hold in every model."""
     k = comparison.report_k
     models = comparison.models
     at = f"k = {format_k(k)}"
-    if comparison.report_ks:
+    if comparison.own_k:
         each = ", ".join(f"{format_k(comparison.k_of(m))} ({m})" for m in models)
-        at = f"each model at its own report k (the same size rule is a different k in each model): k = {each}"
+        at = (
+            f"each model at its own report k (the same size rule is a different k in each model): k = {each}; "
+            "resamples at different k are drawn apart, so no test between these models is paired"
+        )
     parts = [
         f"# Profiles across models: {', '.join(f'`{m}`' for m in models)}",
         "",
-        f"Top region, primary metric, {at} (every k in profiles.csv; profiles.png draws these). `*`: q < alpha in "
-        f"that model's own profile. Benchmarks at chance in any model are left out: {fmt_names(comparison.at_chance)}.",
+        f"At {at}.",
         "",
         *_claims_section(comparison),
         "## Each benchmark's profile per model",
+        "",
+        "Top region, primary metric, at the k above (every k in profiles.csv; profiles.png draws these). `*`: "
+        f"q < alpha in that model's own profile. Benchmarks at chance in any model are left out here and below: "
+        f"{fmt_names(comparison.at_chance)}.",
     ]
     abilities = comparison.profiles[0].abilities
     for benchmark in comparison.benchmarks:
@@ -142,8 +149,8 @@ def render_comparison(comparison: Comparison) -> str:
         "",
         "Cosine and Spearman correlation of the benchmark's AIS vector over the abilities in two models, with 95% "
         "bootstrap intervals (both models' resamples drawn by one generator per benchmark and k: on the same items, "
-        f"paired, where both scored the same items). Same mixture: the cosine's interval lies above {SAME_MIXTURE:g}; "
-        "differ: below it; no profile: no significantly positive ability in one of the models.",
+        "paired, where both scored the same items at the same k). Same mixture: the cosine's interval lies above "
+        f"{SAME_MIXTURE:g}; differ: below it; no profile: no significantly positive ability in one of the models.",
         "",
     ]
     lines = [c for c in comparison.correlations if math.isclose(c.k, comparison.k_of(c.model))]
@@ -218,15 +225,17 @@ def _claims_section(comparison: Comparison) -> list[str]:
     parts = [
         "## Each model's claims",
         "",
-        "Each benchmark's verdict in every model, as that model's ais.md says it (docs/claims.md's rule where the "
-        "profile has selections or placebo regions), then the figure each claim is read from: top − random, the "
-        "mean over the selections with its interval where there are several (n/m: selections that meet the "
-        "tests), **bold** where claimed. Intervals side by side are no test of a change between models.",
+        "Each benchmark's verdict in every model at the k above, in the words ais.md uses (docs/claims.md's rule "
+        "where the profile has selections or placebo regions), then the figure each verdict is read from: top − "
+        "random on the primary metric, the mean over the selections with its interval where there are several "
+        "(n/m: selections that meet the tests); **bold**: claimed (draws on), _italic_: lowers it less than random "
+        "regions do. Intervals side by side are no test of a change between models: differences.csv is.",
         "",
     ]
     for benchmark in benchmarks:
         parts += [
-            f"- {model}: {lines.get(benchmark, f'{benchmark}: not profiled.')}" for model, lines in verdicts.items()
+            f"- {model} (k = {format_k(comparison.k_of(model))}): {lines.get(benchmark, f'{benchmark}: not profiled.')}"
+            for model, lines in verdicts.items()
         ]
     figures: dict[tuple[str, str], dict[str, str]] = {}
     for model, claim, row in claim_entries(comparison):
@@ -234,7 +243,8 @@ def _claims_section(comparison: Comparison) -> list[str]:
         if row.selections > 1:
             text = fmt_interval(row.selections_ais, row.selections_low, row.selections_high, 3, "+")
             text += f" {row.selections_agree}/{row.selections}"
-        figures.setdefault((row.benchmark, row.ability), {})[model] = f"**{text}**" if row in claim.draws_on else text
+        text = f"**{text}**" if row in claim.draws_on else f"_{text}_" if row in claim.less_than_random else text
+        figures.setdefault((row.benchmark, row.ability), {})[model] = text
     if figures:
         models = comparison.models
         parts += [

@@ -456,8 +456,7 @@ def plot_comparison(comparison: Comparison, path: Path) -> Path:
                 color=colours(n % 10),
                 xerr=err,
                 error_kw={"elinewidth": 0.8, "capsize": 1.5, "ecolor": "#333333"},
-                label=profile.model
-                + (f", k = {format_k(comparison.k_of(profile.model))}" if comparison.report_ks else ""),
+                label=profile.model + (f", k = {format_k(comparison.k_of(profile.model))}" if comparison.own_k else ""),
             )
         ax.axvline(0, color="black", linewidth=0.6)
         ax.set_title(benchmark, fontsize=8)

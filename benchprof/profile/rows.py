@@ -397,14 +397,14 @@ class Comparison:
     correlations: list[Similarity] = field(default_factory=list)  # per (benchmark, k, model pair)
     consensus: list[Consensus] = field(default_factory=list)  # per (kind, benchmark, k)
     differences: list[Difference] = field(default_factory=list)  # per (benchmark, k, ability, model pair)
-    # model -> its headline k where the models are compared each at its own k (a size rule: the same share of
-    # neurons is a different k in each model); empty: every model at report_k
-    report_ks: dict[str, float] = field(default_factory=dict)
+    # each model at its own report k (a size rule: the same share of neurons is a different k in each model), not
+    # every model at every k they share
+    own_k: bool = False
 
     @property
     def models(self) -> list[str]:
         return [p.model for p in self.profiles]
 
     def k_of(self, model: str) -> float:
-        """The k at which `model` is shown in the headline tables."""
-        return self.report_ks.get(model, self.report_k)
+        """The k at which `model` is shown in the headline tables: its profile's report k."""
+        return next(p.report_k for p in self.profiles if p.model == model)

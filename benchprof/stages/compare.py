@@ -7,7 +7,6 @@ statistics: profile/analyses.compare_models, written by profile/compare_report.p
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
@@ -55,12 +54,11 @@ def compared_configs(cfg: Config, against: str) -> list[Config]:
 
 def headline_ks(configs: list[Config], report_k: float | None) -> list[float]:
     """The k each config's models are compared at: `report_k`, which every config must have (refused in one line
-    otherwise). Without it, the first config's headline k (aggregate.report_k, else its largest k) where every
-    config has it; else each config's own headline k, as a size rule ("0.5% of the MLP neurons") gives each model
-    its own k."""
-    k = default_report_k(configs[0], report_k)
-    if report_k is None and not all(any(math.isclose(k, k_) for k_ in c.settings.k_values) for c in configs):
+    otherwise); without it each config's headline k (aggregate.report_k, else its largest k). Those may differ, as a
+    size rule ("0.5% of the MLP neurons") gives each model its own k; then each model is compared at its own."""
+    if report_k is None:
         return [default_report_k(c) for c in configs]
+    k = default_report_k(configs[0], report_k)
     for c in configs[1:]:
         try:
             default_report_k(c, k)
@@ -90,10 +88,10 @@ def compare(
         cfg: the config (on the command line: the path of config.yml).
         against: the other models' configs, comma-separated paths.
         out: the folder to write; default <output_dir>/compare-<every tag, joined by "-"> of this config.
-        report_k: k of the headline tables, one of every config's settings.k_values; default this config's
-            aggregate.report_k or its largest k where every config has it, else each config's own (a size rule
-            such as 0.5% of the MLP neurons is a different k in each model), said in compare.md and on the
-            terminal.
+        report_k: k of the headline tables, one of every config's settings.k_values; default each config's own
+            aggregate.report_k (or its largest k). Where those differ, each model is compared at its own k (a size
+            rule such as 0.5% of the MLP neurons is a different k in each model; no test between them is paired),
+            said in compare.md and on the terminal.
         plots: also draw profiles.png.
     """
     from benchprof.core.layout import Layout
@@ -126,14 +124,15 @@ def compare(
                 )
             profiles.append(profile)
             draws.append(joint)
-    own = len(set(ks)) > 1  # each model at its own k: a size rule
+    own = len({format_k(k) for k in ks}) > 1  # each model at its own k: a size rule
     model_ks = [k for c, k in zip(configs, ks, strict=True) for _ in c.models]
-    comparison = compare_models(profiles, draws, model_ks if own else None)
+    comparison = compare_models(profiles, draws, own_k=own)
     clear_manifest(layout.compare_dir)  # written last: a folder killed halfway has none to vouch for a mix
     written = write_comparison(comparison, layout, plots=plots)
     evaluations = {spec.tag: evaluation_hashes(Layout(c.output_root, spec.tag).model_dir)
                    for c in configs for spec in c.models}  # fmt: skip
-    write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": model_ks, "plots": plots},
+    headline = model_ks if own else ks[0]
+    write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": headline, "plots": plots},
                    extra={"evaluations": evaluations}, started=started)  # fmt: skip
     starred = sum(bool(d.significant) for d in comparison.differences)
     print(
