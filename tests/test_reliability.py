@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -683,6 +684,9 @@ def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, mon
     assert got[("eval", f"{ABILITY}/k0.05/top {ABILITY}")] == "stale"
     assert got[("eval", f"{ABILITY}/k0.1/top {ABILITY}")] == "pending"
     assert got[("profile", "ais")] == "stale"
+    main(["status", str(config)])  # nothing done at the new inputs: no pace to say the time left by
+    left = "status: tiny: 7 evaluation job(s) left; 7 job(s) of 1 benchmark(s) with none done yet not counted"
+    assert left in capsys.readouterr().out.splitlines()
 
     # only a new k: what exists stays done
     config = write_config(tmp_path, tiny_model_dir, settings__k_values=[K, 0.1])
@@ -690,6 +694,13 @@ def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, mon
     assert got[("importance", ABILITY)] == got[("masks", f"{ABILITY} k0.05")] == "done"
     assert got[("eval", f"{ABILITY}/k0.05/random {ABILITY}")] == "done"
     assert got[("eval", f"{ABILITY}/k0.1/random {ABILITY}")] == "pending"
+    # the time left: the 3 pending jobs at the median wall time of the benchmark's 4 done ones
+    layout = Layout(tmp_path / "outputs", "tiny")
+    done = [Variant(), *(Variant(ABILITY, K, r) for r in ("top", "bottom", "random"))]
+    walls = [json.loads(layout.eval_file(v, ABILITY).read_text())["wall_seconds"] for v in done]
+    main(["status", str(config)])
+    expected = f"status: tiny: 3 evaluation job(s) left, about {3 * statistics.median(walls):.0f} s of job time"
+    assert any(line.startswith(expected) for line in capsys.readouterr().out.splitlines()), expected
 
     # an interrupted extract: files without a manifest are pending, and so is what follows
     config = write_config(tmp_path, tiny_model_dir)

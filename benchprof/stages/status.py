@@ -344,9 +344,66 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
         f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
         f"(of {len(items)} outputs) for {cfg.path}"
     )
+    for spec in cfg.models:
+        left = evaluation_time_left(cfg, spec, items)
+        if left:
+            print(f"status: {spec.tag}: {left}")
     for spec, found in linkable(cfg):  # a new tag of a profiled checkpoint: its "pending" is mostly a link away
         print(f"status: {spec.tag}: same checkpoint as {cfg.output_root / found}; a run links its results first")
     sys.stdout.flush()
+
+
+def _hours(seconds: float) -> str:
+    return (
+        f"{seconds / 3600:.1f} h"
+        if seconds >= 5400
+        else f"{seconds / 60:.0f} min"
+        if seconds >= 90
+        else f"{seconds:.0f} s"
+    )
+
+
+def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str:
+    """What the model's evaluation jobs not done will take at this run's own pace, to plan a long run from measured
+    costs: each benchmark's median `wall_seconds` over its done jobs (a median, as a job paused or run beside other
+    work lasts longer), times its jobs left; with evals.device cpu and evals.cpu_workers, that job time shared by the
+    workers (the shared queue keeps them busy to the end: docs/scaling.md). '' when nothing is left."""
+    import json
+    import os
+    import statistics
+
+    from benchprof.core.layout import Layout
+    from benchprof.stages.eval_jobs import job_list
+
+    layout = Layout(cfg.output_root, spec.tag)
+    state = {i.what: i.state for i in items if i.stage == "eval" and i.model == spec.tag}
+    measured: dict[str, list[float]] = {}
+    left: dict[str, int] = {}
+    for job in job_list(cfg):
+        if state.get(layout.eval_output(job.variant, job.benchmark).label, "done") != "done":
+            left[job.benchmark] = left.get(job.benchmark, 0) + 1
+            continue
+        try:
+            record = json.loads(layout.eval_file(job.variant, job.benchmark).read_text(encoding="utf-8"))
+            measured.setdefault(job.benchmark, []).append(float(record["wall_seconds"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a result without its time (written before it was recorded): nothing to measure
+    if not left:
+        return ""
+    known = {b: statistics.median(v) for b, v in measured.items()}
+    seconds = sum(known[b] * n for b, n in left.items() if b in known)
+    unmeasured = {b: n for b, n in left.items() if b not in known}
+    jobs = sum(left.values())
+    text = f"{jobs} evaluation job(s) left"
+    if seconds:
+        text += f", about {_hours(seconds)} of job time at this run's pace (each benchmark's median done job)"
+        workers = min(cfg.evals.cpu_workers, os.cpu_count() or 1, jobs - sum(unmeasured.values()))
+        if workers > 1 and cfg.evals.backend == "hf" and cfg.evals.device == "cpu":  # no torch imported to ask
+            text += f", about {_hours(seconds / workers)} on {workers} CPU workers"
+    if unmeasured:
+        # documents differ too much in length between benchmarks for another benchmark's pace to say
+        text += f"; {sum(unmeasured.values())} job(s) of {len(unmeasured)} benchmark(s) with none done yet not counted"
+    return text
 
 
 def dtype_scored(cfg: Config, i: int, spec: ModelSpec) -> str:
