@@ -161,8 +161,9 @@ def test_cpu_workers_are_capped_at_the_cores_and_the_pending_jobs(tiny_model_dir
 
 
 def test_the_shared_queue_takes_the_longest_jobs_first_and_keeps_a_variants_jobs_together():
-    """longest_first orders the pending jobs by their documents (no limit: the longest), job order among equals;
-    variant_runs applies each run of one variant once; only the queue's workers are told to share it."""
+    """longest_first puts the original's jobs first, then orders the pending jobs by their documents (no limit: the
+    longest), job order among equals; variant_runs applies each run of one variant once; only the queue's workers
+    are told to share it."""
     from benchprof.core.layout import Variant
     from benchprof.stages.eval_jobs import Job
     from benchprof.stages.evaluate import JOB_QUEUE, longest_first, variant_runs
@@ -171,10 +172,11 @@ def test_the_shared_queue_takes_the_longest_jobs_first_and_keeps_a_variants_jobs
     limits = {"short": 10, "long": 200, "whole": None}
     pending = [(Job(v, bench), {"limit": limits[bench]}) for v in (Variant(), a, b) for bench in limits]
     ordered = longest_first(pending)
-    assert [(j.variant, j.benchmark) for j, _ in ordered] == [
-        (v, bench) for bench in ("whole", "long", "short") for v in (Variant(), a, b)
+    order = ("whole", "long", "short")
+    assert [(j.variant, j.benchmark) for j, _ in ordered] == [(Variant(), bench) for bench in order] + [
+        (v, bench) for bench in order for v in (a, b)
     ]
-    assert [(v, len(run)) for v, run in variant_runs(ordered)] == [(Variant(), 1), (a, 1), (b, 1)] * 3
+    assert [(v, len(run)) for v, run in variant_runs(ordered)] == [(Variant(), 3)] + [(a, 1), (b, 1)] * 3
     assert [(v, len(run)) for v, run in variant_runs(pending)] == [(Variant(), 3), (a, 3), (b, 3)]
     shared = worker_commands("c.yml", [], 1, {}, cpu_workers=2, queue=True)
     since = {env[JOB_QUEUE] for _, env in shared}  # when the queue began: a --force worker skips what is newer
