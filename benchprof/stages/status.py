@@ -339,15 +339,14 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
         print(format_item(Item("eval", entry[0], entry[1], state, why)))
     for i, spec in enumerate(cfg.models):
         print(f"status: {spec.tag}: {dtype_scored(cfg, i, spec)}")
+        left = evaluation_time_left(cfg, spec, items)
+        if left:
+            print(f"status: {spec.tag}: {left}")
     totals = {s: sum(1 for i in items if i.state == s) for s in STATES}
     print(
         f"status: {totals['done']} done, {totals['stale']} stale, {totals['pending']} pending "
         f"(of {len(items)} outputs) for {cfg.path}"
     )
-    for spec in cfg.models:
-        left = evaluation_time_left(cfg, spec, items)
-        if left:
-            print(f"status: {spec.tag}: {left}")
     for spec, found in linkable(cfg):  # a new tag of a profiled checkpoint: its "pending" is mostly a link away
         print(f"status: {spec.tag}: same checkpoint as {cfg.output_root / found}; a run links its results first")
     sys.stdout.flush()
@@ -367,7 +366,8 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
     """What the model's evaluation jobs not done will take at this run's own pace, to plan a long run from measured
     costs: each benchmark's median `wall_seconds` over its done jobs (a median, as a job paused or run beside other
     work lasts longer), times its jobs left; with evals.device cpu and evals.cpu_workers, that job time shared by the
-    workers (the shared queue keeps them busy to the end: docs/scaling.md). '' when nothing is left."""
+    workers (the shared queue keeps them busy to the end: docs/scaling.md). '' when nothing is left or no job of
+    the model is done yet."""
     import json
     import os
     import statistics
@@ -388,7 +388,7 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
             measured.setdefault(job.benchmark, []).append(float(record["wall_seconds"]))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a result without its time (written before it was recorded): nothing to measure
-    if not left:
+    if not left or not measured:  # nothing left, or no pace measured yet (a run not started): nothing to say
         return ""
     known = {b: statistics.median(v) for b, v in measured.items()}
     seconds = sum(known[b] * n for b, n in left.items() if b in known)
