@@ -9,9 +9,8 @@ keeps the jobs j with j % n == i; with several GPUs in settings.cuda_visible_dev
 process runs per GPU (with evals.cpu_workers, one per share of the cores). The workers evaluate spawns with
 backend hf share one queue instead (JOB_QUEUE): each walks every pending job, the original's then the longest
 first, and takes the next whose lock no other worker holds, so none sits idle while another has work left.
-A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last,
-so the JSON marks it done; it records a hash of its inputs and a rerun skips jobs whose hash still
-matches.
+A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last, so the JSON marks it done; it
+records a hash of its inputs and a rerun skips jobs whose hash still matches.
 """
 
 from __future__ import annotations
@@ -134,16 +133,13 @@ JOB_QUEUE = "BENCHPROF_JOB_QUEUE"
 
 
 def longest_first(pending: list[tuple[Job, dict]]) -> list[tuple[Job, dict]]:
-    """The queue's order: the original model's jobs first (a few minutes that give every benchmark's score, chance
-    and pace, which `status` times the rest by), then jobs by the documents they score, most first (a benchmark
-    without a limit counts as the longest: its size is known only to lm-eval), in job order among equals, so that
-    a variant's jobs stay together where they cost alike and the last jobs taken are the shortest."""
-
-    def key(pair: tuple[Job, dict]) -> tuple[bool, float]:
-        limit = pair[1]["limit"]
-        return not pair[0].variant.is_original, -math.inf if limit is None else -int(limit)
-
-    return sorted(pending, key=key)
+    """The queue's order: the original model's jobs first (every benchmark's score and pace within minutes, which
+    `status` times the rest by), then by the documents a job scores, most first (no limit counts as the longest:
+    only lm-eval knows its size), in job order among equals, so that a variant's jobs stay together where they
+    cost alike and the last jobs taken are the shortest."""
+    limit = [math.inf if inputs["limit"] is None else int(inputs["limit"]) for _, inputs in pending]
+    order = sorted(range(len(pending)), key=lambda i: (not pending[i][0].variant.is_original, -limit[i]))
+    return [pending[i] for i in order]
 
 
 def variant_runs(pending: list[tuple[Job, dict]]) -> list[tuple[Variant, list[tuple[Job, dict]]]]:
