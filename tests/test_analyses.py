@@ -421,9 +421,10 @@ def test_compare_refuses_configs_it_cannot_compare(tmp_path, second_models, seco
 
 def test_a_size_rule_compares_each_model_at_its_own_k(tmp_path, capsys):
     """Three configs whose headline k differ (a size rule gives each model its own k): t at 0.01, v and w (the same
-    evaluations) at 0.02. Each model is compared at its own k; every difference is the two models' AIS as each
-    one's own profile has it; only v ~ w, drawn at one k on the same items, is paired (their difference 0, p 1);
-    compare.md and the terminal say which k; a --report_k that one config lacks is refused in one line."""
+    evaluations) at 0.02, all on the same items. Each model is compared at its own k; every difference is the two
+    models' AIS as each one's own profile has it; every pair is paired (resampled by one generator): where two
+    models' evaluations are the same (v ~ w everywhere, t ~ v on `mixed`) the difference is exactly 0 with the
+    interval [0, 0]; compare.md and the terminal say which k; a --report_k that one config lacks is refused."""
     from benchprof.stages.compare import compare
 
     paths = {}
@@ -452,20 +453,20 @@ def test_a_size_rule_compares_each_model_at_its_own_k(tmp_path, capsys):
     for r in differences:
         a, b = r["model_a"], r["model_b"]
         assert (float(r["k"]), float(r["k_b"])) == (ks[a], ks[b])
-        assert r["paired"] == ("true" if (a, b) == ("v", "w") else "false")
+        assert r["paired"] == "true"
         if r["ability"] in ABILITIES:
             assert float(r["difference"]) == pytest.approx(
                 own[a][(r["benchmark"], r["ability"])] - own[b][(r["benchmark"], r["ability"])]
             )
-        if (a, b) == ("v", "w"):
-            assert (float(r["difference"]), float(r["p_value"])) == (0.0, 1.0)
+        if (a, b) == ("v", "w") or r["benchmark"] == "mixed":  # the same evaluations: paired draws cancel exactly
+            assert (float(r["difference"]), float(r["ci_low"]), float(r["ci_high"])) == (0.0, 0.0, 0.0)
     moved = {(r["benchmark"], r["ability"], r["model_b"]): r for r in differences if r["model_a"] == "t"}
     assert float(moved[("one_ability", ABILITIES[0], "v")]["difference"]) == pytest.approx(0.4)
-    assert moved[("one_ability", ABILITIES[1], "v")]["significant"] == "true"  # unpaired, still clear
+    assert moved[("one_ability", ABILITIES[1], "v")]["significant"] == "true"
     correlation = read_csv(got.correlation_csv)
     assert {(r["model_a"], r["model_b"], float(r["k"]), float(r["k_b"]), r["paired"]) for r in correlation} == {
-        ("t", "v", K, 0.02, "false"),
-        ("t", "w", K, 0.02, "false"),
+        ("t", "v", K, 0.02, "true"),
+        ("t", "w", K, 0.02, "true"),
         ("v", "w", 0.02, 0.02, "true"),
     }
     markdown = got.compare_md.read_text()

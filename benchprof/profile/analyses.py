@@ -63,26 +63,30 @@ class JointCell:
     items: int  # a digest of the item keys: equal digests, paired resamples across models
 
 
-JointDraws = dict[tuple[str, str], tuple["NDArray[np.float64]", int]]  # (benchmark, k) -> (AIS (A, B), items)
+# (benchmark, k) -> (AIS (A, B), a digest of the items and the generator's key: equal digests, paired resamples)
+JointDraws = dict[tuple[str, str], tuple["NDArray[np.float64]", int]]
 
 
 def _key(benchmark: str, k: float) -> tuple[str, str]:
     return benchmark, format_k(k)
 
 
-def joint_draws(cells: Sequence[JointCell], resamples: int, seed: int) -> JointDraws:
+def joint_draws(cells: Sequence[JointCell], resamples: int, seed: int, key_k: float | None = None) -> JointDraws:
     """stats.profiles.breadth_bootstrap of every cell, each with its own generator
     cell_rng(seed + SEED_OFFSET, cell_key("breadth", k, benchmark)): independent across benchmarks, and the same
-    draws in every model for the same items."""
+    draws in every model for the same items. `key_k` draws every cell with the generator of that k instead of its
+    own (models compared each at its own k, paired on the same items); the digest holds the generator's k, so only
+    draws made alike read as paired."""
     out: JointDraws = {}
     if resamples <= 0:
         return out
     for cell in cells:
-        rng = cell_rng(seed + SEED_OFFSET, cell_key(BREADTH, cell.k, cell.benchmark))
+        drawn_at = cell.k if key_k is None else key_k
+        rng = cell_rng(seed + SEED_OFFSET, cell_key(BREADTH, drawn_at, cell.benchmark))
         ais, _, _ = breadth_bootstrap(
             cell.original, cell.ablated, resamples, rng, cell.clusters, cell.strata, sign=cell.sign
         )
-        out[_key(cell.benchmark, cell.k)] = (ais, cell.items)
+        out[_key(cell.benchmark, cell.k)] = (ais, hash((cell.items, format_k(drawn_at))))
     return out
 
 
@@ -260,10 +264,9 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws], own
     difference between the two models (`differences`), and the findings that hold in every model: each benchmark's
     significantly positive and negative abilities, and the benchmark pairs judged the same mixture or different.
     At every k the models share, or (own_k) each model at its own report k: a size rule such as "0.5% of the MLP
-    neurons" is a different k in each model. A line's k is its first model's, k_b its second's. Two models'
-    resamples are drawn alike only at the same k (the generator's key holds k), so at different k they are
-    independent and a line is never `paired`: its test is that of two independent estimates (conservative where
-    both scored the same items)."""
+    neurons" is a different k in each model. A line's k is its first model's, k_b its second's. A line is `paired`
+    where both models' resamples are the same items drawn by one generator (for models at different k, `draws`
+    made with joint_draws' key_k); else its test is that of two independent estimates."""
     at_chance = sorted({b for p in profiles for b in p.at_chance})
     benchmarks = [
         b for b in profiles[0].benchmarks if b not in at_chance and all(b in p.original_scores for p in profiles)
@@ -286,7 +289,7 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws], own
                         line,
                     )
                 )
-                line.paired = _paired(a, b, k_a, k_b)
+                line.paired = _paired(a, b)
                 if not (_has_profile(first, benchmark, k_a) and _has_profile(second, benchmark, k_b)):
                     line.verdict = NO_PROFILE
                 comparison.differences += _differences(profiles[0], first, second, benchmark, (k_a, k_b), a, b)
@@ -322,12 +325,10 @@ def compare_models(profiles: Sequence[Profile], draws: Sequence[JointDraws], own
     return comparison
 
 
-def _paired(
-    a: tuple[NDArray[np.float64], int] | None, b: tuple[NDArray[np.float64], int] | None, k_a: float, k_b: float
-) -> bool:
-    """Whether two models' joint resamples of a benchmark are the same items: both scored the same items and the
-    draws were made at the same k (the generator's key holds it)."""
-    return a is not None and b is not None and a[1] == b[1] and format_k(k_a) == format_k(k_b)
+def _paired(a: tuple[NDArray[np.float64], int] | None, b: tuple[NDArray[np.float64], int] | None) -> bool:
+    """Whether two models' joint resamples of a benchmark are the same items: both scored the same items and were
+    drawn by the same generator (joint_draws' digest holds both)."""
+    return a is not None and b is not None and a[1] == b[1]
 
 
 def _differences(
@@ -350,7 +351,7 @@ def _differences(
     x, y = _aligned(reference, first, benchmark, k), _aligned(reference, second, benchmark, k_b)
     xs = None if draws_a is None else _aligned_draws(reference, first, draws_a[0])
     ys = None if draws_b is None else _aligned_draws(reference, second, draws_b[0])
-    paired = _paired(draws_a, draws_b, k, k_b)
+    paired = _paired(draws_a, draws_b)
     out = []
     for i, ability in enumerate(reference.abilities):
         if not (np.isfinite(x[i]) and np.isfinite(y[i])):
@@ -415,7 +416,7 @@ def _specificity_difference(
     if a_draws is not None and b_draws is not None:
         line.difference, line.ci_low, line.ci_high, line.p_value = difference_test(a, b, a_draws, b_draws)
         line.dropped = int((~(np.isfinite(a_draws) & np.isfinite(b_draws))).sum())
-        line.paired = all(_paired(draws_a[_key(s, k)], draws_b[_key(s, k_b)], k, k_b) for s in splits)
+        line.paired = all(_paired(draws_a[_key(s, k)], draws_b[_key(s, k_b)]) for s in splits)
     return line
 
 

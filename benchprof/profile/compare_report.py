@@ -115,7 +115,7 @@ def render_comparison(comparison: Comparison) -> str:
         each = ", ".join(f"{format_k(comparison.k_of(m))} ({m})" for m in models)
         at = (
             f"each model at its own report k (the same size rule is a different k in each model): k = {each}; "
-            "resamples at different k are drawn apart, so no test between these models is paired"
+            "every model's resamples drawn by one generator, so paired where the models scored the same items"
         )
     parts = [
         f"# Profiles across models: {', '.join(f'`{m}`' for m in models)}",
@@ -149,7 +149,7 @@ def render_comparison(comparison: Comparison) -> str:
         "",
         "Cosine and Spearman correlation of the benchmark's AIS vector over the abilities in two models, with 95% "
         "bootstrap intervals (both models' resamples drawn by one generator per benchmark and k: on the same items, "
-        "paired, where both scored the same items at the same k). Same mixture: the cosine's interval lies above "
+        "paired, where both scored the same items). Same mixture: the cosine's interval lies above "
         f"{SAME_MIXTURE:g}; differ: below it; no profile: no significantly positive ability in one of the models.",
         "",
     ]

@@ -7,6 +7,7 @@ statistics: profile/analyses.compare_models, written by profile/compare_report.p
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from benchprof import BenchprofError
 from benchprof.core.config import Config
 from benchprof.core.layout import CompareLayout, format_k
 from benchprof.core.loader import load_config
-from benchprof.profile.analyses import JointDraws, compare_models, write_comparison
+from benchprof.profile.analyses import JointCell, JointDraws, compare_models, joint_draws, write_comparison
 from benchprof.profile.rows import Profile
 from benchprof.stages.profile_scores import default_report_k, load_scores
 
@@ -90,7 +91,8 @@ def compare(
         out: the folder to write; default <output_dir>/compare-<every tag, joined by "-"> of this config.
         report_k: k of the headline tables, one of every config's settings.k_values; default each config's own
             aggregate.report_k (or its largest k). Where those differ, each model is compared at its own k (a size
-            rule such as 0.5% of the MLP neurons is a different k in each model; no test between them is paired),
+            rule such as 0.5% of the MLP neurons is a different k in each model; their resamples are drawn by one
+            generator, so paired where they scored the same items),
             said in compare.md and on the terminal.
         plots: also draw profiles.png.
     """
@@ -107,10 +109,12 @@ def compare(
     ks = headline_ks(configs, report_k)
     profiles: list[Profile] = []
     draws: list[JointDraws] = []
+    own = len({format_k(k) for k in ks}) > 1  # each model at its own k: a size rule
     for c, k in zip(configs, ks, strict=True):
         for spec in c.models:
             joint: JointDraws = {}
-            profile = load_scores(c, spec.tag, report_k=k, joint_out=joint)
+            cells: list[JointCell] = []
+            profile = load_scores(c, spec.tag, report_k=k, joint_out=joint, cells_out=cells)
             if not profile.rows:
                 raise BenchprofError(
                     f"compare: no AIS for {spec.tag} under {c.output_root} (run `benchprof evaluate {c.path}` first)"
@@ -122,9 +126,11 @@ def compare(
                     f"{first.variant}: {first.reason}); run `benchprof evaluate {c.path}` to finish it "
                     f"(`benchprof status {c.path}` lists each)"
                 )
+            if own:  # drawn again under the first model's k: the same generator, so paired on the same items
+                at_k = [cell for cell in cells if math.isclose(cell.k, k)]
+                joint = joint_draws(at_k, c.aggregate.bootstrap, c.aggregate.seed, key_k=ks[0])
             profiles.append(profile)
             draws.append(joint)
-    own = len({format_k(k) for k in ks}) > 1  # each model at its own k: a size rule
     model_ks = [k for c, k in zip(configs, ks, strict=True) for _ in c.models]
     comparison = compare_models(profiles, draws, own_k=own)
     clear_manifest(layout.compare_dir)  # written last: a folder killed halfway has none to vouch for a mix

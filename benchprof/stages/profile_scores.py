@@ -369,6 +369,7 @@ def load_scores(
     bootstrap: int | None = None,
     progress: bool = True,
     joint_out: JointDraws | None = None,
+    cells_out: list[JointCell] | None = None,
 ) -> Profile:
     """Read one model's evaluations and compute every AIS with its interval, each benchmark's breadth and the
     similarity of the benchmarks (analyses.py); no files written.
@@ -380,6 +381,7 @@ def load_scores(
         bootstrap: resamples; default aggregate.bootstrap (0: no intervals).
         progress: show a progress bar on a terminal.
         joint_out: receives the joint resamples of each benchmark's profile (for the comparison across models).
+        cells_out: receives the cells those are drawn from (to draw them again under another k's generator).
     """
     from benchprof.core.console import progress as progress_bar
 
@@ -432,4 +434,6 @@ def load_scores(
     draws = profile_analyses(profile, run.joint_cells, resamples, settings.seed)
     if joint_out is not None:
         joint_out.update(draws)
+    if cells_out is not None:
+        cells_out.extend(run.joint_cells)
     return profile
