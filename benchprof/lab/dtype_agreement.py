@@ -198,9 +198,7 @@ def profile_flips(reference: dict[str, Path], other: dict[str, Path], metrics: d
     return out
 
 
-def profile_cells(
-    reference: list[AisRow], other: list[AisRow], other_name: str = "the bfloat16 profile"
-) -> list[dict[str, Any]]:
+def profile_cells(reference: list[AisRow], other: list[AisRow], other_name: str) -> list[dict[str, Any]]:
     """Per ais.csv row with a test (every family): the AIS in each dtype, their difference, the float32 row's 95%
     half-width, the star in each, and the paired test's discordant documents (flips lost + gained) in each."""
 

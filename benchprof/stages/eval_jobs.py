@@ -10,6 +10,7 @@ mask file's hash. A rerun of `evaluate` skips a job whose inputs still match; `s
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,12 @@ from benchprof.core.layout import Layout, Variant, task_yaml_file
 from benchprof.core.regions import region_metadata
 from benchprof.core.selection import Selection, select
 from benchprof.stages.damage import eval_dtype, variants
+
+
+def cpu_worker_cap(asked: int, pending: int) -> int:
+    """evals.cpu_workers capped at the usable cores (this process's CPU affinity) and at the pending jobs: each
+    worker loads the model, so one without a job, or one sharing a core, only costs."""
+    return min(asked, len(os.sched_getaffinity(0)), pending)
 
 
 @dataclass(frozen=True)

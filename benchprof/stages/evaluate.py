@@ -36,7 +36,7 @@ from benchprof.core.results import write_result
 from benchprof.core.selection import Selection
 from benchprof.core.storage import is_current
 from benchprof.stages.damage import eval_dtype, require_masks
-from benchprof.stages.eval_jobs import Job, JobInputs, job_list, parse_shard, shard_jobs
+from benchprof.stages.eval_jobs import Job, JobInputs, cpu_worker_cap, job_list, parse_shard, shard_jobs
 
 if TYPE_CHECKING:
     import numpy as np
@@ -473,12 +473,11 @@ def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]
 
 
 def cpu_worker_count(plan: Plan, asked: int) -> int:
-    """evals.cpu_workers capped at the usable cores and at the pending jobs: each worker loads the model, so one
-    without a job, or one sharing a core, only costs. The cap is said in one line."""
-    cores = len(os.sched_getaffinity(0))
+    """evals.cpu_workers capped (eval_jobs.cpu_worker_cap); the cap is said in one line."""
     pending = sum(len(pending_jobs(plan, spec)) for spec in plan.specs)
-    workers = min(asked, cores, pending)
+    workers = cpu_worker_cap(asked, pending)
     if workers < asked:
+        cores = len(os.sched_getaffinity(0))
         print(f"evaluate: evals.cpu_workers {asked} capped at {workers} ({cores} usable cores, {pending} pending jobs)")
     return workers
 

@@ -369,11 +369,10 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
     workers (the shared queue keeps them busy to the end: docs/scaling.md). '' when nothing is left or no job of
     the model is done yet."""
     import json
-    import os
     import statistics
 
     from benchprof.core.layout import Layout
-    from benchprof.stages.eval_jobs import job_list
+    from benchprof.stages.eval_jobs import cpu_worker_cap, job_list
 
     layout = Layout(cfg.output_root, spec.tag)
     state = {i.what: i.state for i in items if i.stage == "eval" and i.model == spec.tag}
@@ -397,7 +396,7 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
     text = f"{jobs} evaluation job(s) left"
     if seconds:
         text += f", about {_hours(seconds)} of job time at this run's pace (each benchmark's median done job)"
-        workers = min(cfg.evals.cpu_workers, os.cpu_count() or 1, jobs - sum(unmeasured.values()))
+        workers = cpu_worker_cap(cfg.evals.cpu_workers, jobs - sum(unmeasured.values()))
         if workers > 1 and cfg.evals.backend == "hf" and cfg.evals.device == "cpu":  # no torch imported to ask
             text += f", about {_hours(seconds / workers)} on {workers} CPU workers"
     if unmeasured:
