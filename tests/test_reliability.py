@@ -456,6 +456,30 @@ def test_cuda_visible_devices_without_cuda_is_a_warning(tiny_model_dir, tmp_path
     ]
 
 
+def cpu_flags() -> set[str]:
+    """The feature flags Linux lists for this CPU (/proc/cpuinfo): a reference beside torch's own probes."""
+    lines = Path("/proc/cpuinfo").read_text().splitlines()
+    return next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), set())
+
+
+@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="reads the CPU's flags from Linux's /proc/cpuinfo")
+def test_bfloat16_evaluation_on_a_cpu_without_bfloat16_units_is_a_warning(tiny_model_dir, tmp_path):
+    """Warned exactly where /proc/cpuinfo lists neither amx_bf16 nor avx512_bf16 (torch emulates bfloat16 there,
+    7x slower than float32 on an AMD EPYC), naming the key that asked for bfloat16; float32 never is."""
+    emulated = not {"amx_bf16", "avx512_bf16"} & cpu_flags()
+    warning = (
+        "{key}: bfloat16 on a CPU without AMX or AVX512-BF16, where torch emulates it: evaluation is slower than in "
+        "float32 here (7x on an AMD EPYC; docs/performance.md, section 5)"
+    )
+    for name, changes, key in [
+        ("evals", {"evals__dtype": "bfloat16"}, "evals.dtype"),
+        ("model", {"models": [{"name": str(tiny_model_dir), "tag": "tiny", "dtype": "bfloat16"}]}, "models[0].dtype"),
+    ]:
+        got = preflight(load_config(write_config(tmp_path / name, tiny_model_dir, **changes)))
+        assert got == ([warning.format(key=key)] if emulated else [])
+    assert preflight(load_config(write_config(tmp_path / "fp32", tiny_model_dir, evals__dtype="float32"))) == []
+
+
 def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_path, capsys):
     config = write_config(
         tmp_path, tiny_model_dir, evals={"benchmarks": [ABILITY, "arc_eazy"], "limit": 4}, settings__k_values=[0.9]

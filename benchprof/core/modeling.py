@@ -86,6 +86,16 @@ def pick_device(device: str = "auto", key: str = "evals.device") -> str:
     return device
 
 
+def cpu_has_bfloat16() -> bool:
+    """Whether this CPU multiplies bfloat16 in hardware (AMX or AVX512-BF16). Without either, torch emulates
+    bfloat16 matrix products: 7x slower than float32 on an AMD EPYC with AVX2 (docs/performance.md, section 5)."""
+    import torch
+
+    cpu = torch.cpu
+    native = ("_is_amx_tile_supported", "_is_avx512_bf16_supported")  # torch's own probes of the CPU's features
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in native)
+
+
 def load_model(
     name: str, tokenizer: str | None = None, dtype: str = "auto", device: str = "cpu"
 ) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:

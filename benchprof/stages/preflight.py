@@ -324,6 +324,28 @@ def check_devices(cfg: Config, problems: list[str], warnings: list[str]) -> None
         )
 
 
+def check_cpu_bfloat16(cfg: Config, warnings: list[str]) -> None:
+    """A model evaluated in bfloat16 on a CPU without bfloat16 units (AMX, AVX512-BF16) is a warning: torch
+    emulates its matrix products there, slower than float32 (7x on an AMD EPYC; docs/performance.md)."""
+    from benchprof.core.modeling import cpu_has_bfloat16, pick_device
+    from benchprof.stages.damage import eval_dtype
+
+    keys = [
+        "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
+        for i, spec in enumerate(cfg.models)
+        if eval_dtype(cfg, spec) == "bfloat16"
+    ]
+    try:
+        on_cpu = bool(keys) and cfg.evals.backend == "hf" and pick_device(cfg.evals.device) == "cpu"
+    except BenchprofError:
+        return  # check_devices names the device
+    if on_cpu and not cpu_has_bfloat16():
+        warnings.append(
+            f"{keys[0]}: bfloat16 on a CPU without AMX or AVX512-BF16, where torch emulates it: evaluation is "
+            "slower than in float32 here (7x on an AMD EPYC; docs/performance.md, section 5)"
+        )
+
+
 def check_backend(cfg: Config, problems: list[str]) -> None:
     import importlib.util
 
@@ -453,14 +475,14 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     """Check the whole plan before any heavy work; write nothing but the user's cache (model_facts,
     tasks.builtin_index).
 
-    Checks: evals.device and evals.backend usable here (GPUs listed without CUDA: a warning), each model's
-    folder (config.json) or hub id (in the local cache when offline), its tokenizer (and chat template, else
-    a warning), k values against the model's eligible parameter count (from its config, on the meta device;
-    a k that selects no weight is refused; a local model's answers are kept by the content of its files, so
-    torch and transformers are imported only for a model not checked before), user dataset folders readable
-    and well formed, composites no larger than their abilities' test splits, the task YAMLs under
-    evals.include_path readable and their data files present, every benchmark known to benchprof or lm-eval
-    (and each aggregate.metrics override a metric its task reports), output folders writable. Raises
+    Checks: evals.device and evals.backend usable here (GPUs listed without CUDA, or bfloat16 evaluation on a CPU
+    without bfloat16 units: a warning), each model's folder (config.json) or hub id (in the local cache when
+    offline), its tokenizer (and chat template, else a warning), k values against the model's eligible parameter
+    count (from its config, on the meta device; a k that selects no weight is refused; a local model's answers are
+    kept by the content of its files, so torch and transformers are imported only for a model not checked before),
+    user dataset folders readable and well formed, composites no larger than their abilities' test splits, the task
+    YAMLs under evals.include_path readable and their data files present, every benchmark known to benchprof or
+    lm-eval (and each aggregate.metrics override a metric its task reports), output folders writable. Raises
     BenchprofError with one line per problem; returns the warnings. The cheap checks run first and report
     alone (folders; then task YAMLs and benchmark names, from a cached index of lm-eval's tasks): an unknown
     benchmark is named in about a second, and the model and device checks follow once those pass.
@@ -481,6 +503,7 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     if problems:
         raise BenchprofError("\n".join(problems))
     check_devices(cfg, problems, warnings)
+    check_cpu_bfloat16(cfg, warnings)
     check_backend(cfg, problems)
     for i, spec in enumerate(cfg.models):
         facts = check_model(cfg, i, spec, problems, warnings, finetune)
