@@ -457,27 +457,50 @@ def test_cuda_visible_devices_without_cuda_is_a_warning(tiny_model_dir, tmp_path
 
 
 def cpu_flags() -> set[str]:
-    """The feature flags Linux lists for this CPU (/proc/cpuinfo): a reference beside torch's own probes."""
+    """The feature flags Linux lists for this CPU (/proc/cpuinfo): a reference beside torch's own probe."""
     lines = Path("/proc/cpuinfo").read_text().splitlines()
     return next((set(line.split(":", 1)[1].split()) for line in lines if line.startswith("flags")), set())
 
 
-@pytest.mark.skipif(not Path("/proc/cpuinfo").is_file(), reason="reads the CPU's flags from Linux's /proc/cpuinfo")
-def test_bfloat16_evaluation_on_a_cpu_without_bfloat16_units_is_a_warning(tiny_model_dir, tmp_path):
-    """Warned exactly where /proc/cpuinfo lists neither amx_bf16 nor avx512_bf16 (torch emulates bfloat16 there,
-    7x slower than float32 on an AMD EPYC), naming the key that asked for bfloat16; float32 never is."""
-    emulated = not {"amx_bf16", "avx512_bf16"} & cpu_flags()
-    warning = (
-        "{key}: bfloat16 on a CPU without AMX or AVX512-BF16, where torch emulates it: evaluation is slower than in "
-        "float32 here (7x on an AMD EPYC; docs/performance.md, section 5)"
+@pytest.mark.skipif(
+    not Path("/proc/cpuinfo").is_file() or os.uname().machine != "x86_64", reason="reads x86 flags from /proc/cpuinfo"
+)
+def test_the_bfloat16_probe_agrees_with_the_cpus_flags():
+    """cpu_bfloat16 says native exactly where Linux lists amx_bf16 or avx512_bf16 (on this machine, either way)."""
+    from benchprof.core.modeling import cpu_bfloat16
+
+    assert cpu_bfloat16()[0] == bool({"amx_bf16", "avx512_bf16"} & cpu_flags())
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bfloat16_evaluation_on_a_cpu_without_its_units_is_a_warning(tiny_model_dir, tmp_path, monkeypatch, native):
+    """On a CPU without bfloat16 units (torch emulates bfloat16: 6.9x slower than float32 on an AMD EPYC), each
+    key that asks for bfloat16 is named once, the checkpoint's own bfloat16 under dtype auto included; float32,
+    or a CPU with bfloat16 units, is not warned about."""
+    import benchprof.core.modeling as modeling
+
+    monkeypatch.setattr(modeling, "cpu_bfloat16", lambda: (native, "Test CPU"))
+    bf16_folder = tmp_path / "bf16-checkpoint"
+    shutil.copytree(tiny_model_dir, bf16_folder)
+    config = json.loads((bf16_folder / "config.json").read_text())
+    (bf16_folder / "config.json").write_text(json.dumps({**config, "dtype": "bfloat16", "torch_dtype": "bfloat16"}))
+    tail = (
+        ": bfloat16 on a CPU without bfloat16 units (Test CPU), where torch emulates it: evaluation is slower than "
+        "in float32 here (6.9x on an AMD EPYC; docs/performance.md, section 5)"
     )
-    for name, changes, key in [
+    models = [
+        {"name": str(tiny_model_dir), "tag": "a", "dtype": "bfloat16"},
+        {"name": str(tiny_model_dir), "tag": "b", "dtype": "float32"},
+        {"name": str(bf16_folder), "tag": "c", "dtype": "auto"},
+    ]
+    cases = [
         ("evals", {"evals__dtype": "bfloat16"}, "evals.dtype"),
-        ("model", {"models": [{"name": str(tiny_model_dir), "tag": "tiny", "dtype": "bfloat16"}]}, "models[0].dtype"),
-    ]:
+        ("models", {"models": models}, "models[0].dtype, models[2].dtype (auto: the checkpoint's bfloat16)"),
+        ("fp32", {"models": models, "evals__dtype": "float32"}, None),
+    ]
+    for name, changes, keys in cases:
         got = preflight(load_config(write_config(tmp_path / name, tiny_model_dir, **changes)))
-        assert got == ([warning.format(key=key)] if emulated else [])
-    assert preflight(load_config(write_config(tmp_path / "fp32", tiny_model_dir, evals__dtype="float32"))) == []
+        assert got == ([keys + tail] if keys and not native else [])
 
 
 def test_unknown_benchmark_fails_before_anything_is_written(tiny_model_dir, tmp_path, capsys):

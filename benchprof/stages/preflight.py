@@ -9,6 +9,7 @@ Checks that need only the YAML live in config.py.
 from __future__ import annotations
 
 import contextlib
+import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
@@ -132,8 +133,6 @@ def shipped_facts(key: list[Any]) -> Any:
     """read_model's answer for a model shipped with benchprof (the demo model), written with the package for the
     same key (the folder's files but the weights, and the library versions), so that a new user's first dry run
     needs no transformers; None for any other key, or when the file cannot be read."""
-    import json
-
     with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
         return next((entry["facts"] for entry in json.loads(SHIPPED_FACTS.read_text()) if entry["key"] == key), None)
     return None
@@ -259,8 +258,6 @@ def builtin_tasks() -> dict[str, Path | None]:
 def check_metrics(cfg: Config, problems: list[str]) -> None:
     """Each aggregate.metrics override is a metric its benchmark's task reports (the task YAML's metric_list;
     a group, a tag or a task without one is not checked here, aggregate says so)."""
-    import json
-
     from benchprof.stages.tasks import is_local, is_standard, task_yaml, try_task_yaml, user_tasks
 
     for benchmark, override in cfg.aggregate.metrics.items():
@@ -324,25 +321,39 @@ def check_devices(cfg: Config, problems: list[str], warnings: list[str]) -> None
         )
 
 
+def checkpoint_dtype(folder: Path) -> str:
+    """The dtype a local checkpoint's config.json names (what dtype auto loads), or "" when it names none."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    return str(config.get("dtype") or config.get("torch_dtype") or "")
+
+
 def check_cpu_bfloat16(cfg: Config, warnings: list[str]) -> None:
-    """A model evaluated in bfloat16 on a CPU without bfloat16 units (AMX, AVX512-BF16) is a warning: torch
-    emulates its matrix products there, slower than float32 (7x on an AMD EPYC; docs/performance.md)."""
-    from benchprof.core.modeling import cpu_has_bfloat16, pick_device
+    """A model evaluated in bfloat16 (asked for, or the checkpoint's own under dtype auto) on a CPU without
+    bfloat16 units is a warning naming each key: torch emulates bfloat16 there (6.9x slower than float32 on an AMD
+    EPYC; docs/performance.md, section 5). torch is imported only for such a model."""
+    from benchprof.core.modeling import cpu_bfloat16, pick_device
     from benchprof.stages.damage import eval_dtype
 
-    keys = [
-        "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
-        for i, spec in enumerate(cfg.models)
-        if eval_dtype(cfg, spec) == "bfloat16"
-    ]
+    keys = []
+    for i, spec in enumerate(cfg.models):
+        dtype, key = eval_dtype(cfg, spec), "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
+        if dtype == "auto" and checkpoint_dtype(Path(cfg.model_source(spec)[0])) == "bfloat16":
+            dtype, key = "bfloat16", f"{key} (auto: the checkpoint's bfloat16)"
+        if dtype == "bfloat16" and key not in keys:
+            keys.append(key)
     try:
         on_cpu = bool(keys) and cfg.evals.backend == "hf" and pick_device(cfg.evals.device) == "cpu"
     except BenchprofError:
         return  # check_devices names the device
-    if on_cpu and not cpu_has_bfloat16():
+    native, name = cpu_bfloat16() if on_cpu else (True, "")
+    if not native:
         warnings.append(
-            f"{keys[0]}: bfloat16 on a CPU without AMX or AVX512-BF16, where torch emulates it: evaluation is "
-            "slower than in float32 here (7x on an AMD EPYC; docs/performance.md, section 5)"
+            f"{', '.join(keys)}: bfloat16 on a CPU without bfloat16 units ({name or 'this one'}), where torch "
+            "emulates it: evaluation is slower than in float32 here (6.9x on an AMD EPYC; docs/performance.md, "
+            "section 5)"
         )
 
 
@@ -452,8 +463,6 @@ def check_writable(key: str, folder: Path, problems: list[str]) -> None:
 def check_invented_seed(cfg: Config, problems: list[str]) -> None:
     """An invented ability's splits (invented.py) are a world of invented facts drawn by data.seed: a model planted
     with them (its planted.json, scripts/plant_real.py apply) knows the world of its planting's data seed only."""
-    import json
-
     from benchprof.abilities import INVENTED
 
     used = [a for a in needed_abilities(cfg) if a in INVENTED and not cfg.dataset(a).path]
