@@ -149,6 +149,11 @@ def eval_dtype(cfg: Config, spec: ModelSpec) -> str:
     return cfg.evals.dtype if cfg.evals.dtype != "auto" else spec.dtype
 
 
+def eval_dtype_key(cfg: Config, i: int) -> str:
+    """The config key that sets model i's eval_dtype: evals.dtype, else the model entry's dtype."""
+    return "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
+
+
 def variants(cfg: Config, ability: Selection = None, k: Selection = None, region: Selection = None) -> list[Variant]:
     """Every (ability, k, region) of the config, narrowed by command-line values, in config order."""
     abilities = select(ability, cfg.abilities(), "--ability")

@@ -335,20 +335,23 @@ def check_cpu_bfloat16(cfg: Config, warnings: list[str]) -> None:
     bfloat16 units is a warning naming each key: torch emulates bfloat16 there (6.9x slower than float32 on an AMD
     EPYC; docs/performance.md, section 5). torch is imported only for such a model."""
     from benchprof.core.modeling import cpu_bfloat16, pick_device
-    from benchprof.stages.damage import eval_dtype
+    from benchprof.stages.damage import eval_dtype, eval_dtype_key
 
     keys = []
     for i, spec in enumerate(cfg.models):
-        dtype, key = eval_dtype(cfg, spec), "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
+        dtype, key = eval_dtype(cfg, spec), eval_dtype_key(cfg, i)
         if dtype == "auto" and checkpoint_dtype(Path(cfg.model_source(spec)[0])) == "bfloat16":
             dtype, key = "bfloat16", f"{key} (auto: the checkpoint's bfloat16)"
         if dtype == "bfloat16" and key not in keys:
             keys.append(key)
+    if not keys or cfg.evals.backend != "hf":
+        return
     try:
-        on_cpu = bool(keys) and cfg.evals.backend == "hf" and pick_device(cfg.evals.device) == "cpu"
+        if pick_device(cfg.evals.device) != "cpu":
+            return
     except BenchprofError:
         return  # check_devices names the device
-    native, name = cpu_bfloat16() if on_cpu else (True, "")
+    native, name = cpu_bfloat16()
     if not native:
         warnings.append(
             f"{', '.join(keys)}: bfloat16 on a CPU without bfloat16 units ({name or 'this one'}), where torch "

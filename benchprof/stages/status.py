@@ -408,12 +408,11 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
 def dtype_scored(cfg: Config, i: int, spec: ModelSpec) -> str:
     """Which dtype the model's evaluations are scored in (damage.eval_dtype) and the key that sets it. Each
     evaluation's inputs record it, so results of two dtypes never mix: another dtype makes them stale."""
-    from benchprof.stages.damage import eval_dtype
+    from benchprof.stages.damage import eval_dtype, eval_dtype_key
 
     dtype = eval_dtype(cfg, spec)
     named = dtype if dtype != "auto" else "the checkpoint's own dtype"
-    key = "evals.dtype" if cfg.evals.dtype != "auto" else f"models[{i}].dtype"
-    return f"evaluations scored in {named} ({key})"
+    return f"evaluations scored in {named} ({eval_dtype_key(cfg, i)})"
 
 
 def same_checkpoint_folder(cfg: Config, spec: ModelSpec) -> str | None:
