@@ -1,7 +1,8 @@
-"""The committed claims profile (docs/results/profile-qwen2.5-0.5b-claims, docs/claims.md's declared run) read
-back from its files: each figure over selections equals the mean of its selections' top AIS less the mean of the
-random pool, computed here from ais.csv's own rows; the claims ais.md states are exactly the (benchmark, ability)
-pairs docs/claims.md's rule admits, applied by hand to ais.csv's columns."""
+"""The committed claims profiles (docs/results/profile-qwen2.5-0.5b-claims and profile-qwen2.5-1.5b-claims,
+docs/claims.md's declared runs) read back from their files: each figure over selections equals the mean of its
+selections' top AIS less the mean of the random pool, computed here from ais.csv's own rows; the claims ais.md
+states are exactly the (benchmark, ability) pairs docs/claims.md's rule admits, applied by hand to ais.csv's
+columns."""
 
 from __future__ import annotations
 
@@ -16,38 +17,50 @@ from benchprof.core.storage import read_csv
 
 FOLDER = Path(__file__).resolve().parents[1] / "docs" / "results" / "profile-qwen2.5-0.5b-claims"
 ROWS = read_csv(FOLDER / "ais.csv")
+# folder: (figured top-random rows, random regions in the pool, the known answers the profile claims)
+CLAIMS_RUNS = {
+    "profile-qwen2.5-0.5b-claims": (232, 8, set()),
+    "profile-qwen2.5-1.5b-claims": (49, 4, set()),
+}
+KNOWN_ANSWERS = {("basic_arithmetic", "Quantitative_Reasoning"), ("copa", "Commonsense_Causal")}
 
 
 def number(text: str) -> float:
     return float(text) if text else math.nan
 
 
-def test_each_figure_over_selections_is_its_selections_mean_less_the_random_pool():
-    figured = [r for r in ROWS if r["region"] == "top-random" and r["selections_ais"]]
-    assert len(figured) == 232  # each ability on each benchmark, on each metric with a top-random row
+@pytest.mark.parametrize("name", CLAIMS_RUNS)
+def test_each_figure_over_selections_is_its_selections_mean_less_the_random_pool(name: str):
+    rows = read_csv(FOLDER.parent / name / "ais.csv")
+    count, pool_size, _ = CLAIMS_RUNS[name]
+    figured = [r for r in rows if r["region"] == "top-random" and r["selections_ais"]]
+    assert len(figured) == count  # each ability on each benchmark, on each metric with a top-random row
     for row in figured:
-        cell = [r for r in ROWS if (r["benchmark"], r["k"], r["metric"]) == (row["benchmark"], row["k"], row["metric"])]
+        cell = [r for r in rows if (r["benchmark"], r["k"], r["metric"]) == (row["benchmark"], row["k"], row["metric"])]
         tops = [
             number(r["ais"]) for r in cell if r["ability"] == row["ability"] and r["region"] in ("top", "top2", "top3")
         ]
         pool = [number(r["ais"]) for r in cell if re.fullmatch(r"random\d*", r["region"])]
-        assert len(tops) == 3 and len(pool) == 8
+        assert len(tops) == 3 and len(pool) == pool_size
         assert number(row["selections_ais"]) == pytest.approx(statistics.mean(tops) - statistics.mean(pool), abs=1e-12)
         assert number(row["selections_low"]) < number(row["selections_ais"]) < number(row["selections_high"])
 
 
-def test_the_stated_claims_are_the_rule_applied_by_hand():
+@pytest.mark.parametrize("name", CLAIMS_RUNS)
+def test_the_stated_claims_are_the_rule_applied_by_hand(name: str):
     """Rule 1-4 in at least 2 of 3 selections (selections_agree), rule 5 (selections_low above 0), on benchmarks
-    the model is above chance on; ais.md's Claims name exactly those."""
+    the model is above chance on; ais.md's Claims name exactly those, and of the declared known answers exactly the
+    ones docs/claims.md reports found."""
+    folder = FOLDER.parent / name
     by_hand = {
         (r["benchmark"], r["ability"])
-        for r in ROWS
+        for r in read_csv(folder / "ais.csv")
         if r["region"] == "top-random"
         and r["family"] == "claim"
         and int(r["selections_agree"] or 0) >= 2
         and number(r["selections_low"]) > 0
     }
-    text = (FOLDER / "ais.md").read_text()
+    text = (folder / "ais.md").read_text()
     claims = text[text.index("## Claims") : text.index("## How to read")]
     stated = {
         (benchmark, ability)
@@ -55,7 +68,7 @@ def test_the_stated_claims_are_the_rule_applied_by_hand():
         for ability in re.split(r", | and ", abilities)
     }
     assert stated == by_hand
-    assert ("basic_arithmetic", "Quantitative_Reasoning") not in stated  # the declared known answer: no claim
+    assert stated & KNOWN_ANSWERS == CLAIMS_RUNS[name][2]
 
 
 def test_compare_states_each_models_claims_as_its_own_ais_md_does():
