@@ -1,5 +1,5 @@
-"""The committed claims profiles (docs/results/profile-qwen2.5-0.5b-claims, profile-qwen2.5-1.5b-claims and
-profile-smollm2-claims, docs/claims.md's declared runs) read back from their files: each figure over selections
+"""The committed claims profiles (docs/results/profile-qwen2.5-0.5b-claims, profile-qwen2.5-1.5b-claims,
+profile-qwen2.5-1.5b-mmlu and profile-smollm2-claims, docs/claims.md's declared runs) read back from their files: each figure over selections
 equals the mean of its selections' top AIS less the mean of the random pool, computed here from ais.csv's own rows;
 the claims ais.md states are exactly the (benchmark, ability) pairs docs/claims.md's rule admits, applied by hand to
 ais.csv's columns."""
@@ -21,9 +21,14 @@ ROWS = read_csv(FOLDER / "ais.csv")
 CLAIMS_RUNS = {
     "profile-qwen2.5-0.5b-claims": (232, 8, set()),
     "profile-qwen2.5-1.5b-claims": (49, 4, set()),
+    "profile-qwen2.5-1.5b-mmlu": (57, 4, set()),
     "profile-smollm2-claims": (232, 8, set()),
 }
-KNOWN_ANSWERS = {("basic_arithmetic", "Quantitative_Reasoning"), ("copa", "Commonsense_Causal")}
+KNOWN_ANSWERS = {
+    ("basic_arithmetic", "Quantitative_Reasoning"),
+    ("copa", "Commonsense_Causal"),
+    ("mmlu_elementary_mathematics", "Quantitative_Reasoning"),
+}
 
 
 def number(text: str) -> float:
