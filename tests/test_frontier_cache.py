@@ -222,9 +222,13 @@ def test_a_frontier_scored_by_scorer_v1_says_so_when_rendered(tmp_path):
     from benchprof.lab.frontier_report import V1_NOTE
 
     folder = tmp_path / "f"
-    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2", folder)  # SmolLM2's first frontier, still v1
+    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2-power", folder)  # SmolLM2's power frontier, still v1
     assert not any("loglik" in r for r in read_records(folder / "evaluations.jsonl"))
     render(folder)
     assert (folder / "frontier.md").read_text().splitlines()[2] == V1_NOTE
     write_planted_effects(folder, ["Long_Term_Knowledge", "Commonsense_Causal", "Semantic_Relationship"])
     assert (folder / "planted_effects.md").read_text().splitlines()[2] == V1_NOTE
+    rescored = tmp_path / "v2"  # the first frontier, scored again by v2: no note
+    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2", rescored)
+    render(rescored)
+    assert V1_NOTE not in (rescored / "frontier.md").read_text()
