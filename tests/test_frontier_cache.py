@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchprof.cli import main
-from benchprof.core.storage import read_csv, read_records
+from benchprof.core.storage import append_record, read_csv, read_records
 from benchprof.stages.neurons import ITERATIVE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,21 +214,25 @@ def test_a_bfloat16_frontier_is_its_own_result_and_scores_as_a_bfloat16_model(tm
 
 
 def test_a_frontier_scored_by_scorer_v1_says_so_when_rendered(tmp_path):
-    """A committed frontier whose records keep no log-likelihoods (scorer v1, the space before each option counted in
+    """A frontier whose records keep no log-likelihoods (scorer v1, the space before each option counted in
     acc_norm's divisor) is rendered with a note saying its figures are on that other metric, and so are its planted
     effects."""
     from benchprof.lab.frontier import render
     from benchprof.lab.frontier_planted import write_planted_effects
     from benchprof.lab.frontier_report import V1_NOTE
 
-    folder = tmp_path / "f"
-    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2-power", folder)  # SmolLM2's power frontier, still v1
-    assert not any("loglik" in r for r in read_records(folder / "evaluations.jsonl"))
+    rescored = tmp_path / "v2"  # the first frontier, scored again by v2: no note
+    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2", rescored)
+    folder = tmp_path / "f"  # the same records as v1 wrote them: without the options' log-likelihoods
+    folder.mkdir()
+    shutil.copy(rescored / "plan.json", folder)
+    records = read_records(rescored / "evaluations.jsonl")
+    assert records and all("loglik" in r for r in records)
+    for r in records:
+        append_record(folder / "evaluations.jsonl", {k: v for k, v in r.items() if k != "loglik"})
     render(folder)
     assert (folder / "frontier.md").read_text().splitlines()[2] == V1_NOTE
     write_planted_effects(folder, ["Long_Term_Knowledge", "Commonsense_Causal", "Semantic_Relationship"])
     assert (folder / "planted_effects.md").read_text().splitlines()[2] == V1_NOTE
-    rescored = tmp_path / "v2"  # the first frontier, scored again by v2: no note
-    shutil.copytree(ROOT / "docs" / "results" / "frontier-smollm2", rescored)
     render(rescored)
     assert V1_NOTE not in (rescored / "frontier.md").read_text()

@@ -11,7 +11,7 @@ import pytest
 
 from benchprof.cli import main
 from benchprof.core.storage import append_record, read_records
-from benchprof.lab.frontier_rescore import rescore_check
+from benchprof.lab.frontier_rescore import rescore_check, rescore_line
 from benchprof.stages.data import read_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
     )
     counts = rescore_check(new, old, tmp_path / "data")
     assert counts == {"regions": len(records), "matched": len(records), "items": len(records) * 60, "v1_differs": 0,
-                      "moved": moved}  # fmt: skip
+                      "moved": moved, "v1_differs_by_split": {}}  # fmt: skip
     # one item scored otherwise in the committed folder, and one region the committed folder lacks
     shutil.rmtree(old)
     old.mkdir()
@@ -51,3 +51,5 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
         append_record(old / "evaluations.jsonl", {k: v for k, v in r.items() if k != "loglik"})
     counts = rescore_check(new, old, tmp_path / "data")
     assert counts["matched"] == len(records) - 1 and counts["v1_differs"] == 1
+    assert counts["v1_differs_by_split"] == {ABILITIES[0]: 1}
+    assert f"differs from the committed on 1 ({ABILITIES[0]} 1)," in rescore_line(counts)

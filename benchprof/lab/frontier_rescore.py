@@ -33,11 +33,12 @@ def split_file(data_dir: Path, split: str) -> Path:
     return path
 
 
-def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dict[str, int]:
+def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dict[str, Any]:
     """Compare a frontier folder scored by the current scorer (`new`) with a scorer-v1 folder of the same plan
     (`old`), reading the test items from `data_dir` (<dir>/<split>/test.jsonl). Returns regions (of new), matched
     (same neurons in old), items, v1_differs (v1 recomputed from new's log-likelihoods against old's scores: 0
-    when only the metric moved) and moved (new's acc_norm against old's).
+    when only the metric moved), v1_differs_by_split (the splits where it is not 0, so that a split whose items
+    changed is told apart from a model that did) and moved (new's acc_norm against old's).
 
     Arguments:
         new: the frontier folder scored again.
@@ -53,7 +54,8 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
         raise BenchprofError(f"{new}: no records with their option log-likelihoods (scored before scorer v2?)")
     by_neurons = {tuple(sorted(r["neurons"])): r for r in committed}
     items: dict[str, list[dict[str, Any]]] = {}
-    counts = {"regions": len(fresh), "matched": 0, "items": 0, "v1_differs": 0, "moved": 0}
+    counts: dict[str, Any] = {"regions": len(fresh), "matched": 0, "items": 0, "v1_differs": 0, "moved": 0}
+    by_split: dict[str, int] = {}
     for record in fresh:
         before = by_neurons.get(tuple(sorted(record["neurons"])))
         if before is None:
@@ -64,15 +66,19 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
                 items[split] = read_jsonl(split_file(Path(data_dir), split))[: len(logliks)]
             old_scores = before["acc_norm"][split]
             counts["items"] += min(len(old_scores), len(logliks))  # a plan of fewer items: the first of them
-            counts["v1_differs"] += sum(a != b for a, b in zip(v1_acc_norm(logliks, items[split]), old_scores))
+            differs = sum(a != b for a, b in zip(v1_acc_norm(logliks, items[split]), old_scores))
+            counts["v1_differs"] += differs
+            if differs:
+                by_split[split] = by_split.get(split, 0) + differs
             counts["moved"] += sum(a != b for a, b in zip(record["acc_norm"][split], old_scores))
-    return counts
+    return {**counts, "v1_differs_by_split": dict(sorted(by_split.items()))}
 
 
-def rescore_line(counts: dict[str, int]) -> str:
+def rescore_line(counts: dict[str, Any]) -> str:
     """rescore_check's counts in one line."""
+    where = ", ".join(f"{split} {n}" for split, n in counts["v1_differs_by_split"].items())
     return (
         f"rescore: {counts['matched']} of {counts['regions']} regions have the committed neurons; over their "
         f"{counts['items']} item scores, v1 recomputed from the new log-likelihoods differs from the committed on "
-        f"{counts['v1_differs']}, the current scorer on {counts['moved']}"
+        f"{counts['v1_differs']}{f' ({where})' if where else ''}, the current scorer on {counts['moved']}"
     )
