@@ -42,7 +42,7 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
     )
     counts = rescore_check(new, old, tmp_path / "data")
     assert counts == {"regions": len(records), "matched": len(records), "items": len(records) * 60, "v1_differs": 0,
-                      "moved": moved, "v1_differs_by_split": {}}  # fmt: skip
+                      "moved": moved, "v1_differs_by_split": {}, "moved_where_v1_agrees": moved}  # fmt: skip
     # one item scored otherwise in the committed folder, and one region the committed folder lacks
     shutil.rmtree(old)
     old.mkdir()
@@ -52,4 +52,10 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
     counts = rescore_check(new, old, tmp_path / "data")
     assert counts["matched"] == len(records) - 1 and counts["v1_differs"] == 1
     assert counts["v1_differs_by_split"] == {ABILITIES[0]: 1}
+    moved_other = sum(
+        a != b
+        for r, o in zip(records, v1[:-1])
+        for a, b in zip(r["acc_norm"][ABILITIES[1]], o["acc_norm"][ABILITIES[1]])
+    )
+    assert counts["moved_where_v1_agrees"] == moved_other
     assert f"differs from the committed on 1 ({ABILITIES[0]} 1)," in rescore_line(counts)

@@ -38,13 +38,16 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
     (`old`), reading the test items from `data_dir` (<dir>/<split>/test.jsonl). Returns regions (of new), matched
     (same neurons in old), items, v1_differs (v1 recomputed from new's log-likelihoods against old's scores: 0
     when only the metric moved), v1_differs_by_split (the splits where it is not 0, so that a split whose items
-    changed is told apart from a model that did) and moved (new's acc_norm against old's).
+    changed is told apart from a model that did), moved (new's acc_norm against old's) and moved_where_v1_agrees
+    (the same over the splits where v1_differs is 0: what the metric alone moved).
 
     Arguments:
         new: the frontier folder scored again.
         old: the committed folder it replaces.
         data_dir: the abilities' data folder of the plan.
     """
+    from collections import Counter
+
     from benchprof.core.layout import FrontierLayout
     from benchprof.core.storage import read_records
     from benchprof.stages.data import read_jsonl
@@ -54,24 +57,28 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
         raise BenchprofError(f"{new}: no records with their option log-likelihoods (scored before scorer v2?)")
     by_neurons = {tuple(sorted(r["neurons"])): r for r in committed}
     items: dict[str, list[dict[str, Any]]] = {}
-    counts: dict[str, Any] = {"regions": len(fresh), "matched": 0, "items": 0, "v1_differs": 0, "moved": 0}
-    by_split: dict[str, int] = {}
+    matched, scored, differs, moved = 0, 0, Counter[str](), Counter[str]()
     for record in fresh:
         before = by_neurons.get(tuple(sorted(record["neurons"])))
         if before is None:
             continue
-        counts["matched"] += 1
+        matched += 1
         for split, logliks in record["loglik"].items():
             if split not in items:
                 items[split] = read_jsonl(split_file(Path(data_dir), split))[: len(logliks)]
             old_scores = before["acc_norm"][split]
-            counts["items"] += min(len(old_scores), len(logliks))  # a plan of fewer items: the first of them
-            differs = sum(a != b for a, b in zip(v1_acc_norm(logliks, items[split]), old_scores))
-            counts["v1_differs"] += differs
-            if differs:
-                by_split[split] = by_split.get(split, 0) + differs
-            counts["moved"] += sum(a != b for a, b in zip(record["acc_norm"][split], old_scores))
-    return {**counts, "v1_differs_by_split": dict(sorted(by_split.items()))}
+            scored += min(len(old_scores), len(logliks))  # a plan of fewer items: the first of them
+            differs[split] += sum(a != b for a, b in zip(v1_acc_norm(logliks, items[split]), old_scores))
+            moved[split] += sum(a != b for a, b in zip(record["acc_norm"][split], old_scores))
+    return {
+        "regions": len(fresh),
+        "matched": matched,
+        "items": scored,
+        "v1_differs": differs.total(),
+        "v1_differs_by_split": {split: n for split, n in sorted(differs.items()) if n},
+        "moved": moved.total(),
+        "moved_where_v1_agrees": sum(n for split, n in moved.items() if not differs[split]),
+    }
 
 
 def rescore_line(counts: dict[str, Any]) -> str:
@@ -81,4 +88,5 @@ def rescore_line(counts: dict[str, Any]) -> str:
         f"rescore: {counts['matched']} of {counts['regions']} regions have the committed neurons; over their "
         f"{counts['items']} item scores, v1 recomputed from the new log-likelihoods differs from the committed on "
         f"{counts['v1_differs']}{f' ({where})' if where else ''}, the current scorer on {counts['moved']}"
+        + (f" ({counts['moved_where_v1_agrees']} on the splits where v1 agrees)" if where else "")
     )
