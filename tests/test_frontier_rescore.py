@@ -1,5 +1,6 @@
 """lab/frontier_rescore.py on the demo model: a frontier scored by the current scorer held to a scorer-v1 folder of
-the same plan, whose scores are computed here by hand (argmax of log-likelihood per character of ' option')."""
+the same plan, whose scores are computed here by hand (argmax of log-likelihood per character of ' option'); and
+every committed frontier folder marked scorer v1 exactly where its records keep no log-likelihoods."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from benchprof.cli import main
 from benchprof.core.storage import append_record, read_records
+from benchprof.lab.frontier_report import scored_by_v1
 from benchprof.lab.frontier_rescore import rescore_check, rescore_line
 from benchprof.stages.data import read_jsonl
 
@@ -59,3 +61,13 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
     )
     assert counts["moved_where_v1_agrees"] == moved_other
     assert f"differs from the committed on 1 ({ABILITIES[0]} 1)," in rescore_line(counts)
+
+
+COMMITTED = sorted(p.parent for p in (ROOT / "docs" / "results").glob("frontier-*/evaluations.jsonl"))
+
+
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: p.name)
+def test_a_committed_frontier_says_scorer_v1_exactly_when_its_records_keep_no_log_likelihoods(folder: Path):
+    """A folder rendered before the v1 banner existed, or re-scored without being rendered again, is caught here."""
+    v1 = scored_by_v1(read_records(folder / "evaluations.jsonl"))
+    assert ("**Scored by the frontier's scorer v1**" in (folder / "frontier.md").read_text()) == v1
