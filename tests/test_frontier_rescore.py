@@ -12,7 +12,7 @@ import pytest
 
 from benchprof.cli import main
 from benchprof.core.storage import append_record, read_records
-from benchprof.lab.frontier_report import scored_by_v1
+from benchprof.lab.frontier_report import V1_NOTE, scored_by_v1
 from benchprof.lab.frontier_rescore import rescore_check, rescore_line
 from benchprof.stages.data import read_jsonl
 
@@ -70,4 +70,4 @@ COMMITTED = sorted(p.parent for p in (ROOT / "docs" / "results").glob("frontier-
 def test_a_committed_frontier_says_scorer_v1_exactly_when_its_records_keep_no_log_likelihoods(folder: Path):
     """A folder rendered before the v1 banner existed, or re-scored without being rendered again, is caught here."""
     v1 = scored_by_v1(read_records(folder / "evaluations.jsonl"))
-    assert ("**Scored by the frontier's scorer v1**" in (folder / "frontier.md").read_text()) == v1
+    assert (V1_NOTE in (folder / "frontier.md").read_text()) == v1
