@@ -157,6 +157,31 @@ def test_model_identity_is_content_cached_by_time(tmp_path, tiny_model_dir):
     )
 
 
+def test_a_checkpoint_fetched_twice_is_one_model(tmp_path, tiny_model_dir):
+    """scripts/fetch_real.py's receipt (FETCHED.json) records its files' stat keys, so two fetches of one checkpoint
+    write it with other bytes: it is no part of the model's identity (Qwen2.5-Coder-0.5B had three identities over
+    three fetches, and each redid every evaluation). A file the model loads still counts."""
+    from benchprof.core.modeling import FETCH_RECEIPT, same_model_folder
+    from benchprof.lab.fetch import is_done, publish
+
+    folders = []
+    for name in ("first", "second"):
+        staged = tmp_path / f"{name}.tmp"
+        shutil.copytree(tiny_model_dir, staged, copy_function=shutil.copy)
+        publish(staged, tmp_path / name, {"source_sha256": "s"})
+        assert is_done(tmp_path / name, "s")
+        folders.append(tmp_path / name)
+    first, second = folders
+    assert (first / FETCH_RECEIPT).read_bytes() != (second / FETCH_RECEIPT).read_bytes()
+    outputs = tmp_path / "outputs"
+    (outputs / "first").mkdir(parents=True)
+    assert model_identity(str(first), outputs / "first") == model_identity(str(second))
+    assert FETCH_RECEIPT not in model_identity(str(first))["files"]
+    assert same_model_folder(str(second), outputs) == "first"  # its results are found under the first fetch's name
+    (second / "config.json").write_text((second / "config.json").read_text().replace("}", ',"x": 1}', 1))
+    assert model_identity(str(second)) != model_identity(str(first))
+
+
 def test_model_identity_sees_a_same_size_edit_with_the_mtime_put_back(tmp_path, tiny_model_dir):
     """The cache was keyed by name, size and mtime: such an edit kept the old identity, so the unablated
     evaluation of the old weights was reused beside importance and masks from the new ones."""

@@ -170,6 +170,9 @@ def fingerprint(model: torch.nn.Module) -> str:
 
 
 MODEL_FILES = "model_files.json"  # in a model's outputs folder: a content_record of each checkpoint file
+# scripts/fetch_real.py's receipt in a checkpoint it built: not a file the model loads, and it holds its files' stat
+# keys (inode, times), so each fetch writes other bytes; counted, it gave each fetch of a checkpoint another identity.
+FETCH_RECEIPT = "FETCHED.json"
 
 
 def model_identity(source: str, cache_dir: Path | None = None, update_cache: bool = True) -> dict[str, Any]:
@@ -274,8 +277,8 @@ def checkpoint_fingerprint(
 
 
 def checkpoint_files(folder: Path) -> list[Path]:
-    """The files that make up a local checkpoint folder (not its hidden ones)."""
-    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    """The files that make up a local checkpoint folder (not its hidden ones, nor a fetch's receipt)."""
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".") and p.name != FETCH_RECEIPT)
 
 
 _SETTLED: dict[str, dict[str, Any]] = {}  # settled_record's records in this process, by path

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from benchprof import BenchprofError
-from benchprof.core.modeling import whole_safetensors
+from benchprof.core.modeling import FETCH_RECEIPT, whole_safetensors
 
 
 @dataclass(frozen=True)
@@ -154,7 +154,7 @@ LICENCES: dict[str, str] = {
 # by an older version is rebuilt.
 FORMAT = 1
 BENCHMARK_FORMAT = 2  # 2: boolq's label column
-DONE_FILE = "FETCHED.json"
+DONE_FILE = FETCH_RECEIPT  # the marker of a finished folder: the size and sha256 of each file in it
 
 
 def boolq_labels(split: Path) -> None:

@@ -460,7 +460,7 @@ def build(
     base, where scripts/fetch_real.py puts them)."""
     import torch
 
-    from benchprof.core.modeling import pick_device
+    from benchprof.core.modeling import FETCH_RECEIPT, pick_device
 
     device = pick_device(settings.device, "realplant device (--device)")  # one line before any heavy work
     started = time.time()
@@ -478,7 +478,7 @@ def build(
     rows = own_check_real(model, tok, neurons, seed=settings.seed, data_seed=settings.data_seed)
     torch.nn.Module.to(model, "cpu")
     regions = neuron_regions(neurons, model.config.hidden_size, model.config.intermediate_size)
-    fetched = Path(base_folder) / "FETCHED.json"
+    fetched = Path(base_folder) / FETCH_RECEIPT
     info = {
         "settings": asdict(settings),
         "base_source": json.loads(fetched.read_text()) if fetched.is_file() else Path(base_folder).name,
