@@ -208,11 +208,12 @@ def test_a_fetched_file_truncated_or_edited_is_not_ready(tmp_path):
     """A folder publish() finished records each file's size and sha256: the same folder is done; with its weights
     cut short, or its config edited to the same size, it is not (the fetch builds it again instead of saying
     "ready"). A folder marked by an older fetch (no file records) is still judged by its safetensors headers."""
-    from benchprof.lab.fetch import DONE_FILE, publish
+    from benchprof.core.modeling import FETCH_RECEIPT
+    from benchprof.lab.fetch import publish
 
     folder = tmp_path / "model"
     publish(small_model_folder(tmp_path / ".fetch-1" / "model"), folder, {"source_sha256": "s"})
-    assert is_done(folder, "s") and json.loads((folder / DONE_FILE).read_text())["files"].keys() == {
+    assert is_done(folder, "s") and json.loads((folder / FETCH_RECEIPT).read_text())["files"].keys() == {
         "model.safetensors", "config.json",
     }  # fmt: skip
     weights = folder / "model.safetensors"
@@ -225,7 +226,7 @@ def test_a_fetched_file_truncated_or_edited_is_not_ready(tmp_path):
     assert not is_done(folder, "s")
     older = tmp_path / "older"
     small_model_folder(older)
-    (older / DONE_FILE).write_text(json.dumps({"source_sha256": "s", "format": 1}))
+    (older / FETCH_RECEIPT).write_text(json.dumps({"source_sha256": "s", "format": 1}))
     assert is_done(older, "s")
     (older / "model.safetensors").write_bytes((older / "model.safetensors").read_bytes()[:10000])
     assert not is_done(older, "s")

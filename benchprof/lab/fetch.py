@@ -154,7 +154,6 @@ LICENCES: dict[str, str] = {
 # by an older version is rebuilt.
 FORMAT = 1
 BENCHMARK_FORMAT = 2  # 2: boolq's label column
-DONE_FILE = FETCH_RECEIPT  # the marker of a finished folder: the size and sha256 of each file in it
 
 
 def boolq_labels(split: Path) -> None:
@@ -221,7 +220,7 @@ def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
     truncated or edited since is not done, and is built again."""
     from benchprof.core.storage import matches_record
 
-    marker = folder / DONE_FILE
+    marker = folder / FETCH_RECEIPT
     if not marker.is_file():
         return False
     try:
@@ -242,7 +241,7 @@ def publish(tmp: Path, folder: Path, record: dict[str, object], fmt: int = FORMA
     from benchprof.core.storage import content_record
 
     files = {str(p.relative_to(tmp)): content_record(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-    (tmp / DONE_FILE).write_text(json.dumps({**record, "format": fmt, "files": files}, indent=2) + "\n")
+    (tmp / FETCH_RECEIPT).write_text(json.dumps({**record, "format": fmt, "files": files}, indent=2) + "\n")
     if folder.exists():
         shutil.rmtree(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
