@@ -26,7 +26,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from benchprof import BenchprofError
+from benchprof import BenchprofError, __version__
 from benchprof.core.config import Config, ModelSpec
 from benchprof.core.console import quiet
 from benchprof.core.layout import Layout
@@ -145,6 +145,106 @@ def command(name: str, stage: Callable[..., None]) -> Callable[..., None]:
 
 
 COMMANDS = {name: command(name, stage) for name, stage in STAGES.items()}
+# one example per command, shown by its --help (tests/test_cli.py runs each one's argument check)
+EXAMPLES = {
+    "run": "benchprof run configs/demo.yml",
+    "data": "benchprof data configs/demo.yml --ability Quantitative_Reasoning",
+    "finetune": "benchprof finetune configs/demo.yml --ability Quantitative_Reasoning",
+    "extract": "benchprof extract configs/demo.yml --k 0.01024",
+    "overlap": "benchprof overlap configs/demo.yml",
+    "damage": "benchprof damage configs/demo.yml --k 0.03 --region top",
+    "evaluate": "benchprof evaluate configs/demo.yml --benchmark Quantitative_Reasoning --force",
+    "aggregate": "benchprof aggregate configs/demo.yml --report_k 0.03",
+    "status": "benchprof status configs/demo.yml --verbose",
+    "compare": "benchprof compare configs/demo.yml --against my.yml",
+    "frontier": "benchprof frontier configs/demo.yml --ability Quantitative_Reasoning,Long_Term_Knowledge",
+}
+HELP_WIDTH = 100
+
+
+def _paragraphs(text: str) -> tuple[str, dict[str, str]]:
+    """A stage's docstring as (its description, parameter -> its line of `Arguments:`, continuation lines joined)."""
+    import inspect as inspect_module
+
+    doc = inspect_module.cleandoc(text)
+    description, _, arguments = doc.partition("\nArguments:\n")
+    described: dict[str, str] = {}
+    current = ""
+    for line in arguments.splitlines():
+        match = re.match(r"^    (\w+): (.*)$", line)
+        if match:
+            current = match.group(1)
+            described[current] = match.group(2).strip()
+        elif current and line.strip():
+            described[current] += " " + line.strip()
+    return description.strip(), described
+
+
+def command_help(name: str) -> str:
+    """`benchprof NAME --help`: usage with the positional config, each option's meaning, and an example."""
+    import textwrap
+
+    parameters = list(inspect.signature(COMMANDS[name]).parameters.values())
+    description, described = _paragraphs(COMMANDS[name].__doc__ or "")
+    flags = [f"[{_flag(p)}]" for p in parameters[1:]]
+    usage = textwrap.fill(
+        " ".join([f"usage: benchprof {name} [CONFIG]", *flags]), HELP_WIDTH, subsequent_indent=" " * 7
+    )
+    lines = [usage, ""]
+    for paragraph in description.split("\n\n"):
+        lines += [textwrap.fill(" ".join(paragraph.split()), HELP_WIDTH), ""]
+    lines.append("arguments:")
+    config_help = described.get("config", "the config file").replace(
+        " (on the command line: the path of config.yml)", ""
+    )
+    lines.append(_option_line("CONFIG", f"{config_help.rstrip('.')} (default config.yml)"))
+    lines.append("options:")
+    for p in parameters[1:]:
+        lines.append(_option_line(_flag(p), described.get(p.name, "")))
+    lines += ["", "example:", f"  {EXAMPLES[name]}"]
+    return "\n".join(lines)
+
+
+def _flag(parameter: inspect.Parameter) -> str:
+    """An option as help shows it: --force (a boolean, off by default), --nooriginal (on by default), --k K."""
+    if parameter.annotation in (bool, "bool"):
+        return f"--no{parameter.name}" if parameter.default is True else f"--{parameter.name}"
+    return f"--{parameter.name} {parameter.name.upper()}"
+
+
+def _option_line(name: str, text: str) -> str:
+    import textwrap
+
+    head = f"  {name:<24}" if len(name) < 24 else f"  {name}\n" + " " * 26
+    return textwrap.fill(text, HELP_WIDTH, initial_indent=head, subsequent_indent=" " * 26, drop_whitespace=True)
+
+
+def main_help() -> str:
+    """`benchprof --help`: the commands, one line each, then the README's two starting points."""
+    import textwrap
+
+    lines = [
+        f"usage: benchprof COMMAND [CONFIG] [OPTIONS]     benchprof {__version__}",
+        "",
+        "Which abilities an LLM benchmark really measures (Benchmark Profiling, Kim et al., EMNLP 2025).",
+        "",
+        "commands:",
+    ]
+    for name, stage in COMMANDS.items():
+        description, _ = _paragraphs(stage.__doc__ or "")
+        sentence = " ".join(description.split("\n\n")[0].split()).split(": for every")[0].split(". ")[0]
+        lines.append(f"  {name:<11}" + textwrap.shorten(sentence.rstrip("."), HELP_WIDTH, placeholder=" ..."))
+    lines += [
+        "",
+        "`benchprof COMMAND --help` shows a command's options and an example; `benchprof --version` the version.",
+        "examples:",
+        "  benchprof run configs/demo.yml             the demo, end to end",
+        "  benchprof extract configs/demo.yml --k 0.01024",
+        "  ./run.sh -e configs/demo.yml               evaluation and aggregation only",
+    ]
+    return "\n".join(lines)
+
+
 TRUE, FALSE = ("true", "yes", "1"), ("false", "no", "0")
 
 
@@ -247,6 +347,15 @@ def main(argv: list[str] | None = None) -> None:
 
         die_with_launcher()  # first: a rank whose torchrun is killed ends too
     try:
+        if not argv or argv[0] in ("-h", "--help", "help"):
+            print(main_help())
+            return
+        if argv[0] == "--version":
+            print(f"benchprof {__version__}")
+            return
+        if argv[0] in COMMANDS and any(a in ("-h", "--help") for a in argv[1:]):
+            print(command_help(argv[0]))
+            return
         argv = bool_flags_alone(argv)
         check_arguments(argv)
         # fire prints a stage's return value; stages return None and print their own summary

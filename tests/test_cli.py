@@ -209,3 +209,45 @@ def test_a_reader_that_leaves_early_gets_no_broken_pipe(tmp_path):
     proc.stdout.close()  # the reader is gone before the first line
     stderr = proc.stderr.read().decode()
     assert proc.wait() == 141 and stderr == ""
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_help_shows_the_config_every_option_and_an_example(capsys, name):
+    """`benchprof NAME --help`: our own help (no fire INFO line, no Optional['str | None'] types), the positional
+    config in the usage line, every option with its meaning, an example that passes the argument check, lines of at
+    most 120 characters."""
+    import inspect
+    import itertools
+    import shlex
+
+    from benchprof.cli import EXAMPLES, main
+
+    main([name, "--help"])
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: benchprof {name} [CONFIG]") and "INFO" not in out and "Optional" not in out
+    for option in list(inspect.signature(COMMANDS[name]).parameters.values())[1:]:
+        flag = f"--no{option.name}" if option.default is True else f"--{option.name}"  # a boolean on by default
+        lines = out.splitlines()
+        [at] = [i for i, line in enumerate(lines) if line.split()[:1] == [flag]]
+        following = itertools.takewhile(lambda line: line.startswith(" " * 26), lines[at + 1 :])
+        entry = lines[at] + "".join(" " + line for line in following)  # its text wrapped onto the next lines
+        words = entry.split(maxsplit=1 if option.annotation in (bool, "bool") else 2)
+        assert len(words) == (2 if option.annotation in (bool, "bool") else 3), f"{flag} has no meaning: {entry}"
+    assert out.rstrip().endswith(f"example:\n  {EXAMPLES[name]}")
+    assert max(len(line) for line in out.splitlines()) <= 120
+    argv = shlex.split(EXAMPLES[name])
+    assert argv[:2] == ["benchprof", name]
+    check_arguments(argv[1:])
+
+
+def test_version_and_the_command_list(capsys):
+    from benchprof import __version__
+    from benchprof.cli import main
+
+    main(["--version"])
+    assert capsys.readouterr().out == f"benchprof {__version__}\n"
+    main([])
+    out = capsys.readouterr().out
+    assert out.startswith("usage: benchprof COMMAND [CONFIG] [OPTIONS]") and "INFO" not in out
+    listed = [line.split()[0] for line in out.split("commands:\n")[1].split("\n\n")[0].splitlines()]
+    assert listed == list(COMMANDS)

@@ -267,13 +267,41 @@ def test_cli_extract_single_stage_on_existing_importance(tmp_path):
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0 and "1 up to date" in again.stdout
     bad = subprocess.run(
-        [sys.executable, "-m", "benchprof", "extract", "--k", "0.3", str(config)],
+        [sys.executable, "-m", "benchprof", "extract", "--k", "1.5", str(config)],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    assert bad.returncode == 2 and "--k" in bad.stderr
+    assert (
+        bad.returncode == 2
+        and bad.stderr.strip() == "benchprof: error: --k: 1.5 must lie in (0, 1), a fraction of all parameters"
+    )
+
+
+def test_extract_at_a_k_the_config_does_not_list_works_there_and_stays_current(tmp_path):
+    """`benchprof extract --k 0.02` with settings.k_values [0.001, 0.01]: the regions at 0.02 are written, the line
+    says how to aggregate them, and once the config lists 0.02 they are current (nothing redone, same bytes)."""
+    tensors = synthetic_importance()
+    config = setup(tmp_path, tensors)
+    cmd = [sys.executable, "-m", "benchprof", "extract", str(config), "--k", "0.02"]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert "wrote 1 (ability, k) region set(s), 0 up to date, under outputs/tiny/<ability>/masks" in lines[-2]
+    assert lines[-1] == "extract: k 0.02 is not in settings.k_values of config.yml: add it there to aggregate it"
+    top = masks(tmp_path, 0.02)["top"]
+    reference = flat(tensors).topk(math.floor(0.02 * TOTAL_PARAMS)).indices  # no ties among torch.rand values
+    assert as_positions(top, tensors) == {int(i) for i in reference}
+    layout = Layout(tmp_path / "outputs", "tiny")
+    before = layout.mask_file(ABILITY, 0.02, "top").read_bytes()
+    raw = yaml.safe_load(config.read_text())
+    raw["settings"]["k_values"].append(0.02)
+    config.write_text(yaml.safe_dump(raw))
+    extract(load_config(config))  # the config now lists it: nothing to redo
+    assert layout.mask_file(ABILITY, 0.02, "top").read_bytes() == before
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert "wrote 0 (ability, k) region set(s), 1 up to date" in again.stdout and "not in settings" not in again.stdout
 
 
 def test_random_draws_are_independent_regions_and_draw_one_keeps_its_bytes(tmp_path):

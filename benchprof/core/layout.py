@@ -34,6 +34,22 @@ def parse_k(name: str) -> float:
     return float(name[1:] if name.startswith("k") else name)
 
 
+def shown_path(path: Path) -> str:
+    """A path as a summary line shows it: relative to the working folder where it lies under it."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def model_folders(output_root: Path, tags: Sequence[str]) -> str:
+    """The model folders a stage wrote under, as its summary line names them: outputs/demo, or outputs/{a,b}."""
+    names = list(dict.fromkeys(tags))
+    inside = names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+    return f"{shown_path(output_root)}/{inside}"
+
+
 @dataclass(frozen=True)
 class Variant:
     """One ablated model: ability a's `region` at fraction k. `ability=None` is the original."""

@@ -1,14 +1,17 @@
 """A command line's narrowing of the config's lists (`--ability`, `--k`, `--benchmark`, ...): `select` keeps the
-values given, `listed` splits a comma-separated option. A value that the config does not list fails naming the flag.
+values given, `listed` splits a comma-separated option. A value that the config does not list fails naming the flag,
+except a new k: `with_new_k` adds it to the run's k values, so that `extract --k 0.01024` works at that k.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from benchprof import BenchprofError
-from benchprof.core.layout import shown
+from benchprof.core.config import Config
+from benchprof.core.layout import shown, shown_path
 from benchprof.core.options import did_you_mean
 
 # a command-line narrowing such as --ability or --k: one value, a list, or "a,b"; None for all
@@ -56,3 +59,32 @@ def select(given: Selection, known: Sequence[T], flag: str, cast: Callable[[Any]
             raise BenchprofError(f"{flag}: {shown(value)} is given twice")
         out.append(value)
     return out
+
+
+def with_new_k(cfg: Config, given: Selection) -> tuple[Config, list[float]]:
+    """(`cfg` with each --k value that settings.k_values does not list appended to it, those values).
+
+    extract, damage and evaluate then work at a new k (`benchprof extract config.yml --k 0.01024`) as if the config
+    listed it; a region's files do not depend on the other k values, so they stay current once the config lists it.
+    `status` and `aggregate` read the config's own list. A value that is not a number in (0, 1) fails naming --k.
+    """
+    new: list[float] = []
+    for raw in listed(given) if given is not None else []:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise BenchprofError(f"--k: {shown(raw)} is not a number") from None
+        if not 0.0 < value < 1.0:
+            raise BenchprofError(f"--k: {shown(value)} must lie in (0, 1), a fraction of all parameters")
+        if value not in cfg.settings.k_values and value not in new:
+            new.append(value)
+    if not new:
+        return cfg, []
+    settings = dataclasses.replace(cfg.settings, k_values=[*cfg.settings.k_values, *new])
+    return dataclasses.replace(cfg, settings=settings), new
+
+
+def new_k_note(stage: str, cfg: Config, new: list[float]) -> str:
+    """The line a stage prints after working at k values its config does not list."""
+    values = ", ".join(f"{k:g}" for k in new)
+    return f"{stage}: k {values} is not in settings.k_values of {shown_path(cfg.path)}: add it there to aggregate it"

@@ -22,7 +22,7 @@ from benchprof import BenchprofError
 from benchprof.core.config import Config, ModelSpec
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.regions import Region, read_region, region_metadata
-from benchprof.core.selection import Selection, select
+from benchprof.core.selection import Selection, new_k_note, select, with_new_k
 
 if TYPE_CHECKING:
     import torch
@@ -303,7 +303,7 @@ def damage(
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
         ability: only this ability (or a comma-separated list).
-        k: only these k values.
+        k: only these k values; a k that settings.k_values does not list is added to this run's.
         region: only this region (top, bottom, random).
         model: only this model (name or tag).
         save: write checkpoints under <ability>/damaged/k<k>/<region>/.
@@ -312,6 +312,7 @@ def damage(
     from benchprof.core.modeling import checkpoint_fingerprint, load_model, pick_device
 
     started = time.time()
+    cfg, new_k = with_new_k(cfg, k)
     todo = variants(cfg, ability, k, region)
     for spec in cfg.selected_models(model):
         layout = Layout(cfg.output_root, spec.tag)
@@ -337,3 +338,5 @@ def damage(
             f"damage: {len(todo)} region(s) checked against {spec.tag} in {time.time() - started:.0f}s "
             f"(nothing written; --save writes checkpoints)"
         )
+    if new_k:
+        print(new_k_note("damage", cfg, new_k))

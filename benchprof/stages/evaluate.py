@@ -33,7 +33,7 @@ from benchprof.core.config import Config, ModelSpec
 from benchprof.core.console import drop_model_object_warning
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.results import write_result
-from benchprof.core.selection import Selection
+from benchprof.core.selection import Selection, new_k_note, with_new_k
 from benchprof.core.storage import is_current
 from benchprof.stages.damage import eval_dtype, require_masks
 from benchprof.stages.eval_jobs import Job, JobInputs, cpu_worker_cap, job_list, parse_shard, shard_jobs
@@ -389,7 +389,7 @@ def evaluate(
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
         ability: only variants of this ability (or a comma-separated list).
-        k: only these k values.
+        k: only these k values; a k that settings.k_values does not list is added to this run's.
         region: only this region (top, bottom, random).
         model: only this model (name or tag).
         benchmark: only this benchmark (or a comma-separated list).
@@ -409,6 +409,7 @@ def evaluate(
             raise BenchprofError("--original_only and --nooriginal: nothing would be scored")
         k = []  # no (ability, k, region) variant: the original model only
     cfg = cfg.with_overrides(evals={"limit": limit, "backend": backend})
+    cfg, new_k = with_new_k(cfg, k)
     backend = cfg.evals.backend
     limit = None if limit is None else cfg.evals.limit  # --limit, checked; it wins over evals.limits
     if backend == "vllm" and importlib.util.find_spec("vllm") is None:
@@ -431,16 +432,21 @@ def evaluate(
     options |= {"benchmark": benchmark, "limit": limit, "backend": backend, "force": force}
     options |= {"nooriginal": not original, "original_only": original_only}  # the workers' k: [] is no option
     if shard is None and len(devices) // per_worker > 1 and cuda_available():
-        run_workers(plan, devices, per_worker, options, started)
-        return
-    if shard is None and cfg.evals.cpu_workers > 1 and backend == "hf" and not on_gpu(cfg):
-        cpu_workers = cpu_worker_count(plan, cfg.evals.cpu_workers)
-        if cpu_workers > 1:
-            run_workers(plan, [], 1, options, started, cpu_workers)
-            return
-    if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
-        os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
-    score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, " if shard is not None else "", started)
+        run_workers(plan, devices, per_worker, options, started, pending_count(plan))
+    elif (
+        shard is None
+        and cfg.evals.cpu_workers > 1
+        and backend == "hf"
+        and not on_gpu(cfg)
+        and ((cpu_workers := cpu_worker_count(plan, cfg.evals.cpu_workers, todo := pending_count(plan))) > 1)
+    ):
+        run_workers(plan, [], 1, options, started, todo, cpu_workers)
+    else:
+        if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+            os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
+        score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, " if shard is not None else "", started)
+    if new_k and shard is None:  # a worker's k came from its parent, which says this once
+        print(new_k_note("evaluate", cfg, new_k))
 
 
 @dataclass(frozen=True)
@@ -472,11 +478,15 @@ def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]
     return pending
 
 
-def cpu_worker_count(plan: Plan, asked: int) -> int:
-    """evals.cpu_workers capped (eval_jobs.cpu_worker_cap); the cap is said in one line."""
-    pending = sum(len(pending_jobs(plan, spec)) for spec in plan.specs)
+def pending_count(plan: Plan) -> int:
+    """How many of the plan's jobs, over its models, are not done."""
+    return sum(len(pending_jobs(plan, spec)) for spec in plan.specs)
+
+
+def cpu_worker_count(plan: Plan, asked: int, pending: int) -> int:
+    """evals.cpu_workers capped (eval_jobs.cpu_worker_cap) for `pending` jobs; the cap is said in one line."""
     workers = cpu_worker_cap(asked, pending)
-    if workers < asked:
+    if workers < min(asked, pending):  # capped by the cores, not by the work left: say so
         cores = len(os.sched_getaffinity(0))
         print(f"evaluate: evals.cpu_workers {asked} capped at {workers} ({cores} usable cores, {pending} pending jobs)")
     return workers
@@ -490,10 +500,16 @@ def on_gpu(cfg: Config) -> bool:
 
 
 def run_workers(
-    plan: Plan, devices: list[str], per_worker: int, options: dict[str, Any], started: float, cpu_workers: int = 0
+    plan: Plan,
+    devices: list[str],
+    per_worker: int,
+    options: dict[str, Any],
+    started: float,
+    todo: int,
+    cpu_workers: int = 0,
 ) -> None:
     """The plan's jobs in one `evaluate --shard` process per `per_worker` GPUs (or in `cpu_workers` CPU
-    processes), then the stage's summary line."""
+    processes), then the stage's summary line: `todo` jobs of them were not done."""
     from benchprof.core.loader import effective_config
     from benchprof.stages.damage import ensure_checkpoints
 
@@ -505,7 +521,8 @@ def run_workers(
     spawn_workers(commands, stop_on_failure=queue)
     gpus = "CPU" if cpu_workers else "GPUs " + " | ".join(env["CUDA_VISIBLE_DEVICES"] for _, env in commands)
     print(
-        f"evaluate: {len(commands)} workers ({gpus}) finished {len(plan.jobs)} jobs in "
+        f"evaluate: {len(commands)} workers ({gpus}) ran {todo} jobs, "
+        f"{len(plan.jobs) * len(plan.specs) - todo} skipped (finished), in "
         f"{time.time() - started:.0f}s; results under {plan.cfg.output_root}"
     )
 

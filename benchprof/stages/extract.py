@@ -19,12 +19,12 @@ from typing import Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import NEURON_SCORES, Config, ExtractSettings, ModelSpec
-from benchprof.core.layout import Layout
+from benchprof.core.layout import Layout, model_folders
 from benchprof.core.modeling import layer_index
 from benchprof.core.options import score_help
 from benchprof.core.region_names import random_draw, selection_of
 from benchprof.core.regions import Region, write_region
-from benchprof.core.selection import Selection, select
+from benchprof.core.selection import Selection, new_k_note, select, with_new_k
 from benchprof.core.storage import clear_manifest, is_current, write_csv, write_manifest
 from benchprof.stages.weight_scores import ScoreCache, Scores, held, importance_identity, open_scores
 from benchprof.stages.weight_selection import (
@@ -133,7 +133,8 @@ def extract(
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
-        k: only these k values (one number or a comma-separated list); default settings.k_values.
+        k: only these k values (one number or a comma-separated list); default settings.k_values. A k that
+            settings.k_values does not list is extracted too (`--k 0.01024`).
         ability: only this ability (or a comma-separated list).
         model: only this model (name or tag).
         selection: exact (default: global ranking) or chunked (the authors' per-chunk approximation).
@@ -144,6 +145,7 @@ def extract(
     from benchprof.core.modeling import pick_device
 
     cfg = cfg.with_overrides(extract={"selection": selection, "score": score})
+    cfg, new_k = with_new_k(cfg, k)
     ks = select(k, cfg.settings.k_values, "--k", float)
     abilities = select(ability, cfg.abilities(), "--ability")
     score = cfg.extract.score
@@ -165,8 +167,11 @@ def extract(
             written, skipped = written + done, skipped + current
     print(
         f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
-        f"{cfg.output_root}/<model>/<ability>/masks in {time.time() - started:.1f}s"
+        f"{model_folders(cfg.output_root, [s.tag for s in cfg.selected_models(model)])}/<ability>/masks "
+        f"in {time.time() - started:.1f}s"
     )
+    if new_k:
+        print(new_k_note("extract", cfg, new_k))
 
 
 extract.__doc__ = (extract.__doc__ or "").replace("SCORE_HELP", score_help())  # --help lists the registry's options

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import FP16_REFUSED, FP16_WHY, Config, FinetuneSettings, ModelSpec
-from benchprof.core.layout import Layout
+from benchprof.core.layout import Layout, model_folders
 from benchprof.core.selection import select
 from benchprof.core.storage import clear_manifest, file_hash, is_current, save_tensors, value_hash, write_manifest
 
@@ -407,5 +407,6 @@ def finetune(
         rate = f", {tally.tokens / max(seconds, 1e-9):,.0f} tokens/s" if tally.written else ""
         print(
             f"finetune: wrote importance for {len(tally.written)} ability run(s), {len(tally.skipped)} up to date, "
-            f"under {cfg.output_root}/<model>/<ability>/importance in {seconds:.1f}s{rate}"
+            f"under {model_folders(cfg.output_root, [s.tag for s in cfg.selected_models(model)])}/<ability>/importance "
+            f"in {seconds:.1f}s{rate}"
         )

@@ -19,7 +19,7 @@ from typing import Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import Config
-from benchprof.core.layout import Layout, format_k
+from benchprof.core.layout import Layout, format_k, model_folders
 from benchprof.core.modeling import layer_index
 from benchprof.core.regions import read_region_tensor, region_metadata, region_names
 from benchprof.core.storage import write_csv
@@ -273,7 +273,8 @@ def overlap(cfg: Config, model: str | None = None, plots: bool = True) -> None:
         count += len(written)
     if not count:
         raise BenchprofError(f"overlap: no mask files under {cfg.output_root} (run `benchprof extract` first)")
-    print(f"overlap: {count} files under {cfg.output_root}/<model>/profile in {time.time() - started:.1f}s")
+    folders = model_folders(cfg.output_root, [s.tag for s in cfg.selected_models(model)])
+    print(f"overlap: {count} files under {folders}/profile in {time.time() - started:.1f}s")
 
 
 def overlap_summary(rows: list[dict[str, Any]]) -> str:

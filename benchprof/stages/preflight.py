@@ -41,6 +41,35 @@ def hub_offline() -> bool:
     )
 
 
+HUB_PROBE_SECONDS = 3.0  # one connection attempt: transformers would retry a hub it cannot reach for half a minute
+
+
+def hub_unreachable(source: str) -> str | None:
+    """Why a hub id cannot be loaded here, found in a few seconds; None for a local folder, a hub id whose config is
+    in the Hugging Face cache, a reachable hub, or HF_HUB_OFFLINE (transformers then fails at once, from the cache)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    if Path(source).is_dir() or hub_offline():
+        return None
+    with contextlib.suppress(Exception):  # not a valid repo id: transformers says why
+        if isinstance(try_to_load_from_cache(source, "config.json"), str):
+            return None
+    endpoint = urlparse(constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname or "", port), timeout=HUB_PROBE_SECONDS).close()
+    except OSError as err:
+        return (
+            f"{source!r} is not a local folder nor in the Hugging Face cache ({constants.HF_HUB_CACHE}), and "
+            f"{constants.ENDPOINT} cannot be reached ({err.strerror or type(err).__name__}); download it where the hub "
+            "can be reached (docs/reproduce.md#a-gated-model-or-a-node-without-internet) or name a local folder"
+        )
+    return None
+
+
 @dataclass
 class ModelFacts:
     """What transformers says of a model without reading its weights: whether its tokenizer has a chat template
@@ -83,6 +112,10 @@ def read_model(i: int, source: str, tokenizer_source: str, problems: list[str]) 
     None when the config cannot be read; that and a tokenizer that does not load are problem lines."""
     from transformers import AutoConfig, AutoTokenizer
 
+    for key, name in ((f"models[{i}].name", source), (f"models[{i}].tokenizer", tokenizer_source)):
+        if (why := hub_unreachable(name)) is not None:
+            problems.append(f"{key}: {why}")
+            return None
     try:
         model_config = AutoConfig.from_pretrained(source)
     except Exception as err:  # OSError, ValueError, hub errors: the message is what matters

@@ -1,0 +1,75 @@
+"""benchprof.stages.preflight's hub check: a hub id that is neither cached nor reachable fails in one line within
+seconds (transformers retried it for half a minute), a cached one or a local folder passes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+from benchprof.stages import preflight
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def unreachable_hub(monkeypatch, tmp_path: Path) -> Path:
+    """The hub at a loopback port nothing listens on (refused at once), an empty cache in tmp_path, online."""
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")
+    cache = tmp_path / "hub"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    return cache
+
+
+def test_an_unreachable_uncached_hub_id_is_one_line(monkeypatch, tmp_path):
+    unreachable_hub(monkeypatch, tmp_path)
+    started = time.time()
+    why = preflight.hub_unreachable("some-org/some-model")
+    assert time.time() - started < preflight.HUB_PROBE_SECONDS + 1
+    assert why is not None and why.startswith(
+        "'some-org/some-model' is not a local folder nor in the Hugging Face cache"
+    )
+    assert "http://127.0.0.1:9 cannot be reached" in why and "\n" not in why
+
+
+def test_a_cached_hub_id_a_local_folder_and_offline_mode_pass(monkeypatch, tmp_path):
+    cache = unreachable_hub(monkeypatch, tmp_path)
+    snapshot = cache / "models--some-org--some-model" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (cache / "models--some-org--some-model" / "refs").mkdir()
+    (cache / "models--some-org--some-model" / "refs" / "main").write_text("abc123")
+    assert preflight.hub_unreachable("some-org/some-model") is None  # in the cache: transformers loads it
+    assert preflight.hub_unreachable(str(tmp_path)) is None  # a local folder
+    assert preflight.hub_unreachable("other-org/other-model") is not None
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # transformers fails at once from the cache: nothing to probe
+    assert preflight.hub_unreachable("other-org/other-model") is None
+
+
+def test_run_on_an_unreachable_model_fails_in_one_line_and_writes_nothing(tmp_path):
+    """The README's paper config on a node without the hub: one line naming models[0].name, within seconds."""
+    config = yaml.safe_load((ROOT / "config.yml").read_text())
+    config["settings"]["output_dir"] = str(tmp_path / "outputs")
+    config["data"] = {**config.get("data", {}), "dir": str(tmp_path / "data")}
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(config))
+    env = {k: v for k, v in __import__("os").environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env |= {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
+    started = time.time()
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", str(path), "--eval_only"], capture_output=True, text=True, env=env
+    )
+    assert time.time() - started < 30  # the import of transformers included; it was 33 s of retries alone
+    assert proc.returncode == 2
+    [line] = proc.stderr.strip().splitlines()
+    assert line.startswith(
+        "benchprof: error: models[0].name: 'meta-llama/Llama-3.1-8B-Instruct' is not a local folder nor in the"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]
