@@ -60,7 +60,7 @@ def test_run_on_an_unreachable_model_fails_in_one_line_and_writes_nothing(tmp_pa
     config["data"] = {**config.get("data", {}), "dir": str(tmp_path / "data")}
     path = tmp_path / "config.yml"
     path.write_text(yaml.safe_dump(config))
-    env = {k: v for k, v in __import__("os").environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
     env |= {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HOME": str(tmp_path / "hf")}
     started = time.time()
     proc = subprocess.run(
