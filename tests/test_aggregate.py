@@ -351,7 +351,7 @@ def test_an_unknown_metric_names_its_key(tmp_path):
 
 
 def test_nothing_to_aggregate(tmp_path):
-    with pytest.raises(BenchprofError, match="no evaluation results"):
+    with pytest.raises(BenchprofError, match="no current evaluation results"):
         aggregate(load_config(write_config(tmp_path)))
 
 

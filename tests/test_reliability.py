@@ -577,10 +577,10 @@ def test_masks_from_another_model_are_refused(reference, tiny_model_dir, tmp_pat
         evaluate(load_config(config))
 
 
-def test_aggregate_never_pairs_evaluations_of_two_models(reference, tiny_model_dir, tmp_path):
+def test_aggregate_never_pairs_evaluations_of_two_models(reference, tiny_model_dir, tmp_path, capsys):
     """The model edited in place, then finetune, extract and only the top region re-evaluated (`evaluate
-    --nooriginal --region top`): its new score is of another model than the original's, so its row is missing,
-    named in one line, never a number."""
+    --nooriginal --region top`): the original's evaluations are of another model, stale as `status` says, so no
+    row can be computed: one line names the first, and the profile on disk is left alone."""
     import torch
     from safetensors.torch import load_file, save_file
 
@@ -600,11 +600,14 @@ def test_aggregate_never_pairs_evaluations_of_two_models(reference, tiny_model_d
     finetune(load_config(config))
     extract(load_config(config))
     evaluate(load_config(config), region="top", original=False)
-    with pytest.raises(BenchprofError, match="no AIS could be computed"):  # every region's evaluation unusable
+    report = tmp_path / "outputs" / "tiny" / "profile" / "ais.md"
+    before = report.read_bytes() if report.is_file() else None
+    capsys.readouterr()
+    with pytest.raises(BenchprofError, match="no current evaluation results for tiny"):
         aggregate(load_config(config), plots=False)
-    report = (tmp_path / "outputs" / "tiny" / "profile" / "ais.md").read_text()
-    assert "not paired with the original's evaluation: its model differ" in report  # the top region, re-evaluated
-    assert "evaluated on a mask that extract has since replaced" in report  # the others: their masks changed
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("aggregate: tiny:")]
+    assert "original: stale (changed: model" in line and line.endswith("; nothing written")
+    assert (report.read_bytes() if report.is_file() else None) == before
 
 
 def test_evaluate_original_only_scores_the_unablated_model_alone(reference, tiny_model_dir, tmp_path):

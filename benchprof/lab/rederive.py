@@ -48,12 +48,14 @@ def folder_config(folder: Path, output_dir: Path) -> Config:
 
 def compare_folders(folders: list[Path], out: Path, plots: bool = True) -> None:
     """`benchprof compare` over profile folders instead of configs: each folder's documents.tar.xz unpacked under its
-    config.yml into a temporary outputs tree (removed after), then stages.compare.compare over those trees, with its
-    paired tests where two models scored the same documents, writing `out`."""
+    config.yml into a temporary outputs tree (removed after), then stages.compare.compare_profiles over those trees
+    (the archive is the record: there is no model to judge it by), with its paired tests where two models scored the
+    same documents, writing `out`."""
     import yaml
 
+    from benchprof.core.layout import CompareLayout
     from benchprof.core.loader import load_config
-    from benchprof.stages.compare import compare
+    from benchprof.stages.compare import compare_profiles, compared_configs
 
     if len(folders) < 2:
         raise BenchprofError("name at least two profile folders holding documents.tar.xz and config.yml")
@@ -68,7 +70,8 @@ def compare_folders(folders: list[Path], out: Path, plots: bool = True) -> None:
             (tree / "config.yml").write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
             paths.append(tree / "config.yml")
             unpack_documents(archive, tree / load_config(paths[-1]).models[0].tag)
-        compare(load_config(paths[0]), against=",".join(map(str, paths[1:])), out=str(out), plots=plots)
+        configs = compared_configs(load_config(paths[0]), ",".join(map(str, paths[1:])))
+        compare_profiles(configs, CompareLayout(out.parent, out.name), None, plots, judged=False)
 
 
 def rederive(folder: Path) -> tuple[Profile, str]:

@@ -75,8 +75,10 @@ class _Written:
 
 def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws: JointDraws) -> _Written | None:
     """Compute and write one model's profile and the overlap of its masks; None when it has no evaluations."""
+    from benchprof.stages.status import evaluation_states
+
     model_started = time.time()
-    profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws)
+    profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws, judged=evaluation_states(cfg, spec))
     layout = Layout(cfg.output_root, spec.tag)
     folder = layout.profile_dir
     if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
@@ -84,6 +86,13 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
         print(
             f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
             + (f" (wrote {len(overlap_files)} overlap files)" if overlap_files else "")
+        )
+        return None
+    if not profile.rows:  # nothing current to profile: the profile on disk (maybe another config's) is left alone
+        first = next(m for m in profile.missing if m.reason != NO_ORIGINAL)
+        print(
+            f"aggregate: {spec.tag}: no AIS from {counted(len(profile.missing), 'evaluation')} missing or stale "
+            f"(first: {first.benchmark} {first.variant}: {first.reason}); nothing written"
         )
         return None
     clear_manifest(folder)  # the manifest, written last, marks a complete profile
@@ -172,13 +181,11 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
         written = _aggregate_model(cfg, spec, k, plots, draws[spec.tag])
         if written is not None:
             done.append(written)
-    if not any(w.profile.rows for w in done):
+    if not done:
         tags = ", ".join(s.tag for s in specs)
         raise BenchprofError(
-            f"aggregate: no AIS could be computed for {tags} under {cfg.output_root} "
-            "(run `benchprof evaluate` first; ais.md lists what is missing)"
-            if done
-            else f"aggregate: no evaluation results for {tags} under {cfg.output_root} (run `benchprof evaluate` first)"
+            f"aggregate: no current evaluation results for {tags} under {cfg.output_root} "
+            f"(run `benchprof evaluate {cfg.path}` first; `benchprof status {cfg.path}` lists what is missing or stale)"
         )
     compared = [w.profile for w in done if w.profile.rows]
     compare_files: list[Path] = []

@@ -17,7 +17,7 @@ from benchprof.core.layout import CompareLayout, format_k
 from benchprof.core.loader import load_config
 from benchprof.profile.analyses import JointCell, JointDraws, compare_models, joint_draws, write_comparison
 from benchprof.profile.rows import Profile
-from benchprof.stages.profile_scores import default_report_k, load_scores
+from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores
 
 # aggregate settings every compared config must share: the joint resamples are drawn alike (one generator per
 # benchmark from aggregate.seed, aggregate.bootstrap of them) so that two models that scored the same items are
@@ -96,15 +96,24 @@ def compare(
             said in compare.md and on the terminal.
         plots: also draw profiles.png.
     """
-    from benchprof.core.layout import Layout
-    from benchprof.core.results import evaluation_hashes
-    from benchprof.core.storage import clear_manifest, writable_folder, write_manifest
-
-    started = time.time()
     configs = compared_configs(cfg, against)
     # not outputs/compare/, which aggregate writes for this config's own models
     default = "compare-" + "-".join(spec.tag for c in configs for spec in c.models)
     layout = CompareLayout(cfg.output_root, default) if out is None else CompareLayout(Path(out).parent, Path(out).name)
+    compare_profiles(configs, layout, report_k, plots, judged=True)
+
+
+def compare_profiles(
+    configs: list[Config], layout: CompareLayout, report_k: float | None, plots: bool, judged: bool
+) -> None:
+    """`compare`'s work on checked configs, into `layout`'s folder. `judged`: read only the evaluations `status`
+    calls done (an archive of documents, compared by scripts/rederive_profile.py, has no model to judge them by)."""
+    from benchprof.core.layout import Layout
+    from benchprof.core.results import evaluation_hashes
+    from benchprof.core.storage import clear_manifest, writable_folder, write_manifest
+    from benchprof.stages.status import evaluation_states
+
+    started = time.time()
     writable_folder(layout.compare_dir)  # a file named by --out: one line now, not an error after the work
     ks = headline_ks(configs, report_k)
     profiles: list[Profile] = []
@@ -114,8 +123,10 @@ def compare(
         for spec in c.models:
             joint: JointDraws = {}
             cells: list[JointCell] = []
-            profile = load_scores(c, spec.tag, report_k=k, joint_out=joint, cells_out=cells)
-            if not profile.rows:
+            states = evaluation_states(c, spec) if judged else None
+            profile = load_scores(c, spec.tag, report_k=k, joint_out=joint, cells_out=cells, judged=states)
+            never_evaluated = all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing)
+            if not profile.rows and never_evaluated:
                 raise BenchprofError(
                     f"compare: no AIS for {spec.tag} under {c.output_root} (run `benchprof evaluate {c.path}` first)"
                 )

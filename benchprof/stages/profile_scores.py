@@ -59,7 +59,10 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from tqdm import tqdm
 
+    from benchprof.stages.status import Item
+
 NO_ORIGINAL = "no usable original score"
+Judged = dict[tuple[Variant, str], "Item"]  # (variant, benchmark) -> its evaluation's state (status.evaluation_states)
 
 
 def default_report_k(cfg: Config, report_k: float | str | None = None) -> float:
@@ -160,6 +163,20 @@ class _ScoreRun:
     ablated_docs: dict[tuple[str, str, float, str], PerDoc] = field(default_factory=dict)  # (split, ability, k, region)
     row_spread: dict[int, float] = field(default_factory=dict)  # id(row) -> sd of a continuous row's differences
     joint_cells: list[JointCell] = field(default_factory=list)  # per (benchmark, k): every ability's top region
+    judged: Judged | None = None  # each evaluation's state as `status` judges it; None: read what is on disk
+    unvouched: int = 0  # evaluations read that record no inputs, so no judgement can vouch for them
+
+    def not_current(self, variant: Variant, benchmark: str) -> None:
+        """Raise Unusable where `status` calls the evaluation stale (it was computed from another model, dtype,
+        mask, task or scorer than the config gives now). One that records no inputs at all (not written by
+        `benchprof evaluate`) is read and counted; an absent one is left to load_score ("missing")."""
+        item = self.judged.get((variant, benchmark)) if self.judged is not None else None
+        if item is None or item.state == "done":
+            return
+        if item.state == "stale":
+            raise Unusable(f"stale ({item.why}); `benchprof evaluate` redoes it")
+        if self.layout.eval_file(variant, benchmark).is_file():
+            self.unvouched += 1
 
     def variants(self) -> list[Variant]:
         """Every ablated variant of the profile: ability, then k, then region."""
@@ -196,6 +213,7 @@ class _Original:
 def _load_original(run: _ScoreRun, benchmark: str) -> tuple[str, Score, dict[str, Any]]:
     """(primary metric, score, result JSON inputs) of the benchmark's original evaluation; Unusable with the reason."""
     original_path = run.layout.eval_file(Variant(), benchmark)
+    run.not_current(Variant(), benchmark)
     if not original_path.is_file():
         raise Unusable("missing")
     original_payload, results = read_results(original_path)
@@ -285,6 +303,7 @@ def _load_ablated(run: _ScoreRun, base: _Original, ability: str, k: float) -> di
     for region in run.profile.regions:
         variant = Variant(ability, k, region)
         try:
+            run.not_current(variant, base.benchmark)
             score = _load_score(
                 run.layout, variant, base.benchmark, base.metric_key, run.profile.notes, run.mask_hash, base.inputs
             )
@@ -370,6 +389,7 @@ def load_scores(
     progress: bool = True,
     joint_out: JointDraws | None = None,
     cells_out: list[JointCell] | None = None,
+    judged: Judged | None = None,
 ) -> Profile:
     """Read one model's evaluations and compute every AIS with its interval, each benchmark's breadth and the
     similarity of the benchmarks (analyses.py); no files written.
@@ -382,6 +402,8 @@ def load_scores(
         progress: show a progress bar on a terminal.
         joint_out: receives the joint resamples of each benchmark's profile (for the comparison across models).
         cells_out: receives the cells those are drawn from (to draw them again under another k's generator).
+        judged: each evaluation's state as `status` judges it (status.evaluation_states): one it calls stale is
+            listed as missing, never read. None reads what is on disk (archived documents, hand-made results).
     """
     from benchprof.core.console import progress as progress_bar
 
@@ -403,7 +425,7 @@ def load_scores(
         dtype=eval_dtype(cfg, spec),
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
-    run = _ScoreRun(layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks))
+    run = _ScoreRun(layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks), judged=judged)
     bar = progress_bar(
         total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
         desc=f"aggregate {spec.tag}",
@@ -423,6 +445,11 @@ def load_scores(
         loaded, p_loaded = _load_cells(run, base, bar)
         _add_rows(run, base, loaded, p_loaded)
     bar.close()
+    if run.unvouched:
+        profile.notes.append(
+            f"{run.unvouched} evaluation(s) record no inputs (not written by `benchprof evaluate`): read as they are, "
+            "unchecked against the config and the model"
+        )
     profile.rows.extend(specificity_rows(profile, run.samples))
     profile.rows.extend(mean_specificity_rows(profile, run.original_docs, run.ablated_docs, resamples, settings.seed))
     correct_for_multiplicity(profile, run.row_spread)

@@ -24,6 +24,9 @@ from benchprof.stages.preflight import needed_abilities
 if TYPE_CHECKING:
     import torch
 
+    from benchprof.core.layout import Variant
+    from benchprof.stages.eval_jobs import Job
+
 STATES = ("done", "stale", "pending")
 
 
@@ -181,6 +184,15 @@ def mask_items(cfg: Config, spec: ModelSpec, importance: dict[str, Item]) -> dic
 
 
 def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item], data: dict[str, Item]) -> list[Item]:
+    """Each evaluation job of the model, judged."""
+    return [item for _, item in judged_jobs(cfg, spec, masks, data)]
+
+
+def judged_jobs(
+    cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item], data: dict[str, Item]
+) -> list[tuple[Job, Item]]:
+    """Each evaluation job of the model with its state: its result's recorded inputs against those the config, the
+    model's content, the masks and the benchmark's data give now, and the states of the outputs it reads."""
     from benchprof.core.layout import Layout
     from benchprof.stages import tasks
     from benchprof.stages.eval_jobs import JobInputs, job_list
@@ -193,7 +205,7 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
         include_path, mapping, planned = tasks.tasks_dir(cfg), {}, {}
         planned_error = f"benchmark data pending ({err})"
     job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, None, planned, False)
-    items = []
+    items: list[tuple[Job, Item]] = []
     for job in job_list(cfg):
         v = job.variant
         output = layout.eval_output(v, job.benchmark)
@@ -210,8 +222,18 @@ def eval_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item
             except (BenchprofError, KeyError, OSError) as err:
                 upstream = f"inputs unavailable ({err})"
         state, why = judge(output, expected, upstream)
-        items.append(Item("eval", spec.tag, output.label, state, why))
+        items.append((job, Item("eval", spec.tag, output.label, state, why)))
     return items
+
+
+def evaluation_states(cfg: Config, spec: ModelSpec) -> dict[tuple[Variant, str], Item]:
+    """(variant, benchmark) -> its evaluation judged exactly as `benchprof status` judges it (upstream outputs
+    included): what `aggregate` and `compare` read only when it is done. Model weights are not loaded."""
+    data = data_items(cfg)
+    upstream = attribution_items(cfg, spec, data) if cfg.extract.score in NEURON_SCORES else None
+    importance = upstream if upstream is not None else importance_items(cfg, spec, data, None)
+    masks = mask_items(cfg, spec, importance)
+    return {(job.variant, job.benchmark): item for job, item in judged_jobs(cfg, spec, masks, data)}
 
 
 def checkpoint_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item]) -> list[Item]:
