@@ -301,12 +301,17 @@ def check_arguments(argv: list[str]) -> None:
     config_option = False  # the config given as --config (or -c) rather than by position
     takes_value = ""  # the option before, whose value the next argument is unless it is an option itself
     needs_value = False  # ... and that must have one: a non-boolean option
+    boolean_before = False  # the argument before is a boolean option without =, which may take true or false
     for arg in args:
         if arg == "-h" or arg.startswith("--help"):
             return  # fire's own help
         if takes_value and not is_flag(arg):
             takes_value, needs_value = "", False  # the value of the option before it (--k 0.01, -k 0.01, --k -1)
             continue
+        if boolean_before and arg.strip().lower() in TRUE + FALSE:
+            boolean_before = False  # a boolean option's value (--plots false), as fire reads it
+            continue
+        boolean_before = False
         if needs_value:
             raise BenchprofError(f"{name}: {takes_value} needs a value")
         takes_value, needs_value = "", False
@@ -319,6 +324,7 @@ def check_arguments(argv: list[str]) -> None:
                 raise BenchprofError(f"{name}: unknown option --{option} (options: {known})")
             if "=" not in arg and not is_bool.get(option, True):
                 takes_value, needs_value = f"--{option}", True
+            boolean_before = "=" not in arg and is_bool.get(option, False)
             config_option = config_option or option == "config"
         elif is_flag(arg):  # a short flag: fire reads -k as the one option starting with k, else complains
             matches = [p for p in is_bool if p.startswith(arg[1])]

@@ -527,3 +527,33 @@ def test_compare_refuses_a_partial_or_hand_edited_profile_and_a_file_as_out(tmp_
     assert matches_record(md, manifest["files"]["compare.md"]) and set(manifest["evaluations"]) == {"t", "u"}
     md.write_text(md.read_text()[:100])  # cut short: the manifest no longer vouches for it
     assert not matches_record(md, manifest["files"]["compare.md"])
+
+
+def test_compare_writes_only_into_its_own_folder_and_drops_what_it_no_longer_writes(tmp_path):
+    """A second compare with --plots=false removes its own earlier profiles.png (it stayed, listed with its old hash);
+    its manifest lists only what it wrote; --out at a profile folder (aggregate's) is refused in one line and the
+    profile is left byte for byte."""
+    from benchprof.core.storage import read_manifest
+    from benchprof.stages.compare import compare
+
+    (tmp_path / "first").mkdir()
+    (tmp_path / "second").mkdir()
+    first = load_config(write_config(tmp_path / "first", models=("t",)))
+    second = write_config(tmp_path / "second", models=("v",))
+    write_model(first, "t")
+    write_model(load_config(second), "v")
+    out = tmp_path / "cmp"
+    compare(first, against=str(second), out=str(out), plots=True)
+    assert (out / "profiles.png").is_file()
+    (out / "notes.txt").write_text("mine")  # a file of the user's, never listed: left alone
+    compare(first, against=str(second), out=str(out), plots=False)
+    assert not (out / "profiles.png").exists() and (out / "notes.txt").read_text() == "mine"
+    manifest = read_manifest(out)
+    assert manifest is not None and manifest["command"] == "compare"
+    assert set(manifest["files"]) == {p.name for p in out.iterdir()} - {"manifest.json", "notes.txt"}
+    aggregate(first, plots=False)
+    profile = tmp_path / "first" / "out" / "t" / "profile"
+    before = {p.name: p.read_bytes() for p in profile.iterdir()}
+    with pytest.raises(BenchprofError, match=rf"^compare: --out {profile} holds aggregate's outputs; name an empty"):
+        compare(first, against=str(second), out=str(profile), plots=False)
+    assert {p.name: p.read_bytes() for p in profile.iterdir()} == before

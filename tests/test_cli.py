@@ -58,6 +58,8 @@ def test_bad_arguments_are_refused_before_anything_runs(argv, message):
     [
         ["run", "c.yml", "--dry_run"],
         ["run", "--dry-run", "c.yml"],
+        ["aggregate", "c.yml", "--plots", "false"],  # a boolean's value after a space, as fire reads it
+        ["aggregate", "--plots", "no", "c.yml"],
         ["run", "c.yml", "--noforce"],
         ["extract", "c.yml", "--k", "0.01", "--ability=Spatial_Reasoning"],
         ["extract", "c.yml", "-k", "0.01"],

@@ -331,3 +331,13 @@ def test_a_folder_benchprof_writes_inside_its_package_or_git_is_refused_at_load(
     proc = subprocess.run([sys.executable, "-m", "benchprof", "data", str(config)], capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.startswith(f"benchprof: error: {section}.{key}: ")
     assert proc.stderr.count("\n") == 1 and not (ROOT / "benchprof" / "benchprof").exists()
+
+
+def test_a_config_that_is_not_utf8_text_is_one_line(tmp_path):
+    from benchprof.core.loader import load_config
+    from benchprof.core.schema import ConfigError
+
+    path = tmp_path / "config.yml"
+    path.write_bytes("settings:\n  output_dir: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=rf"^{path}: not a UTF-8 text file \(byte 27\); a config is YAML text$"):
+        load_config(path)

@@ -751,6 +751,17 @@ def test_status_without_loading_weights(reference, tiny_model_dir, tmp_path, mon
     main(["status", str(config)])
     expected = f"status: tiny: 3 evaluation job(s) left, about {3 * statistics.median(walls):.0f} s of job time"
     assert any(line.startswith(expected) for line in capsys.readouterr().out.splitlines()), expected
+    for variant, edited in zip(done[:2], ("NaN", "-1000"), strict=True):  # times edited in two done results
+        path = layout.eval_file(variant, ABILITY)
+        path.write_text(
+            path.read_text().replace(
+                f'"wall_seconds": {json.dumps(walls[done.index(variant)])}', f'"wall_seconds": {edited}'
+            )
+        )
+        assert edited in path.read_text()
+    main(["status", str(config)])
+    expected = f"status: tiny: 3 evaluation job(s) left, about {3 * statistics.median(walls[2:]):.0f} s of job time"
+    assert any(line.startswith(expected) for line in capsys.readouterr().out.splitlines()), expected
 
     # an interrupted extract: files without a manifest are pending, and so is what follows
     config = write_config(tmp_path, tiny_model_dir)

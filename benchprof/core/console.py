@@ -186,6 +186,9 @@ def run_script(component: Any) -> None:
     except BenchprofError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)
+    except KeyboardInterrupt:  # Ctrl-C: one line, as the benchprof command says it
+        print("interrupted; rerun the same command", file=sys.stderr)
+        sys.exit(130)
 
 
 def terminal() -> TextIO:

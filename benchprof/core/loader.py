@@ -94,25 +94,35 @@ def find_model_folders(cfg: Config, untagged: list[int]) -> None:
 
 def load_config(path: str | Path = "config.yml") -> Config:
     """Read, parse and validate config.yml; raise ConfigError naming the key on any problem."""
-    import yaml
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
+    return parse_config(read_yaml(path), path)
+
+
+def read_yaml(path: Path) -> Any:
+    """A config file's YAML, read as load_config reads it; ConfigError naming the file (and line) when it is not UTF-8
+    text, not valid YAML, or gives a key twice."""
+    import yaml
+
     try:
-        raw = _read_yaml(path)
+        return _read_yaml(path)
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark else ""
         raise ConfigError(f"{path}{where}: not valid YAML ({getattr(err, 'problem', err)})") from None
-    return parse_config(raw, path)
 
 
 def _read_yaml(path: Path) -> Any:
     """yaml.safe_load of the file, refusing a key given twice in one mapping (YAML keeps the last silently)."""
     import yaml
 
-    loader = yaml.SafeLoader(path.read_text())
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ConfigError(f"{path}: not a UTF-8 text file (byte {err.start}); a config is YAML text") from None
+    loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
         if node is not None:

@@ -395,15 +395,23 @@ def folder_files(directory: Path) -> list[Path]:
 
 
 def write_manifest(
-    directory: Path, inputs: dict[str, Any], extra: dict[str, Any] | None = None, started: float | None = None
+    directory: Path,
+    inputs: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+    started: float | None = None,
+    files: list[Path] | None = None,
+    command: str | None = None,
 ) -> dict[str, Any]:
     """Record what produced `directory`: its inputs (whose hash decides staleness), the size and content
-    hash of every file in it (checked before the work is trusted again), versions, time."""
+    hash of every file in it, or of `files` only (what the command wrote there), checked before the work is trusted
+    again, versions, time, and the `command` that owns the folder (owned_by)."""
+    listed = folder_files(directory) if files is None else sorted(files)
     manifest = {
         "manifest_version": MANIFEST_VERSION,
+        **({"command": command} if command else {}),
         "inputs": inputs,
         "inputs_hash": value_hash(inputs),
-        "files": {p.name: content_record(p) for p in folder_files(directory)},
+        "files": {p.name: content_record(p) for p in listed},
         "versions": versions(),
         "written_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
@@ -427,6 +435,32 @@ def remove_temps(directory: Path, name: str = "") -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
+
+
+def owned_by(directory: Path) -> str | None:
+    """The command whose outputs a folder holds, from its manifest's `command` (None: no manifest, or one that names
+    no command); a command writes only into a folder that is empty or its own."""
+    record = read_manifest(directory)
+    command = record.get("command") if record else None
+    return command if isinstance(command, str) else None
+
+
+def recorded_files(directory: Path) -> list[str]:
+    """The names of the files a folder's manifest lists (read before clear_manifest, for remove_unwritten)."""
+    record = read_manifest(directory)
+    files = record.get("files") if record else None
+    return sorted(files) if isinstance(files, dict) else []
+
+
+def remove_unwritten(directory: Path, previous: list[str], written: list[Path]) -> list[str]:
+    """Remove the files a folder's earlier manifest listed (`previous`) that this run did not write: a command's own
+    outputs that it no longer produces (a plot turned off, an ability removed) never stay beside the new ones.
+    Returns their names."""
+    kept = {p.name for p in written}
+    gone = [name for name in previous if name not in kept and "/" not in name and name != "manifest.json"]
+    for name in gone:
+        (Path(directory) / name).unlink(missing_ok=True)
+    return gone
 
 
 def clear_manifest(directory: Path) -> None:

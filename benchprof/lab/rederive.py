@@ -25,12 +25,14 @@ if TYPE_CHECKING:
 def _folder_raw(folder: Path, output_dir: Path) -> dict[str, Any]:
     """A profile folder's config.yml as a mapping, its outputs under `output_dir` (absolute) and what only
     evaluation reads (evals.include_path, evals.dataset_paths: paths on the machine that ran it) left out."""
-    import yaml
+    from benchprof.core.loader import read_yaml
 
     path = folder / "config.yml"
     if not path.is_file():
         raise BenchprofError(f"{path}: no config to re-derive the profile under")
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise BenchprofError(f"{path}: not a config (a YAML mapping of settings, models, datasets, ...)")
     evals = dict(raw.get("evals") or {})
     for key in ("include_path", "dataset_paths"):
         evals.pop(key, None)

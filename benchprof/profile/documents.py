@@ -10,6 +10,7 @@ unpacks it into an empty outputs tree and runs aggregate's own computation on it
 
 from __future__ import annotations
 
+import lzma
 import tarfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -73,6 +74,6 @@ def unpack_documents(archive: Path, model_dir: Path) -> int:
             if any(not m.isfile() for m in members):
                 raise BenchprofError(f"{archive}: holds something other than plain files")
             handle.extractall(model_dir, filter="data")  # "data" refuses absolute paths and ../ escapes
-    except (OSError, tarfile.TarError) as err:
-        raise BenchprofError(f"{archive}: not a readable documents archive ({err})") from err
+    except (OSError, tarfile.TarError, EOFError, lzma.LZMAError) as err:  # a truncated or flipped .xz: EOF, LZMA
+        raise BenchprofError(f"{archive}: not a readable documents archive ({err or type(err).__name__})") from err
     return len(members)

@@ -16,7 +16,7 @@ from benchprof import BenchprofError
 from benchprof.core.config import Config, ModelSpec
 from benchprof.core.layout import CompareLayout, Layout, format_k
 from benchprof.core.results import evaluation_hashes
-from benchprof.core.storage import clear_manifest, write_manifest
+from benchprof.core.storage import clear_manifest, recorded_files, remove_unwritten, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
 from benchprof.profile.claims import claims_terminal
 from benchprof.profile.documents import write_documents
@@ -95,14 +95,18 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
             f"(first: {first.benchmark} {first.variant}: {first.reason}); nothing written"
         )
         return None
+    previous = recorded_files(folder)
     clear_manifest(folder)  # the manifest, written last, marks a complete profile
     overlap_files, overlap_rows, overlap_notes = model_overlap(cfg, spec.tag, plots)
     profile.overlap = [line for line in overlap_summary(overlap_rows).splitlines() if line]
     profile.notes += overlap_notes
     profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
     written = write_profile(profile, layout, plots=plots) + overlap_files + [write_documents(layout, profile)]
+    remove_unwritten(folder, previous, written)  # e.g. the plots of an ability no longer profiled
     write_manifest(
         folder,
+        files=written,
+        command="aggregate",
         inputs=profile_inputs(cfg, k),
         extra={
             "rows": len(profile.rows),

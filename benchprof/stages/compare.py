@@ -103,6 +103,26 @@ def compare(
     compare_profiles(configs, layout, report_k, plots, judged=True)
 
 
+COMPARE_INPUTS = {"models", "report_k", "plots"}  # a compare manifest's inputs, before manifests named their command
+
+
+def refuse_foreign_folder(folder: Path) -> None:
+    """compare writes only into a folder that is absent, empty or compare's own (its manifest says so): never into a
+    profile folder or another command's, whose manifest and files it would replace. One line otherwise."""
+    from benchprof.core.storage import owned_by, read_manifest
+
+    if not folder.is_dir() or not any(p for p in folder.iterdir() if not p.name.startswith(".")):
+        return
+    record = read_manifest(folder) or {}
+    inputs = record.get("inputs")
+    legacy = "command" not in record and isinstance(inputs, dict) and set(inputs) == COMPARE_INPUTS
+    owner = owned_by(folder)
+    if owner == "compare" or legacy:
+        return
+    whose = f"{owner}'s outputs" if owner else "files no compare manifest lists"
+    raise BenchprofError(f"compare: --out {folder} holds {whose}; name an empty folder or an earlier compare's")
+
+
 def compare_profiles(
     configs: list[Config], layout: CompareLayout, report_k: float | None, plots: bool, judged: bool
 ) -> None:
@@ -110,11 +130,13 @@ def compare_profiles(
     calls done (an archive of documents, compared by scripts/rederive_profile.py, has no model to judge them by)."""
     from benchprof.core.layout import Layout
     from benchprof.core.results import evaluation_hashes
-    from benchprof.core.storage import clear_manifest, writable_folder, write_manifest
+    from benchprof.core.storage import clear_manifest, recorded_files, remove_unwritten, writable_folder, write_manifest
     from benchprof.stages.status import evaluation_states
 
     started = time.time()
     writable_folder(layout.compare_dir)  # a file named by --out: one line now, not an error after the work
+    refuse_foreign_folder(layout.compare_dir)
+    previous = recorded_files(layout.compare_dir)
     ks = headline_ks(configs, report_k)
     profiles: list[Profile] = []
     draws: list[JointDraws] = []
@@ -146,11 +168,12 @@ def compare_profiles(
     comparison = compare_models(profiles, draws, own_k=own)
     clear_manifest(layout.compare_dir)  # written last: a folder killed halfway has none to vouch for a mix
     written = write_comparison(comparison, layout, plots=plots)
+    remove_unwritten(layout.compare_dir, previous, written)  # e.g. profiles.png of an earlier run with plots
     evaluations = {spec.tag: evaluation_hashes(Layout(c.output_root, spec.tag).model_dir)
                    for c in configs for spec in c.models}  # fmt: skip
     headline = model_ks if own else ks[0]
     write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": headline, "plots": plots},
-                   extra={"evaluations": evaluations}, started=started)  # fmt: skip
+                   extra={"evaluations": evaluations}, started=started, files=written, command="compare")  # fmt: skip
     starred = sum(bool(d.significant) for d in comparison.differences)
     print(
         f"compare: {len(profiles)} models"

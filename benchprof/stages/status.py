@@ -406,9 +406,11 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
             continue
         try:
             record = json.loads(layout.eval_file(job.variant, job.benchmark).read_text(encoding="utf-8"))
-            measured.setdefault(job.benchmark, []).append(float(record["wall_seconds"]))
+            seconds = float(record["wall_seconds"])
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a result without its time (written before it was recorded): nothing to measure
+        if math.isfinite(seconds) and seconds >= 0:  # an edited or damaged time (NaN, negative) measures nothing
+            measured.setdefault(job.benchmark, []).append(seconds)
     if not left or not measured:  # nothing left, or no pace measured yet (a run not started): nothing to say
         return ""
     known = {b: statistics.median(v) for b, v in measured.items()}
