@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchprof import BenchprofError
 from benchprof.cli import main
 from benchprof.core.storage import append_record, read_records
 from benchprof.lab.frontier_report import V1_NOTE, scored_by_v1
@@ -44,7 +45,8 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
     )
     counts = rescore_check(new, old, tmp_path / "data")
     assert counts == {"regions": len(records), "matched": len(records), "items": len(records) * 60, "v1_differs": 0,
-                      "moved": moved, "v1_differs_by_split": {}, "moved_where_v1_agrees": moved}  # fmt: skip
+                      "moved": moved, "v1_differs_by_split": {}, "moved_where_v1_agrees": moved,
+                      "dropped": {}}  # fmt: skip
     # one item scored otherwise in the committed folder, and one region the committed folder lacks
     shutil.rmtree(old)
     old.mkdir()
@@ -61,6 +63,17 @@ def test_only_the_metric_moved_is_told_apart_from_other_scores_and_other_regions
     )
     assert counts["moved_where_v1_agrees"] == moved_other
     assert f"differs from the committed on 1 ({ABILITIES[0]} 1)," in rescore_line(counts)
+    # a folder that does not exist, a records file cut in its last line, the records of two runs in one file
+    with pytest.raises(BenchprofError, match=r"evaluations.jsonl: not found \(not a frontier folder\)"):
+        rescore_check(new, tmp_path / "nowhere", tmp_path / "data")
+    text = (old / "evaluations.jsonl").read_text()
+    (old / "evaluations.jsonl").write_text(text[: len(text) - 40])
+    counts = rescore_check(new, old, tmp_path / "data")
+    assert counts["dropped"] == {str(old): 1} and f"; 1 unreadable line(s) of {old} dropped" in rescore_line(counts)
+    (old / "evaluations.jsonl").write_text(text)
+    append_record(old / "evaluations.jsonl", {**{k: v for k, v in v1[0].items() if k != "loglik"}, "inputs": "other"})
+    with pytest.raises(BenchprofError, match=r"holds region .* twice, scored with other inputs"):
+        rescore_check(new, old, tmp_path / "data")
 
 
 COMMITTED = sorted(p.parent for p in (ROOT / "docs" / "results").glob("frontier-*/evaluations.jsonl"))

@@ -48,11 +48,10 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
     """
     from collections import Counter
 
-    from benchprof.core.layout import FrontierLayout
-    from benchprof.core.storage import read_records
     from benchprof.stages.data import read_jsonl
 
-    fresh, committed = (read_records(FrontierLayout(Path(f)).records_file) for f in (new, old))
+    fresh, committed = (_region_records(Path(f)) for f in (new, old))
+    dropped = {str(f): _unreadable_lines(Path(f)) for f in (new, old)}
     if not fresh or any("loglik" not in r for r in fresh):
         raise BenchprofError(f"{new}: no records with their option log-likelihoods (scored before scorer v2?)")
     by_neurons = {tuple(sorted(r["neurons"])): r for r in committed}
@@ -78,7 +77,40 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
         "v1_differs_by_split": {split: n for split, n in sorted(differs.items()) if n},
         "moved": moved.total(),
         "moved_where_v1_agrees": sum(n for split, n in moved.items() if not differs[split]),
+        "dropped": {folder: n for folder, n in dropped.items() if n},
     }
+
+
+def _region_records(folder: Path) -> list[dict[str, Any]]:
+    """A frontier folder's records (storage.read_records), refused in one line where the folder holds none or holds
+    one region twice (the records of two runs with other inputs, e.g. two dtypes, in one file)."""
+    from benchprof.core.layout import FrontierLayout
+    from benchprof.core.storage import read_records
+
+    path = FrontierLayout(folder).records_file
+    if not path.is_file():
+        raise BenchprofError(f"{path}: not found (not a frontier folder)")
+    records = read_records(path)
+    seen: dict[tuple[Any, ...], str] = {}
+    for record in records:
+        key = (record.get("option"), record.get("region"), record.get("size"), tuple(sorted(record.get("neurons", []))))
+        if key in seen and seen[key] != record.get("inputs"):
+            raise BenchprofError(
+                f"{path}: holds region {key[0]}/{key[1]} ({key[2]} neurons) twice, scored with other inputs (another "
+                "dtype or model?); rescore the records of one run"
+            )
+        seen[key] = str(record.get("inputs"))
+    return records
+
+
+def _unreadable_lines(folder: Path) -> int:
+    """The lines of a frontier folder's records file that read_records dropped (partial, edited or foreign)."""
+    from benchprof.core.layout import FrontierLayout
+    from benchprof.core.storage import read_records
+
+    path = FrontierLayout(folder).records_file
+    lines = [line for line in path.read_bytes().splitlines() if line.strip()]
+    return len(lines) - len(read_records(path))
 
 
 def rescore_line(counts: dict[str, Any]) -> str:
@@ -89,4 +121,5 @@ def rescore_line(counts: dict[str, Any]) -> str:
         f"{counts['items']} item scores, v1 recomputed from the new log-likelihoods differs from the committed on "
         f"{counts['v1_differs']}{f' ({where})' if where else ''}, the current scorer on {counts['moved']}"
         + (f" ({counts['moved_where_v1_agrees']} on the splits where v1 agrees)" if where else "")
+        + "".join(f"; {n} unreadable line(s) of {folder} dropped" for folder, n in counts.get("dropped", {}).items())
     )
