@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from benchprof.profile.claims import benchmark_claims, claim_lines, claims_markdown, claims_terminal
+from benchprof.profile.claims import benchmark_claims, claim_line, claim_lines, claims_markdown, claims_terminal
 from benchprof.profile.report import merged_notes, render_markdown
 from benchprof.profile.rows import ADJUSTED, DAMAGE, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
 
@@ -93,6 +93,10 @@ def test_a_region_that_does_less_than_random_and_benchmarks_without_a_test():
         "random regions do."
     )
     assert lines[2].startswith("coin, other: no claim can be tested")  # said once for both
+    # compare.md says each benchmark's verdict on its own line: an untested one in the same words, never "coin: ."
+    untested = {c.benchmark: claim_line(c) for c in benchmark_claims(profile) if c.kind == "untested"}
+    assert untested == {b: f"{b}: no claim can be tested, {lines[2].split(' no claim can be tested, ')[1]}"
+                        for b in ("coin", "other")}  # fmt: skip
 
 
 def test_ais_md_opens_with_the_claims_and_the_terminal_says_the_same():

@@ -207,12 +207,17 @@ def small_model_folder(folder: Path) -> Path:
 def test_a_fetched_file_truncated_or_edited_is_not_ready(tmp_path):
     """A folder publish() finished records each file's size and sha256: the same folder is done; with its weights
     cut short, or its config edited to the same size, it is not (the fetch builds it again instead of saying
-    "ready"). A folder marked by an older fetch (no file records) is still judged by its safetensors headers."""
+    "ready"). A folder marked by an older fetch (no file records) vouches for nothing: an edited model.safetensors
+    under it was reported ready, so it is built again. Every fetched file is readable like its siblings (0644)."""
     from benchprof.core.modeling import FETCH_RECEIPT
+    from benchprof.core.storage import shared_mode
     from benchprof.lab.fetch import publish
 
     folder = tmp_path / "model"
-    publish(small_model_folder(tmp_path / ".fetch-1" / "model"), folder, {"source_sha256": "s"})
+    work = small_model_folder(tmp_path / ".fetch-1" / "model")
+    (work / "model.safetensors").chmod(0o600)  # as a private temporary leaves it
+    publish(work, folder, {"source_sha256": "s"})
+    assert {oct(p.stat().st_mode & 0o777) for p in folder.iterdir()} == {oct(shared_mode())}
     assert is_done(folder, "s") and json.loads((folder / FETCH_RECEIPT).read_text())["files"].keys() == {
         "model.safetensors", "config.json",
     }  # fmt: skip
@@ -227,8 +232,6 @@ def test_a_fetched_file_truncated_or_edited_is_not_ready(tmp_path):
     older = tmp_path / "older"
     small_model_folder(older)
     (older / FETCH_RECEIPT).write_text(json.dumps({"source_sha256": "s", "format": 1}))
-    assert is_done(older, "s")
-    (older / "model.safetensors").write_bytes((older / "model.safetensors").read_bytes()[:10000])
     assert not is_done(older, "s")
 
 

@@ -229,7 +229,7 @@ def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
         return False
     if not isinstance(record, dict) or record.get("source_sha256") != source or record.get("format") != fmt:
         return False
-    files = record.get("files", {})  # markers written before files were recorded hold none
+    files = record.get("files")  # a marker written before files were recorded vouches for none: built again
     if not isinstance(files, dict) or not all(matches_record(folder / name, entry) for name, entry in files.items()):
         return False
     return all(whole_safetensors(path) for path in folder.glob("*.safetensors"))
@@ -238,8 +238,11 @@ def is_done(folder: Path, source: str, fmt: int = FORMAT) -> bool:
 def publish(tmp: Path, folder: Path, record: dict[str, object], fmt: int = FORMAT) -> None:
     """Mark `tmp` finished (in format `fmt`, with the size and sha256 of every file it holds) and rename it onto
     `folder` (an older copy is replaced)."""
-    from benchprof.core.storage import content_record
+    from benchprof.core.storage import content_record, shared_mode
 
+    for path in tmp.rglob("*"):  # a file written through a private temporary (0600) reads like its siblings
+        if path.is_file() and not path.is_symlink():
+            path.chmod(shared_mode())
     files = {str(p.relative_to(tmp)): content_record(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
     (tmp / FETCH_RECEIPT).write_text(json.dumps({**record, "format": fmt, "files": files}, indent=2) + "\n")
     if folder.exists():

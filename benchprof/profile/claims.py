@@ -176,6 +176,12 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
+UNTESTED = (
+    "no claim can be tested, no top − random row has a test at this k (random regions missing, or fewer draws than "
+    "their spread needs: Notes)"
+)
+
+
 def claim_line(claim: Claim) -> str:
     """One benchmark's verdict in words (one line; said the same way in ais.md and on the terminal). What "draws
     on", "no claim" and "at chance" mean is said once, in the lead above the lines."""
@@ -183,6 +189,8 @@ def claim_line(claim: Claim) -> str:
     if claim.kind == "chance":
         against = "" if math.isnan(claim.chance) else f" against {claim.chance:.3f}"
         return f"{b}: at chance ({claim.original:.3f}{against}); no claim."
+    if claim.kind == "untested":  # compare.md's line for it (ais.md gathers these in one line: claim_lines)
+        return f"{b}: {UNTESTED}."
     unfigured = (
         f" {_and(claim.unfigured)} met the tests in a majority of selections but has no figure over them "
         "(a selection's per-document results missing, or aggregate.bootstrap 0), so rule 5 is untested."
@@ -239,10 +247,7 @@ def claim_lines(profile: Profile) -> list[str]:
     lines = [claim_line(c) for c in claims if c.kind != "untested"]
     untested = [c.benchmark for c in claims if c.kind == "untested"]
     if untested:
-        lines.append(
-            f"{', '.join(untested)}: no claim can be tested, no top − random row has a test at this k (random "
-            "regions missing, or fewer draws than their spread needs: Notes)."
-        )
+        lines.append(f"{', '.join(untested)}: {UNTESTED}.")
     if spec := specificity_line(profile):
         lines.append(spec)
     return lines
