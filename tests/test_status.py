@@ -89,3 +89,26 @@ def test_compare_refuses_a_profile_with_a_stale_evaluation_in_one_line(finished,
     assert "stale (changed: dtype" in message
     assert not (tmp_path / "cmp").exists() or not any((tmp_path / "cmp").iterdir())
     assert Layout(tmp_path / "a" / "outputs", "tiny").eval_file(Variant(), ABILITY).is_file()
+
+
+def test_an_ability_removed_makes_the_contrast_regions_of_the_others_stale(tiny_model_dir, tmp_path, capsys):
+    """With an ability-specific score (contrast_mean subtracts the other abilities' importance), removing an ability
+    from the config changes every other ability's region: aggregate reported "0 missing" over them; now their
+    evaluations are stale (upstream: masks), and aggregate reads none of them (it names the first, writes nothing)."""
+    from benchprof.stages.aggregate import aggregate
+    from benchprof.stages.run import run
+
+    three = [{"name": ABILITY}, {"name": "Quantitative_Reasoning"}, {"name": "Temporal_Reasoning"}]
+    config = write_config(tmp_path, tiny_model_dir, datasets=three, extract={"score": "contrast_mean"})
+    run(load_config(config))
+    assert not_done(config) == set()
+    config = write_config(tmp_path, tiny_model_dir, datasets=three[:2], extract={"score": "contrast_mean"})
+    cfg = load_config(config)
+    states = evaluation_states(cfg, cfg.models[0])
+    ablated = [item for (variant, _), item in states.items() if not variant.is_original]
+    assert ablated and all(item.state == "stale" and item.why.startswith("masks stale") for item in ablated)
+    capsys.readouterr()
+    with pytest.raises(BenchprofError, match="no current evaluation results for tiny"):
+        aggregate(cfg, plots=False)
+    [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("aggregate: tiny:")]
+    assert "stale (masks stale" in line
