@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bfloat16 against float32 evaluation on these CPUs (docs/performance.md section 5): per model, perf/scoring.py's
+# bfloat16 against float32 evaluation on these CPUs (docs/research/performance.md section 5): per model, perf/scoring.py's
 # scorer against plain forward passes in each dtype, then `benchprof evaluate --original_only` on ARC-Easy at 500
 # documents, twice per dtype, each into a fresh output folder: the whole command's seconds and the job's own
 # (its result's wall_seconds). Run it alone on the machine. Needs scripts/fetch_real.py (and --model qwen2.5-0.5b)

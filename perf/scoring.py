@@ -281,7 +281,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=20, help="documents per benchmark")
     parser.add_argument("--mmlu-subjects", default="astronomy,high_school_geography")
     parser.add_argument("--batch-size", type=int, default=8, help="HFLM's batch_size, given to both")
-    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see docs/performance.md)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (1: see docs/research/performance.md)")
     parser.add_argument("--skip-authors", action="store_true", help="leave out part 2")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="the model's weights")
     parser.add_argument("--skip-hflm", action="store_true", help="only SharedPrefixLM against plain forward passes")

@@ -437,7 +437,7 @@ def test_planted_recovery_on_the_small_planted_model(tmp_path):
         ("act_grad", "Invented_Language"),
     ]
     assert len(rows) == 2 * len(FRONTIER_SCORES) and all(r["chance"] == pytest.approx(72 / 2752) for r in rows)
-    # the activation contrast finds the planted neurons (docs/frontier.md), the attribution scores do not
+    # the activation contrast finds the planted neurons (docs/research/frontier.md), the attribution scores do not
     found = {r["ability"]: r for r in rows if r["option"] == "act_contrast"}
     print({a: (round(r["auroc"], 3), round(r["top_neuron_precision"], 3)) for a, r in found.items()})
     assert all(r["auroc"] > 0.9 for r in found.values())
@@ -522,7 +522,7 @@ def test_the_goal_count_over_item_resamples_is_as_stable_as_the_effects_are(tmp_
 def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
     """The frontier on the small planted model (two invented abilities in 72 neurons each, one real ability beside
     them), then planted_effects: each row equal to the AIS computed by hand from evaluations.jsonl, and the
-    activation contrast's 72-neuron regions (which hold the planted neurons, docs/frontier.md) remove their planted
+    activation contrast's 72-neuron regions (which hold the planted neurons, docs/research/frontier.md) remove their planted
     ability far more than random regions of that size do."""
     from benchprof.cli import main
     from benchprof.lab.frontier_planted import planted_effects

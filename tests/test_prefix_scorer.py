@@ -312,7 +312,7 @@ def test_the_scorer_is_validated_and_enters_the_job_inputs(tmp_path):
 def test_smollm2_scores_as_hflm_on_arc_few_shot_and_mmlu_five_shot(arc_copy, tmp_path):
     """SmolLM2-135M: 3-shot ARC-style requests and 5-shot MMLU (first_n examples: the questions of a subject
     share their prefix, packed into one row) within 1e-4 of HFLM, fewer tokens computed. One torch thread: on a
-    loaded 2-core machine two threads stall at every operation (docs/performance.md, section 4)."""
+    loaded 2-core machine two threads stall at every operation (docs/research/performance.md, section 4)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

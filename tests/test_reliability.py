@@ -486,7 +486,7 @@ def test_bfloat16_evaluation_on_a_cpu_without_its_units_is_a_warning(tiny_model_
     (bf16_folder / "config.json").write_text(json.dumps({**config, "dtype": "bfloat16", "torch_dtype": "bfloat16"}))
     tail = (
         ": bfloat16 on a CPU without bfloat16 units (Test CPU), where torch emulates it: evaluation is slower than "
-        "in float32 here (6.9x on an AMD EPYC; docs/performance.md, section 5)"
+        "in float32 here (6.9x on an AMD EPYC; docs/research/performance.md, section 5)"
     )
     models = [
         {"name": str(tiny_model_dir), "tag": "a", "dtype": "bfloat16"},

@@ -115,7 +115,7 @@ def test_damaged_runs_fail_the_matching_check(runs):
 @pytest.mark.slow  # two `benchprof run`s of a reduced demo: 40-90 s on 2 shared cores
 def test_timings_run_on_the_cpu_run(runs):
     """The timing half of the check runs wherever the comparison does and measures each figure; how fast is
-    not asserted here (timings on a shared CPU are noise: the self-check reports them, docs/performance.md)."""
+    not asserted here (timings on a shared CPU are noise: the self-check reports them, docs/research/performance.md)."""
     checks = {c.name: c for c in timings(load_config(runs[3]), "float32", "cpu", repeats=1)}
     for name in ("importance tokens/s", "plain fwd+bwd tokens/s", "variant in place (s)", "variant by reload (s)"):
         assert checks[name].value > 0, checks[name]

@@ -89,7 +89,7 @@ def pick_device(device: str = "auto", key: str = "evals.device") -> str:
 def cpu_bfloat16() -> tuple[bool, str]:
     """(whether this CPU multiplies bfloat16 in hardware, its name), from torch's own probe of the CPU: AMX or
     AVX512-BF16 on x86, BF16 or SVE-BF16 on Arm. Without them torch emulates bfloat16 matrix products: 6.9x
-    slower than float32 on an AMD EPYC with AVX2 (docs/performance.md, section 5). Unknown reads as native."""
+    slower than float32 on an AMD EPYC with AVX2 (docs/research/performance.md, section 5). Unknown reads as native."""
     import torch
 
     probe = getattr(torch.cpu, "get_capabilities", None)

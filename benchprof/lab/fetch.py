@@ -128,13 +128,13 @@ BENCHMARKS: dict[str, str] = {
     "winogrande": "winogrande/winogrande_xl",
     "openbookqa": "openbookqa/main",
     "mmlu": "hails/mmlu_no_train",
-    # benchmarks whose content makes one ability the expected answer of a profile (docs/real-model.md)
+    # benchmarks whose content makes one ability the expected answer of a profile (docs/research/real-model.md)
     "copa": "super_glue/copa",
     "social_iqa": "social_i_qa/none",
     "commonsense_qa": "tau/commonsense_qa/none",
     "basic_arithmetic": "allenai/basic_arithmetic/none",  # no lm-eval task: configs/tasks/basic_arithmetic.yaml
 }
-# Where each dataset comes from and its licence, as its dataset card states it (docs/real-model.md repeats these).
+# Where each dataset comes from and its licence, as its dataset card states it (docs/research/real-model.md repeats these).
 LICENCES: dict[str, str] = {
     "arc_easy": "allenai/ai2_arc, CC BY-SA 4.0",
     "arc_challenge": "allenai/ai2_arc, CC BY-SA 4.0",

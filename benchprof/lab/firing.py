@@ -1,5 +1,5 @@
 """How a planted model's neurons fire off their own ability: what tells a dedicated plant (its neurons silent on
-every other text, as realplant builds them) from neurons that fire everywhere (docs/frontier.md, "What is not
+every other text, as realplant builds them) from neurons that fire everywhere (docs/research/frontier.md, "What is not
 settled": a plant of that kind was tried and could not be trained)."""
 
 from __future__ import annotations

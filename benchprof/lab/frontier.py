@@ -1,6 +1,6 @@
 """The effectiveness–specificity frontier: for each neuron-selection option and region size, how much zeroing
 ability a's region costs a's own test split, how much it costs the other abilities' splits, and how much a
-random region of the same size costs (docs/frontier.md).
+random region of the same size costs (docs/research/frontier.md).
 
 A region here is a set of whole MLP neurons (neuron j of layer l: row j of gate_proj and up_proj, column j of
 down_proj, as in knowledge-neuron and language-specific-neuron work), chosen by an attribution on neuron
@@ -236,7 +236,7 @@ def frontier(
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
     region zeroed and every ability's test split scored, against random regions of the same size
-    (docs/frontier.md). Run it before a profile of your own model, to choose its selection option and region
+    (docs/research/frontier.md). Run it before a profile of your own model, to choose its selection option and region
     size. Writes outputs/<model>/frontier/; a rerun reuses every result whose inputs (the model's content, the
     items) still hold, and recomputes exactly those whose inputs changed.
 
@@ -263,7 +263,7 @@ def frontier(
         folder: the frontier's folder under outputs/<model>/ (default frontier).
         threads: torch threads (1 to 4096); default settings.threads (automatic: the usable cores).
         dtype: what the test splits are scored in, float32 or bfloat16 (the attribution is float32 either way);
-            part of every score's identity, so the two never mix in one folder's results (docs/performance.md).
+            part of every score's identity, so the two never mix in one folder's results (docs/research/performance.md).
     """
     from benchprof.core.layout import Layout
     from benchprof.core.selection import select

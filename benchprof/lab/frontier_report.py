@@ -389,7 +389,7 @@ V1_NOTE = (
     "**Scored by the frontier's scorer v1**, whose acc_norm divided each option's log-likelihood by the characters "
     "of ' option' (the space before it counted); lm-eval's, and the pipeline's, divide by the option's own "
     "characters. These figures are on that other metric; the records keep no log-likelihoods to re-derive them "
-    "(docs/frontier.md#one-scorer)."
+    "(docs/research/frontier.md#one-scorer)."
 )
 
 

@@ -1,4 +1,4 @@
-"""A frontier scored again by the current scorer, held to the committed one it replaces (docs/frontier.md#one-scorer):
+"""A frontier scored again by the current scorer, held to the committed one it replaces (docs/research/frontier.md#one-scorer):
 the same regions (by their neurons), and the old metric recomputed from the new records' option log-likelihoods
 equal to the old records item by item, so that what moved is the metric and nothing else (not the model, the items
 or the selection).

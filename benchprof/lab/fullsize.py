@@ -11,7 +11,7 @@ benchmark through both backends, every stage timed.
    per-document acc equal or not, and the largest log-likelihood difference. Where vllm does not import, it says
    why in the figures instead.
 3. `<out>/fullsize.json` and one table: stage times, documents and variants scored, seconds per document and per
-   variant (what docs/performance.md sets beside the paper's scale).
+   variant (what docs/research/performance.md sets beside the paper's scale).
 """
 
 from __future__ import annotations

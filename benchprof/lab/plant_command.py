@@ -41,7 +41,7 @@ def build_patch(
     abilities to plant; cap_norms: hold every planted up row and down column at most at the layer's median base
     norm during training (the planted weights then cannot be found by their size). The small planted model is
     `--base benchprof/assets/demo-model --out benchprof/assets/demo-plant --layers 1,2,3 --natural ""
-    --abilities Invented_Facts,Invented_Language --steps 480 --threads 1 --cap_norms` (docs/validation.md)."""
+    --abilities Invented_Facts,Invented_Language --steps 480 --threads 1 --cap_norms` (docs/research/validation.md)."""
     settings = RealPlantSettings(
         steps=steps,
         threads=threads,

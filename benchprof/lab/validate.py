@@ -1,4 +1,4 @@
-"""How well each score recovers the planted regions of a planted model (docs/validation.md).
+"""How well each score recovers the planted regions of a planted model (docs/research/validation.md).
 
 Reads the planted sets R_a from the model folder (planted.json, planted/<ability>.safetensors), writes
 one config per `finetune.loss_on` (all, answer) and runs the real stages through the CLI: `benchprof

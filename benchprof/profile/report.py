@@ -251,7 +251,7 @@ def render_markdown(profile: Profile) -> str:
         + "Regions ranked by extract.score = "
         f"`{profile.score}`"
         + (
-            " (whole MLP neurons, docs/frontier.md)."
+            " (whole MLP neurons, docs/research/frontier.md)."
             if profile.score in NEURON_SCORES
             else (f" on importance with finetune.loss_on = `{profile.loss_on}`" if profile.loss_on else "")
             + " (docs/specificity.md)."

@@ -1,4 +1,4 @@
-"""Whole MLP neurons as the unit of a region, and the attribution that ranks them (docs/frontier.md).
+"""Whole MLP neurons as the unit of a region, and the attribution that ranks them (docs/research/frontier.md).
 
 Neuron j of layer l is row j of gate_proj and up_proj and column j of down_proj (3 x hidden weights), as in
 knowledge-neuron and language-specific-neuron work; `neuron_region` gives its weights in the region format, so
@@ -22,7 +22,7 @@ of h_lj² over the item's prompt and correct option, as language-specific-neuron
 activation on one language against the others:
 
 - `act_contrast`: log Ē_a − log max_{b≠a} Ē_b, Ē the mean over an ability's items (what fires on a's text and
-  on no other ability's as much). It is the one score that finds planted neurons (docs/frontier.md).
+  on no other ability's as much). It is the one score that finds planted neurons (docs/research/frontier.md).
 
 Two scores hold an ability against *general text* in place of the other abilities (frontier options, not yet
 `extract.score`s; FRONTIER_SCORES): text the model samples itself from its start token (general_text), the
@@ -33,7 +33,7 @@ distribution it was trained on with no ability's format. Its attribution is G(te
 - `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
 
 One option joins two (a frontier option; UNIONS, option_scores): `act_union`, the union of act_contrast's and
-act_grad_contrast_abs's top neurons, each given equal room, meant to hold both ground truths (docs/frontier.md).
+act_grad_contrast_abs's top neurons, each given equal room, meant to hold both ground truths (docs/research/frontier.md).
 
 One selection re-scores as it goes (a frontier option; iterative_contrast): `act_grad_contrast_iter` chooses a
 region of n neurons in ITERATIVE_ROUNDS chunks of about n/4, each after zeroing the chunks before and recomputing

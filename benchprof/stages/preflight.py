@@ -366,7 +366,7 @@ def checkpoint_dtype(folder: Path) -> str:
 def check_cpu_bfloat16(cfg: Config, warnings: list[str]) -> None:
     """A model evaluated in bfloat16 (asked for, or the checkpoint's own under dtype auto) on a CPU without
     bfloat16 units is a warning naming each key: torch emulates bfloat16 there (6.9x slower than float32 on an AMD
-    EPYC; docs/performance.md, section 5). torch is imported only for such a model."""
+    EPYC; docs/research/performance.md, section 5). torch is imported only for such a model."""
     from benchprof.core.modeling import cpu_bfloat16, pick_device
     from benchprof.stages.damage import eval_dtype, eval_dtype_key
 
@@ -388,7 +388,7 @@ def check_cpu_bfloat16(cfg: Config, warnings: list[str]) -> None:
     if not native:
         warnings.append(
             f"{', '.join(keys)}: bfloat16 on a CPU without bfloat16 units ({name or 'this one'}), where torch "
-            "emulates it: evaluation is slower than in float32 here (6.9x on an AMD EPYC; docs/performance.md, "
+            "emulates it: evaluation is slower than in float32 here (6.9x on an AMD EPYC; docs/research/performance.md, "
             "section 5)"
         )
 
