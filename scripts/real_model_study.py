@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""The studies of docs/research/real-model.md beside the main SmolLM2 profile: benchprof/lab/real_study.py (`--help`)."""
+"""The studies of docs/research/real-model.md beside the main SmolLM2 profile: benchprof/lab/real_study.py
+(`--help`)."""
 
 import fire
 

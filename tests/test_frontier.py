@@ -522,8 +522,8 @@ def test_the_goal_count_over_item_resamples_is_as_stable_as_the_effects_are(tmp_
 def test_planted_effects_on_the_small_plant_by_hand(tmp_path):
     """The frontier on the small planted model (two invented abilities in 72 neurons each, one real ability beside
     them), then planted_effects: each row equal to the AIS computed by hand from evaluations.jsonl, and the
-    activation contrast's 72-neuron regions (which hold the planted neurons, docs/research/frontier.md) remove their planted
-    ability far more than random regions of that size do."""
+    activation contrast's 72-neuron regions (which hold the planted neurons, docs/research/frontier.md) remove their
+    planted ability far more than random regions of that size do."""
     from benchprof.cli import main
     from benchprof.lab.frontier_planted import planted_effects
     from benchprof.lab.plant_command import apply

@@ -118,7 +118,8 @@ def test_one_recommendation_everywhere():
     """README, config.yml and the docs that measure options name the registry's recommended option, and README
     and config.yml recommend nothing else."""
     recommended = options.RECOMMENDED
-    for page in ("README.md", "config.yml", "docs/config.md", "docs/research/frontier.md", "docs/research/real-model.md"):
+    pages = ("README.md", "config.yml", "docs/config.md", "docs/research/frontier.md", "docs/research/real-model.md")
+    for page in pages:
         text = (ROOT / page).read_text()
         assert re.search(rf"[Rr]ecommended[^.]*{recommended}|{recommended}[^.]*recommended", text), page
     others = [o.name for o in options.OPTIONS if o.name != recommended]

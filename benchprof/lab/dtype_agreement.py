@@ -1,9 +1,8 @@
-"""How far scoring in bfloat16 moves a frontier from float32 (docs/research/performance.md): two folders of one plan measured
-with `benchprof frontier --dtype float32` and `--dtype bfloat16`, compared item by item (flips), cell by cell (each
-region's AIS on each split against the float32 cell's 95% interval) and claim by claim (the stars and goal of
-frontier_report). Reads the folders' plan.json and evaluations.jsonl only. Two profile folders of one config are
-compared the same way, from their documents.tar.xz, ais.csv and Claims (compare_profiles).
-"""
+"""How far scoring in bfloat16 moves a frontier from float32 (docs/research/performance.md): two folders of one plan
+measured with `benchprof frontier --dtype float32` and `--dtype bfloat16`, compared item by item (flips), cell by
+cell (each region's AIS on each split against the float32 cell's 95% interval) and claim by claim (the stars and goal
+of frontier_report). Reads the folders' plan.json and evaluations.jsonl only. Two profile folders of one config are
+compared the same way, from their documents.tar.xz, ais.csv and Claims (compare_profiles)."""
 
 from __future__ import annotations
 
@@ -242,8 +241,8 @@ def claim_sets(profile: Profile) -> dict[str, str]:
 
 
 def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
-    """A float32 profile folder against a bfloat16 one of the same config (docs/research/performance.md, section 5): item
-    flips from both documents.tar.xz, cell differences and stars from both ais.csv, claims from both; writes
+    """A float32 profile folder against a bfloat16 one of the same config (docs/research/performance.md, section 5):
+    item flips from both documents.tar.xz, cell differences and stars from both ais.csv, claims from both; writes
     dtype_agreement.md and .csv in `out`."""
     import statistics
     import tempfile

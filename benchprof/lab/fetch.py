@@ -134,7 +134,8 @@ BENCHMARKS: dict[str, str] = {
     "commonsense_qa": "tau/commonsense_qa/none",
     "basic_arithmetic": "allenai/basic_arithmetic/none",  # no lm-eval task: configs/tasks/basic_arithmetic.yaml
 }
-# Where each dataset comes from and its licence, as its dataset card states it (docs/research/real-model.md repeats these).
+# Where each dataset comes from and its licence, as its dataset card states it (docs/research/real-model.md
+# repeats these).
 LICENCES: dict[str, str] = {
     "arc_easy": "allenai/ai2_arc, CC BY-SA 4.0",
     "arc_challenge": "allenai/ai2_arc, CC BY-SA 4.0",

@@ -1,5 +1,5 @@
-"""How well each neuron score finds the neurons a planted model's abilities live in (docs/research/frontier.md): the planted
-recovery of `scripts/frontier_planted.py`, its ground truth read from planted.json, and its figures over several
+"""How well each neuron score finds the neurons a planted model's abilities live in (docs/research/frontier.md): the
+planted recovery of `scripts/frontier_planted.py`, its ground truth read from planted.json, and its figures over several
 builds."""
 
 from __future__ import annotations

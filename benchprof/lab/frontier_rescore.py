@@ -1,8 +1,7 @@
-"""A frontier scored again by the current scorer, held to the committed one it replaces (docs/research/frontier.md#one-scorer):
-the same regions (by their neurons), and the old metric recomputed from the new records' option log-likelihoods
-equal to the old records item by item, so that what moved is the metric and nothing else (not the model, the items
-or the selection).
-"""
+"""A frontier scored again by the current scorer, held to the committed one it replaces
+(docs/research/frontier.md#one-scorer): the same regions (by their neurons), and the old metric recomputed from the
+new records' option log-likelihoods equal to the old records item by item, so that what moved is the metric and
+nothing else (not the model, the items or the selection)."""
 
 from __future__ import annotations
 

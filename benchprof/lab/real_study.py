@@ -1,4 +1,5 @@
-"""The two studies of docs/research/real-model.md beside the main profile of configs/smollm2.yml, on its importance files.
+"""The two studies of docs/research/real-model.md beside the main profile of configs/smollm2.yml, on its importance
+files.
 
   ksweep         Long_Term_Knowledge and Commonsense_Causal, top and random regions at the paper's six k
                  values, on ARC-Easy and the two abilities' own splits (100 documents each)

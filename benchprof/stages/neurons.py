@@ -33,7 +33,8 @@ distribution it was trained on with no ability's format. Its attribution is G(te
 - `act_general`: log Ē_a − log Ē_general (what fires on a's text more than on ordinary text).
 
 One option joins two (a frontier option; UNIONS, option_scores): `act_union`, the union of act_contrast's and
-act_grad_contrast_abs's top neurons, each given equal room, meant to hold both ground truths (docs/research/frontier.md).
+act_grad_contrast_abs's top neurons, each given equal room, meant to hold both ground truths
+(docs/research/frontier.md).
 
 One selection re-scores as it goes (a frontier option; iterative_contrast): `act_grad_contrast_iter` chooses a
 region of n neurons in ITERATIVE_ROUNDS chunks of about n/4, each after zeroing the chunks before and recomputing

@@ -388,8 +388,8 @@ def check_cpu_bfloat16(cfg: Config, warnings: list[str]) -> None:
     if not native:
         warnings.append(
             f"{', '.join(keys)}: bfloat16 on a CPU without bfloat16 units ({name or 'this one'}), where torch "
-            "emulates it: evaluation is slower than in float32 here (6.9x on an AMD EPYC; docs/research/performance.md, "
-            "section 5)"
+            "emulates it: evaluation is slower than in float32 here (6.9x on an AMD EPYC; "
+            "docs/research/performance.md, section 5)"
         )
 
 
