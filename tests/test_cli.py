@@ -253,3 +253,42 @@ def test_version_and_the_command_list(capsys):
     assert out.startswith("usage: benchprof COMMAND [CONFIG] [OPTIONS]") and "INFO" not in out
     listed = [line.split()[0] for line in out.split("commands:\n")[1].split("\n\n")[0].splitlines()]
     assert listed == list(COMMANDS)
+
+
+def readme_code() -> list[str]:
+    """The README's code: its code blocks' lines and its inline code spans, comments cut."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```[a-z]*\n(.*?)```", text, re.S)
+    prose = re.sub(r"```[a-z]*\n.*?```", "", text, flags=re.S)
+    inline = [" ".join(span.split()) for span in re.findall(r"`([^`]+)`", prose)]  # a span may wrap a line
+    return [line.split("  #")[0].split(" # ")[0] for span in blocks + inline for line in span.splitlines()]
+
+
+def test_every_command_and_flag_the_readme_names_exists():
+    """Each `benchprof COMMAND ...` the README writes passes the argument check (the command and its options
+    exist, values where they need them), and each --flag it names is an option of some command, of run.sh's
+    `benchprof run`, or of the script on its line."""
+    import re
+    import shlex
+
+    commands = []
+    for line in readme_code():
+        for match in re.finditer(r"benchprof (\w+)([^;&|)`]*)", line):
+            commands.append([match.group(1), *shlex.split(match.group(2).replace("[CONFIG]", "c.yml"))])
+    assert len(commands) >= 10 and ["extract", "configs/demo.yml", "--k", "0.01024"] in commands
+    for argv in commands:
+        assert argv[0] in COMMANDS, argv
+        check_arguments(argv)
+    import inspect
+
+    options = {p for command in COMMANDS.values() for p in inspect.signature(command).parameters}
+    options.add("include_path")  # lm-eval's own flag, named for the folder convention evals.include_path follows
+    for line in readme_code():
+        if not ("benchprof " in line or line.startswith("--")) or "scripts/" in line or "run.sh" in line:
+            continue  # prose, a script's own flags, run.sh's -e and -f
+        for flag in re.findall(r"(?<![\w-])--(\w+)", line):
+            if flag in ("version", "help"):  # the command line's own (test_version_..., test_help_...)
+                continue
+            assert flag in options or flag.removeprefix("no") in options, (flag, line)

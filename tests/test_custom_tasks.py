@@ -361,3 +361,37 @@ def test_two_plans_sharing_an_output_dir_never_share_task_files(tmp_path):
         assert data.parent == folder and len(data.read_text().splitlines()) == size
     assert plan_tasks(config(60, tmp_path / "c"))[0] == folder_small
     assert task_hash(folder_small, mapping["mix"]) != task_hash(folder_large, mapping["mix"])
+
+
+def test_an_ability_of_your_own_is_profiled_under_its_own_name(tmp_path):
+    """examples/own_benchmark's Bare_Sums (any name, a folder of train.jsonl and test.jsonl) beside a built-in
+    ability: its region is chosen on its train items, its name is its test split as a benchmark, and the profile
+    counts that split as its own (a specificity row for it). Without `path:` the name is refused in one line."""
+    raw = {
+        "settings": {"k_values": [0.03], "output_dir": str(tmp_path / "outputs")},
+        "models": [{"name": str(ROOT / "benchprof" / "assets" / "demo-model"), "tag": "demo"}],
+        "datasets": [{"name": "Quantitative_Reasoning"}, {"name": "Bare_Sums", "path": str(EXAMPLE / "bare_sums")}],
+        "evals": {"benchmarks": ["Bare_Sums", "Quantitative_Reasoning"], "limit": 40, "device": "cpu"},
+        "data": {"dir": str(tmp_path / "data"), "train_size": 64, "test_size": 40},
+        "finetune": {"max_samples": 32},
+        "extract": {"regions": ["top", "random"]},
+        "aggregate": {"bootstrap": 100},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    run_cli("run", str(path), cwd=tmp_path)
+    model = tmp_path / "outputs" / "demo"
+    assert (model / "Bare_Sums" / "masks" / "k0.03" / "top.safetensors").is_file()
+    with open(model / "profile" / "ais.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {("Bare_Sums", "Bare_Sums"), ("Quantitative_Reasoning", "Bare_Sums")} <= {
+        (r["ability"], r["benchmark"]) for r in rows
+    }
+    assert any(r["benchmark"] == "specificity" and r["ability"] == "Bare_Sums" for r in rows)
+    assert not (tmp_path / "data" / "Bare_Sums").exists()  # read from its folder, never generated
+    raw["datasets"][1] = {"name": "Bare_Sums"}
+    with pytest.raises(
+        ConfigError,
+        match=r"datasets\[1\].name: unknown ability 'Bare_Sums' \(built in: .*; an ability of your own needs `path:`",
+    ):
+        parse_config(raw, path)

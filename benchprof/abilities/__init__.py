@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -178,10 +178,11 @@ def transfer_benchmark(ability: str) -> str:
     return f"{ability}_{TRANSFER}"
 
 
-def split_of(benchmark: str) -> tuple[str, str] | None:
-    """(ability, split) of a benchmark that is a generated split: an ability's name (its test split) or
-    "<Ability>_transfer" (its transfer split); None for any other benchmark."""
-    if benchmark in KNOWN_ABILITIES:
+def split_of(benchmark: str, own: Sequence[str] = ()) -> tuple[str, str] | None:
+    """(ability, split) of a benchmark that is an ability's split: an ability's name (its test split; a built-in
+    ability, or one of `own`, the config's own abilities with their data in a folder) or "<Ability>_transfer" (its
+    transfer split); None for any other benchmark."""
+    if benchmark in KNOWN_ABILITIES or benchmark in own:
         return benchmark, "test"
     ability = benchmark.removesuffix(f"_{TRANSFER}")
     return (ability, TRANSFER) if ability != benchmark and has_transfer(ability) else None

@@ -266,6 +266,14 @@ class Config:
     def abilities(self) -> list[str]:
         return [d.name for d in self.datasets]
 
+    def own_abilities(self) -> list[str]:
+        """The abilities of `datasets:` that are not built in: the user's own, named by them, data in `path`."""
+        return [d.name for d in self.datasets if d.name not in KNOWN_ABILITIES]
+
+    def split_of(self, benchmark: str) -> tuple[str, str] | None:
+        """(ability, split) of a benchmark that is an ability's split, the user's own abilities included (split_of)."""
+        return split_of(benchmark, self.own_abilities())
+
     def dataset(self, ability: str) -> DatasetSpec:
         for d in self.datasets:
             if d.name == ability:
@@ -381,9 +389,16 @@ def _datasets(cfg: Config) -> None:
     if not cfg.datasets:
         raise ConfigError("datasets: at least one ability to profile is required")
     for i, d in enumerate(cfg.datasets):
-        if d.name not in KNOWN_ABILITIES:
+        if d.name not in KNOWN_ABILITIES and not d.path:
             known = ", ".join(KNOWN_ABILITIES)
-            raise ConfigError(f"datasets[{i}].name: unknown ability {shown(d.name)} (known: {known})")
+            raise ConfigError(
+                f"datasets[{i}].name: unknown ability {shown(d.name)} (built in: {known}; an ability of your own "
+                "needs `path:`, a folder of train.jsonl and test.jsonl){did_you_mean(d.name, KNOWN_ABILITIES)}"
+            )
+        if d.name not in KNOWN_ABILITIES and (problem := name_problem(d.name)):  # it names folders and a benchmark
+            raise ConfigError(f"datasets[{i}].name: {shown(d.name)} {problem}")
+        if d.name.endswith(f"_{TRANSFER}") and d.name not in KNOWN_ABILITIES:
+            raise ConfigError(f"datasets[{i}].name: {shown(d.name)} ends in _{TRANSFER}, which names transfer splits")
         if not d.keys():
             raise ConfigError(f"datasets[{i}].key: empty; at least one of {', '.join(RECORD_FIELDS)} is required")
         for record_field in d.keys():
@@ -405,7 +420,7 @@ def _evals(cfg: Config) -> None:
     if ev.num_fewshot and len(ev.num_fewshot) != len(ev.benchmarks):
         raise ConfigError(f"evals.num_fewshot: {len(ev.num_fewshot)} values for {len(ev.benchmarks)} evals.benchmarks")
     for i, name in enumerate(ev.benchmarks):
-        if (split_of(name) is not None or name in ev.composites) and ev.fewshot(name) > 0:
+        if (cfg.split_of(name) is not None or name in ev.composites) and ev.fewshot(name) > 0:
             raise ConfigError(
                 f"evals.num_fewshot[{i}]: {name} is a generated task with its test split only, so its "
                 f"{ev.fewshot(name)} examples would come from the split it scores; use 0"
@@ -416,7 +431,7 @@ def _evals(cfg: Config) -> None:
     if len(set(ev.benchmarks)) != len(ev.benchmarks):
         raise ConfigError("evals.benchmarks: a benchmark is listed twice")
     for i, name in enumerate(ev.benchmarks):
-        if (split := split_of(name)) is not None and split[1] == TRANSFER and cfg.data.transfer_size < 1:
+        if (split := cfg.split_of(name)) is not None and split[1] == TRANSFER and cfg.data.transfer_size < 1:
             raise ConfigError(f"evals.benchmarks[{i}]: {name} is a transfer split; set data.transfer_size to make it")
     if ev.limit is not None and ev.limit < 1:
         raise ConfigError("evals.limit: must be >= 1")
@@ -440,13 +455,13 @@ def _evals(cfg: Config) -> None:
         if not cfg.resolve(local).exists():
             raise ConfigError(f"evals.dataset_paths.{name}: {cfg.resolve(local)}: no such folder or file")
     for name, spec in ev.composites.items():
-        _composite(name, spec)
+        _composite(name, spec, cfg.own_abilities())
     for i, name in enumerate(ev.benchmarks):
         if not 0 <= ev.fewshot(name) <= MAX_FEWSHOT:
             raise ConfigError(f"evals.num_fewshot[{i}]: {shown(ev.fewshot(name))} must lie in [0, {MAX_FEWSHOT}]")
 
 
-def _composite(name: str, spec: dict[str, Any]) -> None:
+def _composite(name: str, spec: dict[str, Any], own: list[str]) -> None:
     """One entry of evals.composites: a task of items from several abilities' test splits."""
     if problem := name_problem(str(name)):  # it names the composite's task files
         raise ConfigError(f"evals.composites: {shown(name)} {problem}")
@@ -454,7 +469,7 @@ def _composite(name: str, spec: dict[str, Any]) -> None:
     if not isinstance(parts, list) or not parts:
         raise ConfigError(f"evals.composites.{name}.abilities: a non-empty list of abilities is required")
     for a in parts:
-        if a not in KNOWN_ABILITIES:
+        if a not in KNOWN_ABILITIES and a not in own:
             raise ConfigError(f"evals.composites.{name}.abilities: unknown ability {shown(a)}")
     unknown = set(spec) - {"abilities", "size"}
     if unknown:

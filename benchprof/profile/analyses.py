@@ -404,7 +404,7 @@ def _specificity_difference(
     None with fewer than two such splits, no profiled ability among them, or an AIS lacking."""
     import numpy as np
 
-    splits = ability_benchmarks(benchmarks)
+    splits = ability_benchmarks(benchmarks, reference.abilities)
     if len(splits) < 2 or not any(b in reference.abilities for b in splits):
         return None
     k, k_b = ks

@@ -50,7 +50,7 @@ def region_breadth(
 def apply_breadth(profile: Profile) -> None:
     """Set breadth, breadth_residual and breadth_p on every top − random row of a benchmark above chance, where the
     profile scores at least one other ability split per region and the line has enough regions (stats.breadth)."""
-    splits = [b for b in ability_benchmarks(profile.benchmarks) if b in profile.abilities]
+    splits = [b for b in ability_benchmarks(profile.benchmarks, profile.abilities) if b in profile.abilities]
     if not splits:
         return
     rows = top_random_rows(profile)

@@ -154,7 +154,7 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     import numpy as np
 
     at_chance = set(profile.at_chance)
-    splits_at_chance = at_chance & set(ability_benchmarks(profile.benchmarks))
+    splits_at_chance = at_chance & set(ability_benchmarks(profile.benchmarks, profile.abilities))
     for row in profile.rows:  # a specificity row compares every ability split: one at chance makes it noise too
         row.at_chance = bool(splits_at_chance) if row.benchmark == SPECIFICITY else row.benchmark in at_chance
         row.family = family_of(row)

@@ -22,7 +22,7 @@ def placebo_stars(profile: Profile) -> tuple[int, int]:
     tested against every ability's random draws at its k by stats.control.top_against_random (the predictive t
     without the item-noise refinement), Holm over all of them; starred when the adjusted p < aggregate.alpha with
     AIS above the random regions' mean."""
-    real = set(real_benchmarks(profile.benchmarks)) - set(profile.at_chance)
+    real = set(real_benchmarks(profile.benchmarks, profile.abilities)) - set(profile.at_chance)
     primary = [r for r in profile.rows if r.benchmark in real and r.metric == profile.metrics.get(r.benchmark)]
     pools: dict[tuple[float, str], list[float]] = {}
     for row in primary:

@@ -408,7 +408,8 @@ def specificity_markdown(profile: Profile) -> list[str]:
         return parts
     parts += [
         f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits "
-        f"({', '.join(ability_benchmarks(profile.benchmarks))}); `*`: q < alpha in the claim family (Statistics), "
+        f"({', '.join(ability_benchmarks(profile.benchmarks, profile.abilities))}); `*`: q < alpha in the claim family "
+        f"(Statistics), "
         f"only on top-random, the claim that the region is specific beyond what random regions of its size show; "
         f"the top and random columns are never starred (their test is against 0, and on a real LLM a region that "
         f"hurts every split a little still differs from 0 on some split by chance); `{MEAN}`: the mean over the "

@@ -6,7 +6,7 @@ Profile itself.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -221,9 +221,10 @@ class Consensus:
         return all(sorted(v) == sorted(self.common) for v in self.per_model.values())
 
 
-def ability_benchmarks(benchmarks: list[str]) -> list[str]:
-    """The benchmarks that are an ability's own test split."""
-    return [b for b in benchmarks if b in KNOWN_ABILITIES]
+def ability_benchmarks(benchmarks: list[str], abilities: Sequence[str] = ()) -> list[str]:
+    """The benchmarks that are an ability's own test split: a built-in ability's, or one of `abilities` (the
+    profile's, the user's own among them)."""
+    return [b for b in benchmarks if b in KNOWN_ABILITIES or b in abilities]
 
 
 def transfer_benchmarks(benchmarks: list[str]) -> dict[str, str]:
@@ -232,9 +233,10 @@ def transfer_benchmarks(benchmarks: list[str]) -> dict[str, str]:
     return {split[0]: b for b in benchmarks if (split := split_of(b)) is not None and split[1] == TRANSFER}
 
 
-def real_benchmarks(benchmarks: list[str]) -> list[str]:
-    """The benchmarks that are no generated split of an ability (neither a test nor a transfer split)."""
-    return [b for b in benchmarks if split_of(b) is None]
+def real_benchmarks(benchmarks: list[str], abilities: Sequence[str] = ()) -> list[str]:
+    """The benchmarks that are no split of an ability (neither a test nor a transfer split; `abilities`: the
+    profile's, the user's own among them)."""
+    return [b for b in benchmarks if split_of(b, abilities) is None]
 
 
 @dataclass
@@ -328,7 +330,7 @@ class Profile:
     def diagonal_dominance(self, k: float, region: str = "top") -> dict[str, bool | None]:
         """ability -> whether its own split has the largest AIS in its row (over the ability splits with
         an AIS); None when its own split or every other one lacks an AIS (stats.impact.diagonal_dominance)."""
-        splits = ability_benchmarks(self.benchmarks)
+        splits = ability_benchmarks(self.benchmarks, self.abilities)
         return diagonal_dominance(
             {
                 ability: {b: r.ais for b in splits if (r := self.row(ability, b, k, region)) is not None}

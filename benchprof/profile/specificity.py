@@ -37,7 +37,7 @@ def specificity_rows(profile: Profile, samples: dict[CellKey, NDArray[np.float64
     minus the mean AIS on every other ability split in evals.benchmarks (a fixed set: when one of them
     has no AIS, the row has no value and a note says which); `samples[(ability, k, benchmark, region)]`
     holds the cell's bootstrap AIS samples (same resample count everywhere), when there were per-sample files."""
-    own_splits = ability_benchmarks(profile.benchmarks)
+    own_splits = ability_benchmarks(profile.benchmarks, profile.abilities)
     rows = []
     for ability in profile.abilities:
         if ability not in own_splits:
@@ -153,7 +153,7 @@ def mean_specificity_rows(
     """
     import numpy as np
 
-    splits = ability_benchmarks(profile.benchmarks)
+    splits = ability_benchmarks(profile.benchmarks, profile.abilities)
     rows = []
     for k in profile.k_values:
         for region in profile.regions_with_adjusted:

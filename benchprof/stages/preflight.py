@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.abilities import split_of
 from benchprof.core.config import KNOWN_ABILITIES, Config, ModelSpec
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ def needed_abilities(cfg: Config) -> list[str]:
     return list(
         dict.fromkeys(
             cfg.abilities()
-            + [split[0] for b in cfg.evals.benchmarks if (split := split_of(b)) is not None]
+            + [split[0] for b in cfg.evals.benchmarks if (split := cfg.split_of(b)) is not None]
             + [a for c in cfg.evals.composites.values() for a in c["abilities"]]
         )
     )

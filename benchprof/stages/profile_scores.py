@@ -425,7 +425,9 @@ def load_scores(
         dtype=eval_dtype(cfg, spec),
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
-    run = _ScoreRun(layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks), judged=judged)
+    run = _ScoreRun(
+        layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks, profile.abilities), judged=judged
+    )
     bar = progress_bar(
         total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
         desc=f"aggregate {spec.tag}",

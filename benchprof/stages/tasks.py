@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
-from benchprof.abilities import split_of
 from benchprof.core import layout
 from benchprof.core.config import Config
 from benchprof.core.storage import write_text
@@ -38,7 +37,7 @@ def task_name(benchmark: str) -> str:
 
 def is_local(cfg: Config, benchmark: str) -> bool:
     """An ability's test split or a composite: a task benchprof generates."""
-    return split_of(benchmark) is not None or benchmark in cfg.evals.composites
+    return cfg.split_of(benchmark) is not None or benchmark in cfg.evals.composites
 
 
 def include_paths(cfg: Config) -> list[Path]:
@@ -357,7 +356,7 @@ def _plan(cfg: Config, folder: Path, benchmarks: Sequence[str]) -> tuple[dict[st
             mapping[benchmark] = benchmark
             continue
         name = task_name(benchmark)
-        ability, split = split_of(benchmark) or (benchmark, "test")  # a composite: its own name, no split
+        ability, split = cfg.split_of(benchmark) or (benchmark, "test")  # a composite: its own name, no split
         if benchmark in cfg.evals.composites:
             data_file = layout.task_data_file(folder, name)
             files[data_file] = jsonl(composite_records(cfg, benchmark))
