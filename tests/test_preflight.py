@@ -1,5 +1,5 @@
-"""benchprof.stages.preflight's hub check: a hub id that is neither cached nor reachable fails in one line within
-seconds (transformers retried it for half a minute), a cached one or a local folder passes."""
+"""The preflight's hub check (core/modeling.hub_unreachable): a hub id that is neither cached nor reachable fails in
+one line within seconds (transformers retried it for half a minute); a cached one passes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from benchprof.stages import preflight
+from benchprof.core import modeling
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,26 +31,29 @@ def unreachable_hub(monkeypatch, tmp_path: Path) -> Path:
 def test_an_unreachable_uncached_hub_id_is_one_line(monkeypatch, tmp_path):
     unreachable_hub(monkeypatch, tmp_path)
     started = time.time()
-    why = preflight.hub_unreachable("some-org/some-model")
-    assert time.time() - started < preflight.HUB_PROBE_SECONDS + 1
+    why = modeling.hub_unreachable("some-org/some-model")
+    assert time.time() - started < modeling.HUB_PROBE_SECONDS + 1
     assert why is not None and why.startswith(
         "'some-org/some-model' is not a local folder nor in the Hugging Face cache"
     )
     assert "http://127.0.0.1:9 cannot be reached" in why and "\n" not in why
 
 
-def test_a_cached_hub_id_a_local_folder_and_offline_mode_pass(monkeypatch, tmp_path):
+def test_a_cached_hub_id_passes_online_and_offline(monkeypatch, tmp_path):
     cache = unreachable_hub(monkeypatch, tmp_path)
     snapshot = cache / "models--some-org--some-model" / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     (snapshot / "config.json").write_text("{}")
     (cache / "models--some-org--some-model" / "refs").mkdir()
     (cache / "models--some-org--some-model" / "refs" / "main").write_text("abc123")
-    assert preflight.hub_unreachable("some-org/some-model") is None  # in the cache: transformers loads it
-    assert preflight.hub_unreachable(str(tmp_path)) is None  # a local folder
-    assert preflight.hub_unreachable("other-org/other-model") is not None
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # transformers fails at once from the cache: nothing to probe
-    assert preflight.hub_unreachable("other-org/other-model") is None
+    assert modeling.hub_unreachable("some-org/some-model") is None  # in the cache: transformers loads it
+    assert modeling.hub_unreachable("other-org/other-model") is not None
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # offline: nothing to probe, the cache alone decides
+    assert modeling.hub_unreachable("some-org/some-model") is None
+    assert (
+        modeling.hub_unreachable("other-org/other-model")
+        == "'other-org/other-model' not found locally and HF_HUB_OFFLINE=1"
+    )
 
 
 def test_run_on_an_unreachable_model_fails_in_one_line_and_writes_nothing(tmp_path):

@@ -302,7 +302,7 @@ def test_an_invented_ability_is_a_config_ability_whose_data_are_its_probe_and_te
 
     raw["datasets"] = [{"name": "Invented_Colours"}]
     (tmp_path / "c.yml").write_text(yaml.safe_dump(raw))
-    with pytest.raises(BenchprofError, match=r"datasets\[0\]\.name: unknown ability 'Invented_Colours' \(known: "):
+    with pytest.raises(BenchprofError, match=r"datasets\[0\]\.name: unknown ability 'Invented_Colours' \(built in: "):
         load_config(tmp_path / "c.yml")
 
 

@@ -28,7 +28,7 @@ def finished(tiny_model_dir, tmp_path_factory):
 def not_done(config) -> set[tuple[str, str]]:
     cfg = load_config(config)
     states = evaluation_states(cfg, cfg.models[0])
-    return {(benchmark, variant.label()) for (variant, benchmark), item in states.items() if item.state != "done"}
+    return {(benchmark, variant.label()) for (variant, benchmark), (state, _) in states.items() if state != "done"}
 
 
 def test_a_changed_dtype_makes_every_evaluation_stale_and_aggregate_reads_none(finished, tiny_model_dir, tmp_path):
@@ -105,8 +105,8 @@ def test_an_ability_removed_makes_the_contrast_regions_of_the_others_stale(tiny_
     config = write_config(tmp_path, tiny_model_dir, datasets=three[:2], extract={"score": "contrast_mean"})
     cfg = load_config(config)
     states = evaluation_states(cfg, cfg.models[0])
-    ablated = [item for (variant, _), item in states.items() if not variant.is_original]
-    assert ablated and all(item.state == "stale" and item.why.startswith("masks stale") for item in ablated)
+    ablated = [judged for (variant, _), judged in states.items() if not variant.is_original]
+    assert ablated and all(state == "stale" and why.startswith("masks stale") for state, why in ablated)
     capsys.readouterr()
     with pytest.raises(BenchprofError, match="no current evaluation results for tiny"):
         aggregate(cfg, plots=False)

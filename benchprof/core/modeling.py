@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -29,6 +30,41 @@ SCOPES: dict[str, tuple[str, ...]] = {
 SCOPES["all"] = SCOPES["mlp"] + SCOPES["attention"]
 
 _LAYER = re.compile(r"\.layers\.(\d+)\.")
+
+
+HUB_PROBE_SECONDS = 3.0  # one connection attempt to the hub
+
+
+def hub_offline() -> bool:
+    return any(
+        os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def hub_unreachable(source: str) -> str | None:
+    """Why a hub id cannot be loaded here, found within seconds: it is not in the Hugging Face cache, and the hub is
+    off (HF_HUB_OFFLINE) or cannot be reached in one connection attempt. None when it can be loaded."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants, try_to_load_from_cache
+
+    with contextlib.suppress(Exception):  # not a valid repo id: transformers says why
+        if isinstance(try_to_load_from_cache(source, "config.json"), str):
+            return None
+    if hub_offline():
+        return f"{source!r} not found locally and HF_HUB_OFFLINE=1"
+    endpoint = urlparse(constants.ENDPOINT)
+    try:
+        port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+        socket.create_connection((endpoint.hostname or "", port), timeout=HUB_PROBE_SECONDS).close()
+    except OSError as err:
+        return (
+            f"{source!r} is not a local folder nor in the Hugging Face cache ({constants.HF_HUB_CACHE}), and "
+            f"{constants.ENDPOINT} cannot be reached ({err.strerror or type(err).__name__}); download it where the hub "
+            "can be reached (docs/reproduce.md#a-gated-model-or-a-node-without-internet) or name a local folder"
+        )
+    return None
 
 
 def layer_index(name: str) -> int | None:

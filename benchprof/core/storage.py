@@ -353,28 +353,6 @@ def value_hash(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def user_cache_file(name: str, key: Any) -> Path:
-    """Where benchprof keeps a value computed from `key` alone: `<name>-<hash of key>.json` in the user's cache
-    folder (XDG_CACHE_HOME or ~/.cache, benchprof/). Another key is another file, never a stale value."""
-    folder = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "benchprof"
-    return folder / f"{name}-{value_hash(key)}.json"
-
-
-def read_cached(name: str, key: Any) -> Any:
-    """The value keep_cached kept for (name, key); None when there is none or it cannot be read."""
-    with contextlib.suppress(OSError, ValueError):
-        return json.loads(user_cache_file(name, key).read_text())
-    return None
-
-
-def keep_cached(name: str, key: Any, value: Any) -> None:
-    """Keep `value` for read_cached; a cache folder that cannot be written is skipped (computed again next time)."""
-    path = user_cache_file(name, key)
-    with contextlib.suppress(OSError, BenchprofError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(path, value)
-
-
 def versions() -> dict[str, str]:
     """Versions of the packages whose behaviour the outputs depend on."""
     from importlib.metadata import PackageNotFoundError, version
@@ -400,15 +378,13 @@ def write_manifest(
     extra: dict[str, Any] | None = None,
     started: float | None = None,
     files: list[Path] | None = None,
-    command: str | None = None,
 ) -> dict[str, Any]:
-    """Record what produced `directory`: its inputs (whose hash decides staleness), the size and content
-    hash of every file in it, or of `files` only (what the command wrote there), checked before the work is trusted
-    again, versions, time, and the `command` that owns the folder (owned_by)."""
+    """Record what produced `directory`: its inputs (whose hash decides staleness), the size and content hash of
+    every file in it, or of `files` only (what the command wrote there; ownership.py), checked before the work is
+    trusted again, versions, time."""
     listed = folder_files(directory) if files is None else sorted(files)
     manifest = {
         "manifest_version": MANIFEST_VERSION,
-        **({"command": command} if command else {}),
         "inputs": inputs,
         "inputs_hash": value_hash(inputs),
         "files": {p.name: content_record(p) for p in listed},
@@ -435,32 +411,6 @@ def remove_temps(directory: Path, name: str = "") -> None:
             shutil.rmtree(tmp, ignore_errors=True)
         else:
             tmp.unlink(missing_ok=True)
-
-
-def owned_by(directory: Path) -> str | None:
-    """The command whose outputs a folder holds, from its manifest's `command` (None: no manifest, or one that names
-    no command); a command writes only into a folder that is empty or its own."""
-    record = read_manifest(directory)
-    command = record.get("command") if record else None
-    return command if isinstance(command, str) else None
-
-
-def recorded_files(directory: Path) -> list[str]:
-    """The names of the files a folder's manifest lists (read before clear_manifest, for remove_unwritten)."""
-    record = read_manifest(directory)
-    files = record.get("files") if record else None
-    return sorted(files) if isinstance(files, dict) else []
-
-
-def remove_unwritten(directory: Path, previous: list[str], written: list[Path]) -> list[str]:
-    """Remove the files a folder's earlier manifest listed (`previous`) that this run did not write: a command's own
-    outputs that it no longer produces (a plot turned off, an ability removed) never stay beside the new ones.
-    Returns their names."""
-    kept = {p.name for p in written}
-    gone = [name for name in previous if name not in kept and "/" not in name and name != "manifest.json"]
-    for name in gone:
-        (Path(directory) / name).unlink(missing_ok=True)
-    return gone
 
 
 def clear_manifest(directory: Path) -> None:

@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> None:
     torch.manual_seed(args.seed)
     rng = random.Random(args.seed)
     cfg = load_config(args.config)
-    from benchprof.core.config import ABILITIES
+    from benchprof.abilities import ABILITIES
 
     abilities = [a for a in args.abilities.split(",") if a] or list(ABILITIES)
     # `benchprof data` draws the demo's test split as the first data.test_size items of the same

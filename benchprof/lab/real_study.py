@@ -29,8 +29,8 @@ from typing import Any
 
 import yaml
 
-from benchprof.core.config import PAPER_K_VALUES
 from benchprof.core.results import iter_samples
+from benchprof.core.sections import PAPER_K_VALUES
 from benchprof.core.storage import read_csv
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: configs/ and outputs/

@@ -86,8 +86,7 @@ class RealPlantSettings:
 
 def general_records(per_ability: int, seed: int) -> list[dict[str, Any]]:
     """Prompts of benchprof's ten abilities: text on which no reserved neuron should fire."""
-    from benchprof.abilities import generate
-    from benchprof.core.config import ABILITIES
+    from benchprof.abilities import ABILITIES, generate
 
     return [r for a in ABILITIES for r in generate(a, per_ability, 0, seed + 7)[0]]
 

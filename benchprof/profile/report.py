@@ -406,14 +406,13 @@ def specificity_markdown(profile: Profile) -> list[str]:
         )
     if not has_rows:
         return parts
+    splits = ability_benchmarks(profile.benchmarks, profile.abilities)
     parts += [
-        f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits "
-        f"({', '.join(ability_benchmarks(profile.benchmarks, profile.abilities))}); `*`: q < alpha in the claim family "
-        f"(Statistics), "
-        f"only on top-random, the claim that the region is specific beyond what random regions of its size show; "
-        f"the top and random columns are never starred (their test is against 0, and on a real LLM a region that "
-        f"hurts every split a little still differs from 0 on some split by chance); `{MEAN}`: the mean over the "
-        f"abilities.",
+        f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits ({', '.join(splits)}); "
+        "`*`: q < alpha in the claim family (Statistics), only on top-random, the claim that the region is specific "
+        "beyond what random regions of its size show; the top and random columns are never starred (their test is "
+        "against 0, and on a real LLM a region that hurts every split a little still differs from 0 on some split by "
+        f"chance); `{MEAN}`: the mean over the abilities.",
         "",
     ]
     regions = [

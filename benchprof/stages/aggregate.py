@@ -8,15 +8,15 @@ regions (overlap.py) into <model>/profile/ (file names: layout.py), and with sev
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import Config, ModelSpec
 from benchprof.core.layout import CompareLayout, Layout, format_k
+from benchprof.core.ownership import recorded_files, remove_unwritten
 from benchprof.core.results import evaluation_hashes
-from benchprof.core.storage import clear_manifest, recorded_files, remove_unwritten, write_manifest
+from benchprof.core.storage import clear_manifest, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
 from benchprof.profile.claims import claims_terminal
 from benchprof.profile.documents import write_documents
@@ -25,33 +25,7 @@ from benchprof.profile.plots import write_plots
 from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
 from benchprof.profile.rows import ADJUSTED, Profile
 from benchprof.stages.overlap import model_overlap, overlap_summary
-from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores
-
-# The definition of the profile's statistics: raised whenever a test, interval or family changes, so that a profile
-# computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
-# 2: the revised mean and clustered tests, hull intervals, predictive top-random, declared families.
-# 3: specificity rows on the Wald test of their bootstrap standard error (no p floor); k steps tested.
-# 4: the clustered McNemar test exact at every size (it was χ² beyond 14 changed clusters).
-# 5: the claim family (top-random rows, top-random specificity against the random draws' specificity) apart
-#    from the damage family (top against the original), Holm within the claim; no control test without spread.
-# 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
-# 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
-# 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule;
-#    documents.tar.xz (was .tar.gz).
-STATISTICS_VERSION = 8
-
-
-def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
-    """What a model's profile is computed from: its manifest's inputs (`status` compares them)."""
-    return {
-        "statistics": STATISTICS_VERSION,
-        "aggregate": asdict(cfg.aggregate),
-        "report_k": default_report_k(cfg, report_k),
-        "abilities": cfg.abilities(),
-        "benchmarks": list(cfg.evals.benchmarks),
-        "k_values": list(cfg.settings.k_values),
-        "regions": cfg.extract.region_names(),
-    }
+from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores, profile_inputs
 
 
 def write_profile(profile: Profile, layout: Layout, plots: bool = True) -> list[Path]:
@@ -106,9 +80,9 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     write_manifest(
         folder,
         files=written,
-        command="aggregate",
         inputs=profile_inputs(cfg, k),
         extra={
+            "command": "aggregate",  # the folder's owner (ownership.owned_by)
             "rows": len(profile.rows),
             "missing": len(profile.missing),
             "written": [p.name for p in written],  # not "files": that key holds each file's size and sha256

@@ -109,7 +109,8 @@ COMPARE_INPUTS = {"models", "report_k", "plots"}  # a compare manifest's inputs,
 def refuse_foreign_folder(folder: Path) -> None:
     """compare writes only into a folder that is absent, empty or compare's own (its manifest says so): never into a
     profile folder or another command's, whose manifest and files it would replace. One line otherwise."""
-    from benchprof.core.storage import owned_by, read_manifest
+    from benchprof.core.ownership import owned_by
+    from benchprof.core.storage import read_manifest
 
     if not folder.is_dir() or not any(p for p in folder.iterdir() if not p.name.startswith(".")):
         return
@@ -129,8 +130,9 @@ def compare_profiles(
     """`compare`'s work on checked configs, into `layout`'s folder. `judged`: read only the evaluations `status`
     calls done (an archive of documents, compared by scripts/rederive_profile.py, has no model to judge them by)."""
     from benchprof.core.layout import Layout
+    from benchprof.core.ownership import recorded_files, remove_unwritten
     from benchprof.core.results import evaluation_hashes
-    from benchprof.core.storage import clear_manifest, recorded_files, remove_unwritten, writable_folder, write_manifest
+    from benchprof.core.storage import clear_manifest, writable_folder, write_manifest
     from benchprof.stages.status import evaluation_states
 
     started = time.time()
@@ -172,8 +174,9 @@ def compare_profiles(
     evaluations = {spec.tag: evaluation_hashes(Layout(c.output_root, spec.tag).model_dir)
                    for c in configs for spec in c.models}  # fmt: skip
     headline = model_ks if own else ks[0]
-    write_manifest(layout.compare_dir, {"models": [p.model for p in profiles], "report_k": headline, "plots": plots},
-                   extra={"evaluations": evaluations}, started=started, files=written, command="compare")  # fmt: skip
+    inputs = {"models": [p.model for p in profiles], "report_k": headline, "plots": plots}
+    extra = {"evaluations": evaluations, "command": "compare"}  # the folder's owner (ownership.owned_by)
+    write_manifest(layout.compare_dir, inputs, extra=extra, started=started, files=written)
     starred = sum(bool(d.significant) for d in comparison.differences)
     print(
         f"compare: {len(profiles)} models"

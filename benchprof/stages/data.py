@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from benchprof import BenchprofError
-from benchprof.abilities import split_sizes
-from benchprof.core.config import ABILITIES, Config
+from benchprof.abilities import ABILITIES, split_sizes
+from benchprof.core.config import Config
 from benchprof.core.layout import DATA_SPLITS, data_file, data_output
 from benchprof.core.selection import select
 from benchprof.core.storage import clear_manifest, is_current, write_manifest, write_text

@@ -5,6 +5,7 @@ each (ability, k, region) in config order, benchmarks inner) and `shard_jobs` ke
 gives a job's inputs, hashed into its result JSON: the task (`task_hash`: a generated task's YAML and data, a
 user task's files), few-shot, limit, seed, backend and scorer, the model's content identity, the dtype and the
 mask file's hash. A rerun of `evaluate` skips a job whose inputs still match; `status` compares the same.
+A `Plan` is one evaluate call's resolved jobs; `pending_jobs` are those not done.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from benchprof.core.config import Config, ModelSpec
 from benchprof.core.layout import Layout, Variant, task_yaml_file
 from benchprof.core.regions import region_metadata
 from benchprof.core.selection import Selection, select
-from benchprof.stages.damage import eval_dtype, variants
+from benchprof.core.storage import is_current
+from benchprof.stages.damage import eval_dtype, require_masks, variants
 
 
 def cpu_worker_cap(asked: int, pending: int) -> int:
@@ -179,3 +181,50 @@ class JobInputs:
             "mask": mask,
             "mask_fingerprint": mask_fingerprint,
         }
+
+
+def ablated_variants(jobs: list[Job]) -> list[Variant]:
+    return [v for v in dict.fromkeys(job.variant for job in jobs) if not v.is_original]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One evaluate call's resolved work: config (--limit, --backend applied), models, shard's jobs, tasks, --force."""
+
+    cfg: Config
+    specs: list[ModelSpec]
+    jobs: list[Job]
+    include_path: Path
+    mapping: dict[str, str]
+    backend: str
+    limit: int | None
+    force: bool
+    queue_since: int = 0  # a worker of the shared queue (JOB_QUEUE): when it began; its jobs: all, longest first
+
+
+def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]]:
+    """The plan's jobs of one model that are not done (all of them with --force), each with its inputs; the masks
+    they need are checked first (one line naming a missing one)."""
+    layout = Layout(plan.cfg.output_root, spec.tag)
+    require_masks(layout, ablated_variants(plan.jobs))
+    job_inputs = JobInputs(plan.cfg, spec, layout, plan.include_path, plan.mapping, plan.backend, plan.limit)
+    pending = []
+    for job in plan.jobs:
+        inputs = job_inputs(job)
+        if plan.force or not is_current(layout.eval_output(job.variant, job.benchmark), inputs):
+            pending.append((job, inputs))
+    return pending
+
+
+def pending_count(plan: Plan) -> int:
+    """How many of the plan's jobs, over its models, are not done."""
+    return sum(len(pending_jobs(plan, spec)) for spec in plan.specs)
+
+
+def cpu_worker_count(plan: Plan, asked: int, pending: int) -> int:
+    """evals.cpu_workers capped (cpu_worker_cap) for `pending` jobs; the cap is said in one line."""
+    workers = cpu_worker_cap(asked, pending)
+    if workers < min(asked, pending):  # capped by the cores, not by the work left: say so
+        cores = len(os.sched_getaffinity(0))
+        print(f"evaluate: evals.cpu_workers {asked} capped at {workers} ({cores} usable cores, {pending} pending jobs)")
+    return workers

@@ -35,8 +35,18 @@ from benchprof.core.layout import Layout, Variant
 from benchprof.core.results import write_result
 from benchprof.core.selection import Selection, new_k_note, with_new_k
 from benchprof.core.storage import is_current
-from benchprof.stages.damage import eval_dtype, require_masks
-from benchprof.stages.eval_jobs import Job, JobInputs, cpu_worker_cap, job_list, parse_shard, shard_jobs
+from benchprof.stages.damage import eval_dtype
+from benchprof.stages.eval_jobs import (
+    Job,
+    Plan,
+    ablated_variants,
+    cpu_worker_count,
+    job_list,
+    parse_shard,
+    pending_count,
+    pending_jobs,
+    shard_jobs,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -160,10 +170,6 @@ def by_variant(pending: list[tuple[Job, dict]]) -> dict[Variant, list[tuple[Job,
     for job, inputs in pending:
         groups.setdefault(job.variant, []).append((job, inputs))
     return groups
-
-
-def ablated_variants(jobs: list[Job]) -> list[Variant]:
-    return [v for v in dict.fromkeys(job.variant for job in jobs) if not v.is_original]
 
 
 @dataclass(frozen=True)
@@ -426,70 +432,41 @@ def evaluate(
     include_path, mapping = tasks.write_tasks(cfg, sorted({job.benchmark for job in all_jobs}))
     plan = Plan(cfg, specs, jobs, include_path, mapping, backend, limit, force, int(since) if queue else 0)
 
-    devices = cfg.settings.devices()
-    per_worker = cfg.evals.tensor_parallel_size if backend == "vllm" else 1
     options = {"ability": ability, "k": None if original_only else k, "region": region, "model": model}
     options |= {"benchmark": benchmark, "limit": limit, "backend": backend, "force": force}
     options |= {"nooriginal": not original, "original_only": original_only}  # the workers' k: [] is no option
-    if shard is None and len(devices) // per_worker > 1 and cuda_available():
-        run_workers(plan, devices, per_worker, options, started, pending_count(plan))
-    elif (
-        shard is None
-        and cfg.evals.cpu_workers > 1
-        and backend == "hf"
-        and not on_gpu(cfg)
-        and ((cpu_workers := cpu_worker_count(plan, cfg.evals.cpu_workers, todo := pending_count(plan))) > 1)
-    ):
-        run_workers(plan, [], 1, options, started, todo, cpu_workers)
-    else:
-        if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
-            os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]  # before anything touches CUDA
-        score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, " if shard is not None else "", started)
-    if new_k and shard is None:  # a worker's k came from its parent, which says this once
+    if shard is not None:
+        pin_device(cfg)
+        score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, ", started)
+        return
+    dispatch(plan, options, started)
+    if new_k:  # a worker's k came from its parent, which says this once
         print(new_k_note("evaluate", cfg, new_k))
 
 
-@dataclass(frozen=True)
-class Plan:
-    """One evaluate call's resolved work: config (--limit, --backend applied), models, shard's jobs, tasks, --force."""
-
-    cfg: Config
-    specs: list[ModelSpec]
-    jobs: list[Job]
-    include_path: Path
-    mapping: dict[str, str]
-    backend: str
-    limit: int | None
-    force: bool
-    queue_since: int = 0  # a worker of the shared queue (JOB_QUEUE): when it began; its jobs: all, longest first
-
-
-def pending_jobs(plan: Plan, spec: ModelSpec) -> list[tuple[Job, dict[str, Any]]]:
-    """The plan's jobs of one model that are not done (all of them with --force), each with its inputs; the masks
-    they need are checked first (one line naming a missing one)."""
-    layout = Layout(plan.cfg.output_root, spec.tag)
-    require_masks(layout, ablated_variants(plan.jobs))
-    job_inputs = JobInputs(plan.cfg, spec, layout, plan.include_path, plan.mapping, plan.backend, plan.limit)
-    pending = []
-    for job in plan.jobs:
-        inputs = job_inputs(job)
-        if plan.force or not is_current(layout.eval_output(job.variant, job.benchmark), inputs):
-            pending.append((job, inputs))
-    return pending
+def dispatch(plan: Plan, options: dict[str, Any], started: float) -> None:
+    """The plan's jobs in worker processes (one per GPU, or evals.cpu_workers on a CPU, each given `options`) where
+    there are several, else in this process."""
+    cfg = plan.cfg
+    devices = cfg.settings.devices()
+    per_worker = cfg.evals.tensor_parallel_size if plan.backend == "vllm" else 1
+    if len(devices) // per_worker > 1 and cuda_available():
+        run_workers(plan, devices, per_worker, options, started, pending_count(plan))
+        return
+    if cfg.evals.cpu_workers > 1 and plan.backend == "hf" and not on_gpu(cfg):
+        todo = pending_count(plan)
+        if (cpu_workers := cpu_worker_count(plan, cfg.evals.cpu_workers, todo)) > 1:
+            run_workers(plan, [], 1, options, started, todo, cpu_workers)
+            return
+    pin_device(cfg)
+    score_models(plan, "", started)
 
 
-def pending_count(plan: Plan) -> int:
-    """How many of the plan's jobs, over its models, are not done."""
-    return sum(len(pending_jobs(plan, spec)) for spec in plan.specs)
-
-
-def cpu_worker_count(plan: Plan, asked: int, pending: int) -> int:
-    """evals.cpu_workers capped (eval_jobs.cpu_worker_cap) for `pending` jobs; the cap is said in one line."""
-    workers = cpu_worker_cap(asked, pending)
-    if workers < min(asked, pending):  # capped by the cores, not by the work left: say so
-        cores = len(os.sched_getaffinity(0))
-        print(f"evaluate: evals.cpu_workers {asked} capped at {workers} ({cores} usable cores, {pending} pending jobs)")
-    return workers
+def pin_device(cfg: Config) -> None:
+    """With one GPU in settings.cuda_visible_devices, make it the one CUDA sees (before anything touches CUDA)."""
+    devices = cfg.settings.devices()
+    if len(devices) == 1 and "CUDA_VISIBLE_DEVICES" not in os.environ:
+        os.environ["CUDA_VISIBLE_DEVICES"] = devices[0]
 
 
 def on_gpu(cfg: Config) -> bool:

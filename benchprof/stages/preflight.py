@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import KNOWN_ABILITIES, Config, ModelSpec
+from benchprof.core.modeling import hub_unreachable
 
 if TYPE_CHECKING:
     from transformers import PretrainedConfig
@@ -32,41 +33,6 @@ def needed_abilities(cfg: Config) -> list[str]:
             + [a for c in cfg.evals.composites.values() for a in c["abilities"]]
         )
     )
-
-
-def hub_offline() -> bool:
-    return any(
-        os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
-
-
-HUB_PROBE_SECONDS = 3.0  # one connection attempt: transformers would retry a hub it cannot reach for half a minute
-
-
-def hub_unreachable(source: str) -> str | None:
-    """Why a hub id cannot be loaded here, found in a few seconds; None for a local folder, a hub id whose config is
-    in the Hugging Face cache, a reachable hub, or HF_HUB_OFFLINE (transformers then fails at once, from the cache)."""
-    import socket
-    from urllib.parse import urlparse
-
-    from huggingface_hub import constants, try_to_load_from_cache
-
-    if Path(source).is_dir() or hub_offline():
-        return None
-    with contextlib.suppress(Exception):  # not a valid repo id: transformers says why
-        if isinstance(try_to_load_from_cache(source, "config.json"), str):
-            return None
-    endpoint = urlparse(constants.ENDPOINT)
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        socket.create_connection((endpoint.hostname or "", port), timeout=HUB_PROBE_SECONDS).close()
-    except OSError as err:
-        return (
-            f"{source!r} is not a local folder nor in the Hugging Face cache ({constants.HF_HUB_CACHE}), and "
-            f"{constants.ENDPOINT} cannot be reached ({err.strerror or type(err).__name__}); download it where the hub "
-            "can be reached (docs/reproduce.md#a-gated-model-or-a-node-without-internet) or name a local folder"
-        )
-    return None
 
 
 @dataclass
@@ -111,10 +77,6 @@ def read_model(i: int, source: str, tokenizer_source: str, problems: list[str]) 
     None when the config cannot be read; that and a tokenizer that does not load are problem lines."""
     from transformers import AutoConfig, AutoTokenizer
 
-    for key, name in ((f"models[{i}].name", source), (f"models[{i}].tokenizer", tokenizer_source)):
-        if (why := hub_unreachable(name)) is not None:
-            problems.append(f"{key}: {why}")
-            return None
     try:
         model_config = AutoConfig.from_pretrained(source)
     except Exception as err:  # OSError, ValueError, hub errors: the message is what matters
@@ -174,7 +136,7 @@ def model_facts(i: int, source: str, tokenizer_source: str, problems: list[str])
     """read_model's answer, kept in the user's cache by model_facts_key when it found no problem (and shipped for
     the demo model): importing transformers and torch (about 3 s on 2 cores) is needed only for a model, or a
     library, not checked before."""
-    from benchprof.core.storage import keep_cached, read_cached
+    from benchprof.core.user_cache import keep_cached, read_cached
 
     key = model_facts_key(source, tokenizer_source)
     kept = (read_cached("model_facts", key) or shipped_facts(key)) if key is not None else None
@@ -213,12 +175,9 @@ def check_model(
     elif looks_like_path(source) or Path(source).exists():
         problems.append(f"{key}: {cfg.resolve(source)}: model folder not found")
         return None
-    elif hub_offline():
-        from huggingface_hub import try_to_load_from_cache
-
-        if not isinstance(try_to_load_from_cache(source, "config.json"), str):
-            problems.append(f"{key}: {source!r} not found locally and HF_HUB_OFFLINE=1")
-            return None
+    elif (why := hub_unreachable(source)) is not None:  # in seconds: transformers retries for half a minute
+        problems.append(f"{key}: {why}")
+        return None
     facts = model_facts(i, source, tokenizer_source, problems)
     if facts is not None and finetune and facts.chat_template is False:
         warnings.append(

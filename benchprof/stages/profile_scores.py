@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
@@ -59,10 +59,37 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
     from tqdm import tqdm
 
-    from benchprof.stages.status import Item
 
 NO_ORIGINAL = "no usable original score"
-Judged = dict[tuple[Variant, str], "Item"]  # (variant, benchmark) -> its evaluation's state (status.evaluation_states)
+# (variant, benchmark) -> (state, why) of its evaluation, as status.evaluation_states judges it
+Judged = dict[tuple[Variant, str], tuple[str, str]]
+
+
+# The definition of the profile's statistics: raised whenever a test, interval or family changes, so that a profile
+# computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
+# 2: the revised mean and clustered tests, hull intervals, predictive top-random, declared families.
+# 3: specificity rows on the Wald test of their bootstrap standard error (no p floor); k steps tested.
+# 4: the clustered McNemar test exact at every size (it was χ² beyond 14 changed clusters).
+# 5: the claim family (top-random rows, top-random specificity against the random draws' specificity) apart
+#    from the damage family (top against the original), Holm within the claim; no control test without spread.
+# 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
+# 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
+# 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule;
+#    documents.tar.xz (was .tar.gz).
+STATISTICS_VERSION = 8
+
+
+def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
+    """What a model's profile is computed from: its manifest's inputs (`status` compares them)."""
+    return {
+        "statistics": STATISTICS_VERSION,
+        "aggregate": asdict(cfg.aggregate),
+        "report_k": default_report_k(cfg, report_k),
+        "abilities": cfg.abilities(),
+        "benchmarks": list(cfg.evals.benchmarks),
+        "k_values": list(cfg.settings.k_values),
+        "regions": cfg.extract.region_names(),
+    }
 
 
 def default_report_k(cfg: Config, report_k: float | str | None = None) -> float:
@@ -170,13 +197,21 @@ class _ScoreRun:
         """Raise Unusable where `status` calls the evaluation stale (it was computed from another model, dtype,
         mask, task or scorer than the config gives now). One that records no inputs at all (not written by
         `benchprof evaluate`) is read and counted; an absent one is left to load_score ("missing")."""
-        item = self.judged.get((variant, benchmark)) if self.judged is not None else None
-        if item is None or item.state == "done":
+        state, why = self.judged.get((variant, benchmark), ("done", "")) if self.judged is not None else ("done", "")
+        if state == "done":
             return
-        if item.state == "stale":
-            raise Unusable(f"stale ({item.why}); `benchprof evaluate` redoes it")
+        if state == "stale":
+            raise Unusable(f"stale ({why}); `benchprof evaluate` redoes it")
         if self.layout.eval_file(variant, benchmark).is_file():
             self.unvouched += 1
+
+    def note_unvouched(self) -> None:
+        """Say in the profile's notes how many evaluations it read that record no inputs."""
+        if self.unvouched:
+            self.profile.notes.append(
+                f"{self.unvouched} evaluation(s) record no inputs (not written by `benchprof evaluate`): read as they "
+                "are, unchecked against the config and the model"
+            )
 
     def variants(self) -> list[Variant]:
         """Every ablated variant of the profile: ability, then k, then region."""
@@ -425,9 +460,8 @@ def load_scores(
         dtype=eval_dtype(cfg, spec),
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
-    run = _ScoreRun(
-        layout, settings, profile, resamples, ability_benchmarks(profile.benchmarks, profile.abilities), judged=judged
-    )
+    splits = ability_benchmarks(profile.benchmarks, profile.abilities)
+    run = _ScoreRun(layout, settings, profile, resamples, splits, judged=judged)
     bar = progress_bar(
         total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
         desc=f"aggregate {spec.tag}",
@@ -447,11 +481,7 @@ def load_scores(
         loaded, p_loaded = _load_cells(run, base, bar)
         _add_rows(run, base, loaded, p_loaded)
     bar.close()
-    if run.unvouched:
-        profile.notes.append(
-            f"{run.unvouched} evaluation(s) record no inputs (not written by `benchprof evaluate`): read as they are, "
-            "unchecked against the config and the model"
-        )
+    run.note_unvouched()
     profile.rows.extend(specificity_rows(profile, run.samples))
     profile.rows.extend(mean_specificity_rows(profile, run.original_docs, run.ablated_docs, resamples, settings.seed))
     correct_for_multiplicity(profile, run.row_spread)

@@ -226,14 +226,14 @@ def judged_jobs(
     return items
 
 
-def evaluation_states(cfg: Config, spec: ModelSpec) -> dict[tuple[Variant, str], Item]:
+def evaluation_states(cfg: Config, spec: ModelSpec) -> dict[tuple[Variant, str], tuple[str, str]]:
     """(variant, benchmark) -> its evaluation judged exactly as `benchprof status` judges it (upstream outputs
     included): what `aggregate` and `compare` read only when it is done. Model weights are not loaded."""
     data = data_items(cfg)
     upstream = attribution_items(cfg, spec, data) if cfg.extract.score in NEURON_SCORES else None
     importance = upstream if upstream is not None else importance_items(cfg, spec, data, None)
     masks = mask_items(cfg, spec, importance)
-    return {(job.variant, job.benchmark): item for job, item in judged_jobs(cfg, spec, masks, data)}
+    return {(job.variant, job.benchmark): (item.state, item.why) for job, item in judged_jobs(cfg, spec, masks, data)}
 
 
 def checkpoint_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item]) -> list[Item]:
@@ -265,8 +265,8 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
     from benchprof.core.layout import Layout
     from benchprof.core.results import evaluation_hashes
     from benchprof.core.storage import read_manifest
-    from benchprof.stages.aggregate import profile_inputs
     from benchprof.stages.eval_jobs import job_list
+    from benchprof.stages.profile_scores import profile_inputs
 
     layout = Layout(cfg.output_root, spec.tag)
     output = layout.profile_output()

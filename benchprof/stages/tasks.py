@@ -101,7 +101,7 @@ def builtin_index() -> dict[str, tuple[Path | None, str]]:
     import importlib.metadata
     import importlib.util
 
-    from benchprof.core.storage import keep_cached, read_cached
+    from benchprof.core.user_cache import keep_cached, read_cached
 
     spec = importlib.util.find_spec("lm_eval.tasks")  # its folder, without importing lm-eval's task machinery (1 s)
     if spec is None or spec.origin is None:
