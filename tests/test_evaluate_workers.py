@@ -82,7 +82,9 @@ def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp
     assert all(int(run) + int(taken or 0) == 7 for run, taken in lines), printed
     for i in range(2):
         assert f"1 model load(s), worker {i}/2" in printed
-    assert f"evaluate: 2 workers ({'GPUs 0 | 1' if how == 'gpus' else 'CPU'}) finished 7 jobs" in printed
+    assert (
+        f"evaluate: 2 workers ({'GPUs 0 | 1' if how == 'gpus' else 'CPU'}) ran 7 jobs, 0 skipped (finished)" in printed
+    )
 
     single, workers = results_of(one), results_of(two)
     assert workers.keys() == single.keys() and len(single) == 7
@@ -157,7 +159,7 @@ def test_cpu_workers_are_capped_at_the_cores_and_the_pending_jobs(tiny_model_dir
     cores = len(os.sched_getaffinity(0))
     assert f"evaluate: evals.cpu_workers 4096 capped at 1 ({cores} usable cores, 1 pending jobs)\n" in printed
     assert "evaluate: 1 jobs run, 6 skipped (finished)" in printed and "1 model load(s)" in printed
-    assert "workers (CPU) finished" not in printed
+    assert "workers (CPU) ran" not in printed
 
 
 def test_the_shared_queue_takes_the_longest_jobs_first_and_keeps_a_variants_jobs_together():

@@ -224,7 +224,7 @@ def pending_count(plan: Plan) -> int:
 def cpu_worker_count(plan: Plan, asked: int, pending: int) -> int:
     """evals.cpu_workers capped (cpu_worker_cap) for `pending` jobs; the cap is said in one line."""
     workers = cpu_worker_cap(asked, pending)
-    if workers < min(asked, pending):  # capped by the cores, not by the work left: say so
+    if 0 < workers < asked:  # nothing pending: nothing to say
         cores = len(os.sched_getaffinity(0))
         print(f"evaluate: evals.cpu_workers {asked} capped at {workers} ({cores} usable cores, {pending} pending jobs)")
     return workers
