@@ -197,7 +197,9 @@ class _ScoreRun:
         """Raise Unusable where `status` calls the evaluation stale (it was computed from another model, dtype,
         mask, task or scorer than the config gives now). One that records no inputs at all (not written by
         `benchprof evaluate`) is read and counted; an absent one is left to load_score ("missing")."""
-        state, why = self.judged.get((variant, benchmark), ("done", "")) if self.judged is not None else ("done", "")
+        if self.judged is None:
+            return
+        state, why = self.judged.get((variant, benchmark), ("done", ""))
         if state == "done":
             return
         if state == "stale":

@@ -230,10 +230,19 @@ def evaluation_states(cfg: Config, spec: ModelSpec) -> dict[tuple[Variant, str],
     """(variant, benchmark) -> its evaluation judged exactly as `benchprof status` judges it (upstream outputs
     included): what `aggregate` and `compare` read only when it is done. Model weights are not loaded."""
     data = data_items(cfg)
-    upstream = attribution_items(cfg, spec, data) if cfg.extract.score in NEURON_SCORES else None
-    importance = upstream if upstream is not None else importance_items(cfg, spec, data, None)
-    masks = mask_items(cfg, spec, importance)
+    _, masks = region_items(cfg, spec, data, None)
     return {(job.variant, job.benchmark): (item.state, item.why) for job, item in judged_jobs(cfg, spec, masks, data)}
+
+
+def region_items(
+    cfg: Config, spec: ModelSpec, data: dict[str, Item], fingerprint: str | None
+) -> tuple[dict[str, Item], dict[tuple[str, float], Item]]:
+    """The model's importance (or, with a neuron score, attribution) outputs and its mask folders, judged."""
+    if cfg.extract.score in NEURON_SCORES:
+        importance = attribution_items(cfg, spec, data)
+    else:
+        importance = importance_items(cfg, spec, data, fingerprint)
+    return importance, mask_items(cfg, spec, importance)
 
 
 def checkpoint_items(cfg: Config, spec: ModelSpec, masks: dict[tuple[str, float], Item]) -> list[Item]:
@@ -304,11 +313,7 @@ def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
             fp = checkpoint_fingerprint(
                 cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, partial(loaded, spec), False
             )
-        if cfg.extract.score in NEURON_SCORES:
-            importance = attribution_items(cfg, spec, data)
-        else:
-            importance = importance_items(cfg, spec, data, fp)
-        masks = mask_items(cfg, spec, importance)
+        importance, masks = region_items(cfg, spec, data, fp)
         evals = eval_items(cfg, spec, masks, data)
         checkpoints = checkpoint_items(cfg, spec, masks)
         items += (
