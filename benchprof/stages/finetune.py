@@ -296,8 +296,9 @@ def score_ability(
             "'answer' in the dataset's key, and max_length long enough?)"
         )
     loss = functools.partial(batch_loss, n_loss_tokens=n_loss_tokens)
+    label = f"importance {ability_name}" if rank == 0 else ""  # one labelled bar per ability, on rank 0
     sums = sharding.gradient_sums(
-        settings.strategy, run.model, batches, loss, run.eligible, rank, processes.world_size, progress=rank == 0
+        settings.strategy, run.model, batches, loss, run.eligible, rank, processes.world_size, progress=label
     )
     # every rank walks the sums (the sharded strategies gather collectively); rank 0 keeps them
     importance = {name: importance_score(g, theta) for name, g, theta in sums if rank == 0}

@@ -170,13 +170,14 @@ def rank_batches(batches: list[Batch], rank: int, world_size: int) -> list[tuple
 
 
 def lockstep_batches(
-    batches: list[Batch], rank: int, world_size: int, device: str | torch.device, progress: bool
+    batches: list[Batch], rank: int, world_size: int, device: str | torch.device, progress: str
 ) -> Iterator[tuple[Batch, float]]:
-    """This rank's (batch on `device`, weight) pairs of `rank_batches`, with a progress bar on request."""
+    """This rank's (batch on `device`, weight) pairs of `rank_batches`, with a progress bar labelled `progress` (none
+    where it is "")."""
     from benchprof.core.console import progress as progress_bar
 
     pairs = rank_batches(batches, rank, world_size)
-    for batch, weight in progress_bar(pairs, desc="importance", unit="batch", disable=not progress, leave=False):
+    for batch, weight in progress_bar(pairs, desc=progress, unit="batch", disable=not progress, leave=False):
         yield {key: value.to(device) for key, value in batch.items()}, weight
 
 
@@ -230,7 +231,7 @@ def gradient_sums(
     eligible: list[str],
     rank: int = 0,
     world_size: int = 1,
-    progress: bool = False,
+    progress: str = "",
 ) -> GradientSums:
     """Σ over the split's batches of ∂L/∂θ and θ, per eligible tensor, under `strategy` (see module doc)."""
     if strategy == "fsdp":
@@ -247,7 +248,7 @@ def accumulate_gradients(
     eligible: list[str],
     rank: int = 0,
     world_size: int = 1,
-    progress: bool = False,
+    progress: str = "",
 ) -> dict[str, torch.Tensor]:
     """Σ over batches of ∂L/∂θ (fp32) for each eligible weight, all-reduced over the ranks.
 
@@ -273,7 +274,7 @@ def accumulate_gradients(
     handles = [params[name].register_post_accumulate_grad_hook(add_to(sums[name])) for name in eligible]
     try:
         mine = batches[rank::world_size]
-        for batch in progress_bar(mine, desc="importance", unit="batch", disable=not progress, leave=False):
+        for batch in progress_bar(mine, desc=progress, unit="batch", disable=not progress, leave=False):
             loss(model, {key: value.to(device) for key, value in batch.items()}).backward()
     finally:
         for handle in handles:
@@ -293,7 +294,7 @@ def ddp_sums(
     eligible: list[str],
     rank: int,
     world_size: int,
-    progress: bool,
+    progress: str,
 ) -> GradientSums:
     sums = accumulate_gradients(model, batches, loss, eligible, rank, world_size, progress)
     params = dict(model.named_parameters())
@@ -326,7 +327,7 @@ def fsdp_sums(
     eligible: list[str],
     rank: int,
     world_size: int,
-    progress: bool,
+    progress: str,
 ) -> GradientSums:
     """Sharded fp32 sums under FSDP2, each tensor (and its weight) gathered once at the end."""
     import torch
@@ -404,7 +405,7 @@ def deepspeed_sums(
     eligible: list[str],
     rank: int,
     world_size: int,
-    progress: bool,
+    progress: str,
 ) -> GradientSums:
     """DeepSpeed sums each backward's gradient partition in fp32 (no step, so nothing resets it);
     each tensor's sum and weight are gathered once at the end."""
