@@ -107,7 +107,10 @@ def test_ais_md_opens_with_the_claims_and_the_terminal_says_the_same():
     assert lines[2] == "## Claims"
     assert "Holm's correction over the 5 rows of the claim family" in lines[4]
     assert lines[6 : 6 + 4] == [f"- {line}" for line in claim_lines(profile)]
-    assert claims_markdown(profile)[-4:] == claims_terminal(profile)[1:]
+    terminal = claims_terminal(profile)
+    assert claims_markdown(profile)[-4:] == [" ".join(entry.split()) for entry in terminal[1:]]  # wrapping undone
+    assert max(len(line) for entry in terminal for line in entry.splitlines()) <= 120
+    assert any("\n  " in entry for entry in terminal)  # a long entry wraps, its lines after the first indented
     assert text.count("rows with too few changed documents") == 1
 
 

@@ -203,7 +203,7 @@ class _ScoreRun:
         if state == "done":
             return
         if state == "stale":
-            raise Unusable(f"stale ({why}); `benchprof evaluate` redoes it")
+            raise Unusable(f"stale ({why}); `benchprof run` brings it up to date")
         if self.layout.eval_file(variant, benchmark).is_file():
             self.unvouched += 1
 
