@@ -24,6 +24,7 @@ import inspect
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Callable
 
 from benchprof import BenchprofError, __version__
@@ -164,9 +165,7 @@ HELP_WIDTH = 100
 
 def _paragraphs(text: str) -> tuple[str, dict[str, str]]:
     """A stage's docstring as (its description, parameter -> its line of `Arguments:`, continuation lines joined)."""
-    import inspect as inspect_module
-
-    doc = inspect_module.cleandoc(text)
+    doc = inspect.cleandoc(text)
     description, _, arguments = doc.partition("\nArguments:\n")
     described: dict[str, str] = {}
     current = ""
@@ -182,8 +181,6 @@ def _paragraphs(text: str) -> tuple[str, dict[str, str]]:
 
 def command_help(name: str) -> str:
     """`benchprof NAME --help`: usage with the positional config, each option's meaning, and an example."""
-    import textwrap
-
     parameters = list(inspect.signature(COMMANDS[name]).parameters.values())
     description, described = _paragraphs(COMMANDS[name].__doc__ or "")
     flags = [f"[{_flag(p)}]" for p in parameters[1:]]
@@ -213,16 +210,12 @@ def _flag(parameter: inspect.Parameter) -> str:
 
 
 def _option_line(name: str, text: str) -> str:
-    import textwrap
-
     head = f"  {name:<24}" if len(name) < 24 else f"  {name}\n" + " " * 26
     return textwrap.fill(text, HELP_WIDTH, initial_indent=head, subsequent_indent=" " * 26, drop_whitespace=True)
 
 
 def main_help() -> str:
     """`benchprof --help`: the commands, one line each, then the README's two starting points."""
-    import textwrap
-
     lines = [
         f"usage: benchprof COMMAND [CONFIG] [OPTIONS]     benchprof {__version__}",
         "",

@@ -94,7 +94,6 @@ def find_model_folders(cfg: Config, untagged: list[int]) -> None:
 
 def load_config(path: str | Path = "config.yml") -> Config:
     """Read, parse and validate config.yml; raise ConfigError naming the key on any problem."""
-
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")

@@ -49,8 +49,8 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
 
     from benchprof.stages.data import read_jsonl
 
-    fresh, committed = (_region_records(Path(f)) for f in (new, old))
-    dropped = {str(f): _unreadable_lines(Path(f)) for f in (new, old)}
+    (fresh, dropped_new), (committed, dropped_old) = (_region_records(Path(f)) for f in (new, old))
+    dropped = {str(new): dropped_new, str(old): dropped_old}
     if not fresh or any("loglik" not in r for r in fresh):
         raise BenchprofError(f"{new}: no records with their option log-likelihoods (scored before scorer v2?)")
     by_neurons = {tuple(sorted(r["neurons"])): r for r in committed}
@@ -80,9 +80,10 @@ def rescore_check(new: str | Path, old: str | Path, data_dir: str | Path) -> dic
     }
 
 
-def _region_records(folder: Path) -> list[dict[str, Any]]:
-    """A frontier folder's records (storage.read_records), refused in one line where the folder holds none or holds
-    one region twice (the records of two runs with other inputs, e.g. two dtypes, in one file)."""
+def _region_records(folder: Path) -> tuple[list[dict[str, Any]], int]:
+    """A frontier folder's records (storage.read_records) and how many lines of its file that drops (partial, edited
+    or foreign); refused in one line where the folder holds none or holds one region twice (the records of two runs
+    with other inputs, e.g. two dtypes, in one file)."""
     from benchprof.core.layout import FrontierLayout
     from benchprof.core.storage import read_records
 
@@ -99,17 +100,8 @@ def _region_records(folder: Path) -> list[dict[str, Any]]:
                 "dtype or model?); rescore the records of one run"
             )
         seen[key] = str(record.get("inputs"))
-    return records
-
-
-def _unreadable_lines(folder: Path) -> int:
-    """The lines of a frontier folder's records file that read_records dropped (partial, edited or foreign)."""
-    from benchprof.core.layout import FrontierLayout
-    from benchprof.core.storage import read_records
-
-    path = FrontierLayout(folder).records_file
-    lines = [line for line in path.read_bytes().splitlines() if line.strip()]
-    return len(lines) - len(read_records(path))
+    lines = sum(1 for line in path.read_bytes().splitlines() if line.strip())
+    return records, lines - len(records)
 
 
 def rescore_line(counts: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from benchprof.profile.plots import write_plots
 from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
 from benchprof.profile.rows import ADJUSTED, Profile
 from benchprof.stages.overlap import model_overlap, overlap_summary
-from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores, profile_inputs
+from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores, never_evaluated, profile_inputs
 
 
 def write_profile(profile: Profile, layout: Layout, plots: bool = True) -> list[Path]:
@@ -55,7 +55,7 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     profile = load_scores(cfg, spec.tag, report_k=k, joint_out=draws, judged=evaluation_states(cfg, spec))
     layout = Layout(cfg.output_root, spec.tag)
     folder = layout.profile_dir
-    if not profile.original_scores and all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing):
+    if not profile.original_scores and never_evaluated(profile):
         overlap_files, _, _ = model_overlap(cfg, spec.tag, plots)  # masks alone still show their overlap
         print(
             f"aggregate: {spec.tag}: no evaluations under {folder.parent}; skipped"
@@ -63,10 +63,11 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
         )
         return None
     if not profile.rows:  # nothing current to profile: the profile on disk (maybe another config's) is left alone
-        first = next(m for m in profile.missing if m.reason != NO_ORIGINAL)
+        first = next((m for m in profile.missing if m.reason != NO_ORIGINAL), None)
+        named = f" (first: {first.benchmark} {first.variant}: {first.reason})" if first else ""
         print(
-            f"aggregate: {spec.tag}: no AIS from {counted(len(profile.missing), 'evaluation')} missing or stale "
-            f"(first: {first.benchmark} {first.variant}: {first.reason}); nothing written"
+            f"aggregate: {spec.tag}: no AIS from {counted(len(profile.missing), 'evaluation')} missing or stale"
+            f"{named}; nothing written"
         )
         return None
     previous = recorded_files(folder)

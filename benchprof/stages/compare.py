@@ -17,7 +17,7 @@ from benchprof.core.layout import CompareLayout, format_k
 from benchprof.core.loader import load_config
 from benchprof.profile.analyses import JointCell, JointDraws, compare_models, joint_draws, write_comparison
 from benchprof.profile.rows import Profile
-from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores
+from benchprof.stages.profile_scores import default_report_k, load_scores, never_evaluated
 
 # aggregate settings every compared config must share: the joint resamples are drawn alike (one generator per
 # benchmark from aggregate.seed, aggregate.bootstrap of them) so that two models that scored the same items are
@@ -149,8 +149,7 @@ def compare_profiles(
             cells: list[JointCell] = []
             states = evaluation_states(c, spec) if judged else None
             profile = load_scores(c, spec.tag, report_k=k, joint_out=joint, cells_out=cells, judged=states)
-            never_evaluated = all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing)
-            if not profile.rows and never_evaluated:
+            if not profile.rows and never_evaluated(profile):
                 raise BenchprofError(
                     f"compare: no AIS for {spec.tag} under {c.output_root} (run `benchprof evaluate {c.path}` first)"
                 )

@@ -61,6 +61,13 @@ if TYPE_CHECKING:
 
 
 NO_ORIGINAL = "no usable original score"
+
+
+def never_evaluated(profile: Profile) -> bool:
+    """Whether every evaluation the profile lacks is simply absent (none was ever run), not stale or unusable."""
+    return all(m.reason in ("missing", NO_ORIGINAL) for m in profile.missing)
+
+
 # (variant, benchmark) -> (state, why) of its evaluation, as status.evaluation_states judges it
 Judged = dict[tuple[Variant, str], tuple[str, str]]
 
