@@ -300,7 +300,9 @@ def test_aggregate_end_to_end(results, capsys):
     for name in ("heatmap", "ribbons", "profile_arc_easy", "ksweep_arc_easy", "profile_gsm8k", "ksweep_gsm8k"):
         png = folder / f"{name}.png"
         assert png.is_file() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
-    out = re.sub(r"\n  (?=\S)", " ", capsys.readouterr().out)  # the claim lines' wrapping at 120 undone
+    printed = capsys.readouterr().out
+    assert max(len(line) for line in printed.splitlines() if not line.startswith("aggregate:")) <= 120  # path: any
+    out = re.sub(r"\n  (?=\S)", " ", printed)  # the lines' wrapping at 120 undone
     assert "rows" in out and "1 missing" in out and str(folder) in out.splitlines()[-1]
     # the terminal's table is the claim's (top - random, Holm's stars), not the top region's damage table
     assert "top region minus random regions of its size" in out and "Holm p < 0.05 over the claim family" in out

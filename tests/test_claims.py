@@ -3,9 +3,11 @@ import math
 import numpy as np
 import pytest
 
-from benchprof.profile.claims import benchmark_claims, claim_line, claim_lines, claims_markdown, claims_terminal
+from benchprof.profile.claims import benchmark_claims, claim_line, claim_lines, claims_markdown
+from benchprof.profile.formatting import md_table, terminal_table
 from benchprof.profile.report import merged_notes, render_markdown
 from benchprof.profile.rows import ADJUSTED, DAMAGE, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
+from benchprof.profile.terminal import claims_terminal
 
 K = 0.01
 
@@ -112,6 +114,20 @@ def test_ais_md_opens_with_the_claims_and_the_terminal_says_the_same():
     assert max(len(line) for entry in terminal for line in entry.splitlines()) <= 120
     assert any("\n  " in entry for entry in terminal)  # a long entry wraps, its lines after the first indented
     assert text.count("rows with too few changed documents") == 1
+
+
+def test_a_wide_table_is_split_into_tables_that_fit_the_terminal():
+    """Each block fits the width and repeats the first column; read side by side, the blocks are the whole table."""
+    header = ["ability"] + [f"benchmark_with_a_long_name_{i}" for i in range(7)]
+    rows = [[f"Ability_{r}"] + [f"+0.{r}{i}0*" for i in range(7)] for r in range(4)]
+    text = terminal_table(header, rows, width=120)
+    blocks = [block.splitlines() for block in text.split("\n\n")]
+    assert len(blocks) == 3 and max(len(line) for block in blocks for line in block) <= 120
+    cells = [[line.strip("| ").split(" | ") for line in block if not line.startswith("|---")] for block in blocks]
+    assert all(block[i][0] == ([header] + rows)[i][0] for block in cells for i in range(5))
+    joined = [cells[0][i] + [c for block in cells[1:] for c in block[i][1:]] for i in range(5)]
+    assert joined == [header] + rows
+    assert terminal_table(header[:3], rows, width=120) == md_table(header[:3], [r[:3] for r in rows])  # fits: one
 
 
 def test_a_note_that_differs_only_in_its_benchmark_is_said_once():

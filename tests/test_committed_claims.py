@@ -1,7 +1,7 @@
 """The committed claims profiles (docs/results/profile-qwen2.5-0.5b-claims, profile-qwen2.5-1.5b-claims,
-profile-qwen2.5-1.5b-mmlu and profile-smollm2-claims, docs/claims.md's declared runs) read back from their files:
+profile-qwen2.5-1.5b-mmlu and profile-smollm2-claims, docs/research/claims-runs.md's declared runs) read back from their files:
 each figure over selections equals the mean of its selections' top AIS less the mean of the random pool, computed
-here from ais.csv's own rows; the claims ais.md states are exactly the (benchmark, ability) pairs docs/claims.md's
+here from ais.csv's own rows; the claims ais.md states are exactly the (benchmark, ability) pairs docs/research/claims-runs.md's
 rule admits, applied by hand to ais.csv's columns."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def test_each_figure_over_selections_is_its_selections_mean_less_the_random_pool
 def test_the_stated_claims_are_the_rule_applied_by_hand(name: str):
     """Rule 1-4 in at least 2 of 3 selections (selections_agree), rule 5 (selections_low above 0), on benchmarks
     the model is above chance on; ais.md's Claims name exactly those, and of the declared known answers exactly the
-    ones docs/claims.md reports found."""
+    ones docs/research/claims-runs.md reports found."""
     folder = FOLDER.parent / name
     by_hand = {
         (r["benchmark"], r["ability"])

@@ -66,8 +66,12 @@ def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp
     else:  # nothing replaced: two CPU workers, as the demo runs
         raw["evals"]["cpu_workers"] = 2  # the project evaluates on the CPU (evals.device: cpu)
     two.write_text(yaml.safe_dump(raw))
+    log = Layout(load_config(two).output_root, "tiny").log_file("evaluate")
     evaluate(load_config(two))
-    printed = capfd.readouterr().out  # the workers inherit the test's stdout
+    terminal = capfd.readouterr()  # the workers inherit the test's stdout and stderr
+    printed = log.read_text()  # a worker's own summary goes to the stage's log: the terminal gets the parent's total
+    assert "taken by the other workers" not in terminal.out and "worker 0/2" not in terminal.out
+    assert terminal.err.count(" 0/7 ") == 1, terminal.err  # one bar (worker 0's), counting every job
 
     jobs = job_list(load_config(two))
     assert len(jobs) == 7  # the original and 2 k x 3 regions, one benchmark
@@ -83,7 +87,8 @@ def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp
     for i in range(2):
         assert f"1 model load(s), worker {i}/2" in printed
     assert (
-        f"evaluate: 2 workers ({'GPUs 0 | 1' if how == 'gpus' else 'CPU'}) ran 7 jobs, 0 skipped (finished)" in printed
+        f"evaluate: 2 workers ({'GPUs 0 | 1' if how == 'gpus' else 'CPU'}) ran 7 jobs, 0 skipped (finished)"
+        in terminal.out
     )
 
     single, workers = results_of(one), results_of(two)
@@ -93,7 +98,7 @@ def test_two_spawned_workers_give_the_results_of_one_process(tiny_model_dir, tmp
         assert len(payload["samples"]) == LIMIT
     if how == "cpu_workers":  # --force: every job scored again, each once, though both workers walk every job
         evaluate(load_config(two), force=True)
-        ran = [int(n) for n in re.findall(r"evaluate: (\d+) jobs run, 0 skipped", capfd.readouterr().out)]
+        ran = [int(n) for n in re.findall(r"evaluate: (\d+) jobs run, 0 skipped", log.read_text()[len(printed) :])]
         assert len(ran) == 2 and sum(ran) == 7
     # the variants differ from each other, so a worker scoring the wrong one would show
     assert len({json.dumps(p["samples"], sort_keys=True) for p in single.values()}) == 7
@@ -125,7 +130,8 @@ def test_a_workers_io_failure_is_one_line_from_it_and_one_from_the_parent(tiny_m
     blocked = Layout(cfg.output_root, "tiny").samples_file(Variant(), cfg.evals.benchmarks[0])
     blocked.mkdir(parents=True)
     done = subprocess.run([sys.executable, "-m", "benchprof", "evaluate", str(config)], capture_output=True, text=True)
-    errors = [line for line in done.stderr.splitlines() if "error" in line]
+    # worker 0's progress bar shares the terminal: an error line may follow its last frame on the same line
+    errors = re.findall(r"benchprof: error: [^\r\n]*", done.stderr)
     assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
     worker = (
         f"benchprof: error: {blocked}: cannot write ({blocked} is a folder, not a file); no partial file left; rerun "

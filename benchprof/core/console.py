@@ -204,6 +204,15 @@ def progress(*args: Any, **kwargs: Any) -> tqdm:
     return tqdm(*args, **kwargs)
 
 
+def log_line(text: str) -> None:
+    """A line for the stage's log only (a shared-queue worker's own summary: its parent prints the total), on
+    stdout where no log is kept (--verbose)."""
+    if _state.log is not None:
+        _state.log.write(text + "\n")
+    else:
+        print(text)
+
+
 def warn(text: str) -> None:
     """A warning of benchprof's own that the user can act on (the preflight's): on the terminal once, also while
     a stage is quiet, and in the stage's log."""

@@ -304,23 +304,3 @@ def claims_markdown(profile: Profile) -> list[str]:
         )
     )
     return ["## Claims", "", lead, ""] + [f"- {line}" for line in claim_lines(profile)]
-
-
-TERMINAL_WIDTH = 120  # a claim line on the terminal wraps here (ais.md keeps each on one line)
-
-
-def claims_terminal(profile: Profile) -> list[str]:
-    """What `aggregate` prints last for one model: the same claims as ais.md's, under a key, each entry wrapped at
-    TERMINAL_WIDTH (an entry of several lines holds newlines)."""
-    import textwrap
-
-    entries = [
-        f"{profile.model}: claims at k = {format_k(profile.report_k)} (draws on: the ability's region lowers the "
-        "benchmark more than random regions of its size, top AIS then top − random [95% interval], Holm p < "
-        f"{profile.alpha:g} over the claim family; no claim: none does, with the smallest AIS its test would likely "
-        "have seen; ais.md opens with the same lines)"
-    ] + [f"- {line}" for line in claim_lines(profile)]
-    return [
-        textwrap.fill(entry, TERMINAL_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
-        for entry in entries
-    ]

@@ -8,11 +8,13 @@ over the claim family, Benjamini-Hochberg over the others).
 from __future__ import annotations
 
 import math
+import textwrap
 
 from benchprof.profile.rows import AisRow
 
 MISSING_CELL = "–"  # no evaluation to compute from
 UNDEFINED_CELL = "n/a"  # computed, but undefined (original score 0)
+TERMINAL_WIDTH = 120  # a line benchprof prints wraps here; the files keep each line whole
 
 
 def fmt_ais(row: AisRow | None) -> str:
@@ -34,6 +36,26 @@ def md_table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * len(header)) + "|"]
     lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     return "\n".join(lines)
+
+
+def terminal_fill(text: str, width: int = TERMINAL_WIDTH) -> str:
+    """A line for the terminal, wrapped at `width` (its continuation lines indented by two spaces)."""
+    return textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+
+
+def terminal_table(header: list[str], rows: list[list[str]], width: int = TERMINAL_WIDTH) -> str:
+    """A Markdown table for the terminal: split column-wise into tables whose lines fit `width` characters, each
+    repeating the first column (as a wide DataFrame prints); a column wider than `width` alone gets a table."""
+    widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
+    blocks: list[list[int]] = [[]]
+    for i in range(1, len(header)):
+        columns = [0, *blocks[-1], i]
+        if blocks[-1] and sum(widths[c] for c in columns) + 3 * len(columns) + 1 > width:
+            blocks.append([])
+        blocks[-1].append(i)
+    return "\n\n".join(
+        md_table([header[c] for c in (0, *block)], [[row[c] for c in (0, *block)] for row in rows]) for block in blocks
+    )
 
 
 def fmt_interval(value: float, low: float, high: float, digits: int = 2, sign: str = "") -> str:

@@ -82,12 +82,16 @@ def write_tables(profile: Profile, layout: Layout) -> list[Path]:
 def ais_table(profile: Profile, k: float | None = None, region: str = "top", p_correct: bool = False) -> str:
     """Markdown table abilities x headline benchmarks (not those at chance) of AIS at k ('*': q < alpha),
     on each benchmark's primary metric or, with `p_correct`, on p_correct."""
-    k = profile.report_k if k is None else k
+    return md_table(*ais_cells(profile, profile.report_k if k is None else k, region, p_correct))
+
+
+def ais_cells(profile: Profile, k: float, region: str, p_correct: bool = False) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of ais_table."""
     benchmarks = profile.headline_benchmarks
-    return md_table(
-        ["ability"] + benchmarks,
-        [[a] + [fmt_ais(profile.row(a, b, k, region, p_correct)) for b in benchmarks] for a in profile.abilities],
-    )
+    header = ["ability"] + benchmarks
+    return header, [
+        [a] + [fmt_ais(profile.row(a, b, k, region, p_correct)) for b in benchmarks] for a in profile.abilities
+    ]
 
 
 def known_answer_markdown(profile: Profile) -> list[str]:
@@ -444,19 +448,6 @@ def specificity_markdown(profile: Profile) -> list[str]:
     return parts
 
 
-def specificity_summary(profile: Profile, k: float) -> list[str]:
-    """The lines `aggregate` prints: mean specificity of the top region at k, and diagonal dominance."""
-    row = profile.row(MEAN, SPECIFICITY, k, "top")
-    if row is None:
-        return []
-    interval = "" if math.isnan(row.ci_low) else f" [{row.ci_low:+.3f}, {row.ci_high:+.3f}]"
-    known = {a: v for a, v in profile.diagonal_dominance(k).items() if v is not None}
-    return [
-        f"{profile.model} k={format_k(k)} top (score {profile.score}): mean specificity {row.ais:+.3f}{interval}, "
-        f"diagonal dominance {sum(known.values())} of {len(known)}"
-    ]
-
-
 def _pair_line(line: Similarity) -> str:
     first = f"{line.benchmark_a} ~ {line.benchmark_b}" if not line.model_b else f"{line.model} ~ {line.model_b}"
     return (
@@ -542,19 +533,3 @@ def analyses_markdown(profile: Profile) -> list[str]:
                 f"{counted(no_profile, 'pair')}.",
             ]
     return parts
-
-
-def breadth_summary(profile: Profile, k: float) -> list[str]:
-    """The line `aggregate` prints: per benchmark above chance at k, its significantly positive abilities and the
-    effective number of abilities."""
-    lines = [b for b in profile.breadth if b.headline and math.isclose(b.k, k)]
-    if not lines:
-        return []
-    return [
-        f"{profile.model} k={format_k(k)} breadth (significantly positive abilities; effective number): "
-        + "; ".join(
-            f"{b.benchmark} {b.n_positive}, "
-            + fmt_interval(b.effective_abilities, b.effective_ci_low, b.effective_ci_high, 1)
-            for b in lines
-        )
-    ]

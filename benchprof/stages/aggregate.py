@@ -13,17 +13,17 @@ from pathlib import Path
 
 from benchprof import BenchprofError
 from benchprof.core.config import Config, ModelSpec
-from benchprof.core.layout import CompareLayout, Layout, format_k
+from benchprof.core.layout import CompareLayout, Layout
 from benchprof.core.ownership import recorded_files, remove_unwritten
 from benchprof.core.results import evaluation_hashes
 from benchprof.core.storage import clear_manifest, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
-from benchprof.profile.claims import claims_terminal
 from benchprof.profile.documents import write_documents
 from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
-from benchprof.profile.report import ais_table, breadth_summary, specificity_summary, write_tables
-from benchprof.profile.rows import ADJUSTED, Profile
+from benchprof.profile.report import write_tables
+from benchprof.profile.rows import Profile
+from benchprof.profile.terminal import print_profile
 from benchprof.stages.overlap import model_overlap, overlap_summary
 from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores, never_evaluated, profile_inputs
 
@@ -94,33 +94,6 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     return _Written(profile, folder, len(written))
 
 
-def _print_profile(cfg: Config, profile: Profile, k: float) -> None:
-    """One model's headline AIS table at k, its overlap, specificity and breadth lines, then its claims in words
-    (ais.md's opening section), on the console.
-
-    With random regions the table is the claim's: top - random, starred by Holm over the claim family (the
-    region hurts more than a random region of its size). Without them, the top region's AIS, starred by the
-    damage family (zeroing it changes the score), and the heading says so."""
-    alpha = f"{cfg.aggregate.alpha:g}"
-    if ADJUSTED in profile.regions_with_adjusted:
-        region = ADJUSTED
-        heading = (
-            f"top region minus random regions of its size (* Holm p < {alpha} over the claim family: it hurts "
-            "more than a random region, positive: it hurts, negative: it helps; the top region alone: ais.md)"
-        )
-    else:
-        region = "top"
-        heading = (
-            f"top region (* q < {alpha}, Benjamini-Hochberg over the damage family: zeroing it changes the score, "
-            "positive: it hurts, negative: it helps; no random region to claim more than)"
-        )
-    print(f"\n{profile.model}: AIS at k = {format_k(k)}, {heading}")
-    print(ais_table(profile, region=region))
-    for line in profile.overlap + specificity_summary(profile, k) + breadth_summary(profile, k):
-        print(line)
-    print("\n" + "\n".join(claims_terminal(profile)))  # last: what the profile claims, as ais.md opens
-
-
 def aggregate(cfg: Config, model: str | None = None, report_k: float | None = None, plots: bool = True) -> None:
     """Ability Impact Scores, bootstrap intervals, tables and plots under <model>/profile/.
 
@@ -172,7 +145,7 @@ def aggregate(cfg: Config, model: str | None = None, report_k: float | None = No
         comparison = compare_models(compared, [draws[p.model] for p in compared])
         compare_files = write_comparison(comparison, CompareLayout(cfg.output_root), plots=plots)
     for w in done:
-        _print_profile(cfg, w.profile, k)
+        print_profile(w.profile, k)
     if compare_files:
         print(f"\ncompare: {len(compared)} models -> {compare_dir} ({len(compare_files)} files)")
     print(

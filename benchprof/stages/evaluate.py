@@ -437,7 +437,8 @@ def evaluate(
     options |= {"nooriginal": not original, "original_only": original_only}  # the workers' k: [] is no option
     if shard is not None:
         pin_device(cfg)
-        score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, ", started)
+        # the shared queue's workers: one bar (each counts every job) and no summary of their own on the terminal
+        score_models(plan, f"{'worker' if queue else 'shard'} {index}/{count}, ", started, not queue, index == 0)
         return
     dispatch(plan, options, started)
     if new_k:  # a worker's k came from its parent, which says this once
@@ -504,8 +505,10 @@ def run_workers(
     )
 
 
-def score_models(plan: Plan, where: str, started: float) -> None:
-    """The plan's unfinished jobs scored in this process, model after model, then the stage's summary line."""
+def score_models(plan: Plan, where: str, started: float, summary: bool = True, bar: bool = True) -> None:
+    """The plan's unfinished jobs scored in this process, model after model, then the stage's summary line (on the
+    terminal with `summary`, else in the log only) and, with `bar`, a progress bar."""
+    from benchprof.core.console import log_line
     from benchprof.core.console import progress as progress_bar
     from benchprof.stages import tasks
     from benchprof.stages.damage import ensure_checkpoints
@@ -526,7 +529,7 @@ def score_models(plan: Plan, where: str, started: float) -> None:
         if unknown:
             raise BenchprofError(f"evals.benchmarks: lm-eval knows no task {unknown[0]!r}")
         worker = Worker(cfg, spec, layout, plan.mapping, task_manager, force, plan.queue_since)
-        with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job") as progress:
+        with progress_bar(total=len(pending), desc=f"evaluate {spec.tag}", unit="job", disable=not bar) as progress:
             if plan.backend == "vllm":
                 ensure_checkpoints(cfg, spec, ablated_variants([j for j, _ in pending]))
                 model_loads, left = run_vllm(worker, pending, progress)
@@ -538,7 +541,7 @@ def score_models(plan: Plan, where: str, started: float) -> None:
         variants_run.update((spec.tag, j.variant) for j, _ in pending)
     ablated = sum(1 for _, v in variants_run if not v.is_original)
     originals = len(variants_run) - ablated
-    print(
+    (print if summary else log_line)(
         f"evaluate: {ran} jobs run, {skipped} skipped (finished)"
         + (f", {elsewhere} taken by the other workers" if elsewhere and plan.queue_since else "")
         + (

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from benchprof import BenchprofError
 from benchprof.core.config import NEURON_SCORES, Config, ExtractSettings, ModelSpec
+from benchprof.core.console import log_line, progress
 from benchprof.core.layout import Layout, model_folders
 from benchprof.core.modeling import layer_index
 from benchprof.core.options import score_help
@@ -154,17 +155,20 @@ def extract(
 
     started = time.time()
     written, skipped = 0, 0
-    for spec in cfg.selected_models(model):
-        layout = Layout(cfg.output_root, spec.tag)
-        if score in NEURON_SCORES:
-            done, current = extract_neurons(cfg, spec, abilities, ks, force)
-            written, skipped = written + done, skipped + current
-            continue
-        masks = MaskFolder(layout, spec.tag, cfg.extract, front, back)
-        totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
-        for ability_name in abilities:
-            done, current = extract_ability(cfg, masks, ability_name, ks, force, device, totals)
-            written, skipped = written + done, skipped + current
+    specs = cfg.selected_models(model)
+    with progress(total=len(specs) * len(abilities), desc="extract", unit="ability") as bar:
+        for spec in specs:
+            layout = Layout(cfg.output_root, spec.tag)
+            if score in NEURON_SCORES:
+                done, current = extract_neurons(cfg, spec, abilities, ks, force, bar.update)
+                written, skipped = written + done, skipped + current
+                continue
+            masks = MaskFolder(layout, spec.tag, cfg.extract, front, back)
+            totals = ScoreCache()  # each importance file's pre-pass, shared by the abilities of this model
+            for ability_name in abilities:
+                done, current = extract_ability(cfg, masks, ability_name, ks, force, device, totals)
+                written, skipped = written + done, skipped + current
+                bar.update()
     print(
         f"extract: wrote {written} (ability, k) region set(s), {skipped} up to date, under "
         f"{model_folders(cfg.output_root, [s.tag for s in cfg.selected_models(model)])}/<ability>/masks "
@@ -224,7 +228,7 @@ def extract_ability(
                 chosen[k_value][region] = split_positions(scores, positions)
         found = RegionSet(ability, k_value, n, chosen[k_value], selection, seeds, inputs, k_started, score)
         write_regions(masks, scores, found)
-    print(
+    log_line(
         f"extract: {ability} ({masks.model_name}): {len(todo)} k value(s), score {score}, {scores.total:,} "
         f"candidate weights in {len(scores.names)} tensors, {time.time() - k_started:.1f}s"
     )
@@ -370,14 +374,14 @@ def chosen_scores(cfg: Config, statistics: dict[str, dict[str, Any]], ability: s
 
 
 def extract_neurons(
-    cfg: Config, spec: ModelSpec, abilities: list[str], ks: list[float], force: bool
+    cfg: Config, spec: ModelSpec, abilities: list[str], ks: list[float], force: bool, done: Callable[[], object]
 ) -> tuple[int, int]:
     """extract with a neuron score: regions of whole MLP neurons (stages/neurons.py) per ability and k, written
     in the region format beside the weight regions' (top: the highest scores; bottom: the lowest; random: as many
     uniform neurons). With extract.selections = S, top2 ... topS are the top of the same score over the ability's
     train items of samples 2 ... S (statistic_files.selection_rows; every contrasted ability's from its own sample
     s); placebo, placebo2 ... the top of the same score over the placebo items (statistic_files.placebo_items) of
-    each sample. Returns (region sets written, up to date)."""
+    each sample. Calls `done` after each ability (the stage's bar). Returns (region sets written, up to date)."""
     import torch
 
     from benchprof.stages.neurons import Neurons, mlp_name, neuron_ids_region, random_neurons, statistic_of, top_neurons
@@ -432,5 +436,6 @@ def extract_neurons(
             write_regions(masks, frame, found)
             written += 1
         if written_before != written:
-            print(f"extract: {ability} ({spec.tag}): {written - written_before} k value(s), score {score}, neurons")
+            log_line(f"extract: {ability} ({spec.tag}): {written - written_before} k value(s), score {score}, neurons")
+        done()
     return written, skipped
