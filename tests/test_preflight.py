@@ -76,3 +76,27 @@ def test_run_on_an_unreachable_model_fails_in_one_line_and_writes_nothing(tmp_pa
         "benchprof: error: models[0].name: 'meta-llama/Llama-3.1-8B-Instruct' is not a local folder nor in the"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["config.yml"]
+
+
+def test_an_unwritable_datasets_cache_fails_evaluate_and_run_before_any_model_loads(tmp_path):
+    """HF_DATASETS_CACHE under a file (a cache that cannot be written, as a read-only one): `evaluate` and `run`
+    each fail in one line naming HF_DATASETS_CACHE and the fix, within seconds, and write nothing."""
+    config = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
+    config["settings"]["output_dir"] = str(tmp_path / "outputs")
+    config["data"] = {**config.get("data", {}), "dir": str(ROOT / "data")}
+    config["models"] = [{**m, "name": str(ROOT / "benchprof" / "assets" / "demo-model")} for m in config["models"]]
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(config))
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    env = os.environ | {"HF_DATASETS_CACHE": str(blocker / "datasets")}
+    for argv in (["evaluate", str(path)], ["run", str(path), "--eval_only"]):
+        started = time.time()
+        proc = subprocess.run([sys.executable, "-m", "benchprof", *argv], capture_output=True, text=True, env=env)
+        assert time.time() - started < 20 and proc.returncode == 2, proc.stderr
+        [line] = proc.stderr.strip().splitlines()
+        assert line == (
+            f"benchprof: error: HF_DATASETS_CACHE: {blocker} is not a folder (lm-eval prepares each benchmark there: "
+            "set HF_DATASETS_CACHE to a writable folder)"
+        )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "config.yml"]

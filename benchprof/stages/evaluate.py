@@ -47,6 +47,7 @@ from benchprof.stages.eval_jobs import (
     pending_jobs,
     shard_jobs,
 )
+from benchprof.stages.preflight import datasets_cache_problems
 
 if TYPE_CHECKING:
     import numpy as np
@@ -422,6 +423,8 @@ def evaluate(
         raise BenchprofError(
             "evals.backend: vllm is not installed (pip install vllm, on a GPU node); backend hf needs nothing more"
         )
+    if problems := datasets_cache_problems():  # before a model loads: a read-only cache fails lm-eval's first task
+        raise BenchprofError(problems[0])
     specs = cfg.selected_models(model)
     all_jobs = job_list(cfg, ability, k, region, benchmark, original)
     index, count = parse_shard(shard) if shard is not None else (0, 1)

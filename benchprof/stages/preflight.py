@@ -454,6 +454,18 @@ def check_writable(key: str, folder: Path, problems: list[str]) -> None:
         problems.append(f"{key}: {existing} is not writable")
 
 
+def datasets_cache_problems() -> list[str]:
+    """The datasets library's cache (HF_DATASETS_CACHE, else HF_HOME/datasets, as `datasets.config` reads them) can
+    be written: lm-eval prepares every benchmark there, and a read-only one fails only after the model has loaded."""
+    from huggingface_hub import constants
+
+    cache = Path(os.environ.get("HF_DATASETS_CACHE") or Path(constants.HF_HOME) / "datasets")
+    found: list[str] = []
+    check_writable("HF_DATASETS_CACHE", cache, found)
+    hint = "lm-eval prepares each benchmark there: set HF_DATASETS_CACHE to a writable folder"
+    return [f"{line} ({hint})" for line in found]
+
+
 def check_invented_seed(cfg: Config, problems: list[str]) -> None:
     """An invented ability's splits (invented.py) are a world of invented facts drawn by data.seed: a model planted
     with them (its planted.json, scripts/plant_real.py apply) knows the world of its planting's data seed only."""
@@ -485,7 +497,8 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     kept by the content of its files, so torch and transformers are imported only for a model not checked before),
     user dataset folders readable and well formed, composites no larger than their abilities' test splits, the task
     YAMLs under evals.include_path readable and their data files present, every benchmark known to benchprof or
-    lm-eval (and each aggregate.metrics override a metric its task reports), output folders writable. Raises
+    lm-eval (and each aggregate.metrics override a metric its task reports), output folders and the datasets
+    library's cache writable. Raises
     BenchprofError with one line per problem; returns the warnings. The cheap checks run first and report
     alone (folders; then task YAMLs and benchmark names, from a cached index of lm-eval's tasks): an unknown
     benchmark is named in about a second, and the model and device checks follow once those pass.
@@ -497,6 +510,8 @@ def preflight(cfg: Config, eval_only: bool = False) -> list[str]:
     # after importing torch and transformers for the device and model checks below (about 3 s on 2 cores, where
     # a model is checked for the first time or CUDA is asked about)
     check_writable("settings.output_dir", cfg.output_root, problems)
+    if cfg.evals.benchmarks:
+        problems += datasets_cache_problems()
     if any(not cfg.dataset(a).path for a in needed_abilities(cfg)):
         check_writable("data.dir", cfg.resolve(cfg.data.dir), problems)
     if problems:
