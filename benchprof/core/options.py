@@ -63,7 +63,7 @@ OPTIONS: tuple[Option, ...] = (
         "S_a = I_a - mean_{b!=a} I_b",
         "discounts what every ability needs",
         "study",
-        "docs/specificity.md#side-by-side-on-the-demo-model",
+        "docs/research/weight-scores-demo.md#side-by-side-on-the-demo-model",
     ),
     Option(
         "ratio",
@@ -87,7 +87,7 @@ OPTIONS: tuple[Option, ...] = (
         "S_a = q_a (1 - H(p)/log M), q_b = I_b / mean I_b, p_b = q_b / sum_c q_c",
         "LAPE-style: importance concentrated on few abilities",
         "study",
-        "docs/specificity.md#side-by-side-on-the-demo-model",
+        "docs/research/weight-scores-demo.md#side-by-side-on-the-demo-model",
     ),
     Option(
         "act_grad",
