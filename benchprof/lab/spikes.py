@@ -1,0 +1,211 @@
+"""Spiked benchmarks: positive controls for the claim rule, built from per-document scores alone (no evaluation).
+
+A spiked benchmark B' is benchmark B's documents plus a share f of ability A's held-out (test split) documents,
+scored in every variant the profile holds: each variant's B' rows are its own B rows and its own rows of the same
+A documents, so B' is what evaluating that mixture would have given. The rule, applied unchanged to the profile with
+B' in B's place (the same family, controls and selections), must claim B' <- A; with another ability's documents
+mixed in instead (the null side) it must not claim A. How often it claims, over resamples of which A documents are
+mixed in, is the rule's reach on B: the smallest f claimed in at least 80% of resamples.
+
+.venv/bin/python scripts/spike_profile.py docs/results/profile-qwen2.5-0.5b-claims \\
+    --pairs arc_easy:Quantitative_Reasoning --null Temporal_Reasoning
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import tempfile
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from benchprof import BenchprofError
+from benchprof.core.results import doc_id, iter_samples
+from benchprof.core.storage import write_csv
+
+if TYPE_CHECKING:
+    from benchprof.profile.rows import Profile
+
+SPIKES = "spikes.csv"
+REACH_RATE = 0.8  # a share f is within the rule's reach when it is claimed in at least this share of resamples
+
+
+def _variant_folders(model_dir: Path, benchmark: str) -> list[Path]:
+    """Every eval folder under a model's outputs that holds `benchmark`'s result (the original's and each region's)."""
+    return sorted({p.parent for p in model_dir.glob(f"**/eval/**/{benchmark}.json")})
+
+
+def _rows(path: Path) -> list[dict]:
+    return [row for _, row in iter_samples(path)]
+
+
+def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
+    """Put B' in place of `benchmark` in every variant under `model_dir`: B's own rows (kept beside, as
+    `<benchmark>.unspiked.samples.jsonl`, from the first call on) plus the rows of the same round(f / (1 - f) * n)
+    documents of `source`'s split in that variant, drawn by `seed`, so that they are a share `fraction` of B'.
+    Returns how many documents were mixed in. A variant without `source`'s scores, or too few of them, is refused."""
+    folders = _variant_folders(model_dir, benchmark)
+    if not folders:
+        raise BenchprofError(f"{model_dir}: no evaluation of {benchmark!r} to spike")
+    chosen: list[tuple[str, int | str]] | None = None
+    for folder in folders:
+        samples, kept = folder / f"{benchmark}.samples.jsonl", folder / f"{benchmark}.unspiked.samples.jsonl"
+        if not kept.is_file():
+            kept.write_bytes(samples.read_bytes())
+        own = _rows(kept)
+        source_file = folder / f"{source}.samples.jsonl"
+        if not source_file.is_file():
+            raise BenchprofError(f"{folder}: no per-document scores of {source!r} to mix into {benchmark!r}")
+        theirs = {doc_id(row): row for row in _rows(source_file)}
+        if chosen is None:
+            count = round(fraction / (1 - fraction) * len(own))
+            if count > len(theirs):
+                raise BenchprofError(
+                    f"{benchmark} spiked to {fraction:g} with {source} needs {count} of its documents; it has "
+                    f"{len(theirs)}"
+                )
+            chosen = random.Random(seed).sample(sorted(theirs, key=str), count)
+        missing = [d for d in chosen if d not in theirs]
+        if missing:
+            raise BenchprofError(f"{source_file}: document {missing[0]} of the original's is not scored here")
+        mixed = own + [theirs[d] for d in chosen]
+        samples.write_text("".join(json.dumps(row) + "\n" for row in mixed))
+        result = folder / f"{benchmark}.json"
+        payload = json.loads(result.read_text())
+        payload.pop("files", None)  # the samples file is B' now: the record of B's would call it damaged
+        result.write_text(json.dumps(payload))
+    return len(chosen or [])
+
+
+def claimed(profile: Profile, benchmark: str, ability: str) -> bool:
+    """Whether the profile's claims (profile/claims.py, the rule as ais.md states it) say `benchmark` draws on
+    `ability`."""
+    from benchprof.profile.claims import benchmark_claims
+
+    return any(
+        c.benchmark == benchmark and c.kind == "claims" and ability in {r.ability for r in c.draws_on}
+        for c in benchmark_claims(profile)
+    )
+
+
+@dataclass(frozen=True)
+class SpikeRow:
+    """One (benchmark, tested ability, mixed-in source, share) of spikes.csv: how often the rule claimed the
+    benchmark draws on the tested ability, over resamples of the mixed-in documents."""
+
+    model: str
+    benchmark: str
+    ability: str  # the ability whose claim is tested
+    source: str  # whose documents were mixed in: the ability itself (the positive side) or another (the null)
+    fraction: float
+    documents: int  # mixed in, per resample
+    resamples: int
+    claimed: int
+
+    @property
+    def rate(self) -> float:
+        return self.claimed / self.resamples
+
+
+def spike_rows(
+    folder: Path, pairs: list[tuple[str, str, str]], fractions: list[float], resamples: int, seed: int = 0
+) -> list[SpikeRow]:
+    """spikes.csv's rows for a profile folder (documents.tar.xz and config.yml, lab/rederive.py): for each
+    (benchmark, ability, source) and share, the rule applied to the profile with the spiked benchmark in place,
+    `resamples` times (each its own draw of documents)."""
+    from tqdm import tqdm
+
+    from benchprof.lab.rederive import folder_config
+    from benchprof.profile.documents import DOCUMENTS, unpack_documents
+    from benchprof.stages.profile_scores import load_scores
+
+    archive = folder / DOCUMENTS
+    if not archive.is_file():
+        raise BenchprofError(f"{archive}: no per-document scores to spike")
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="benchprof-spikes-") as root:
+        cfg = folder_config(folder, Path(root))
+        tag = cfg.models[0].tag
+        unpack_documents(archive, Path(root) / tag)
+        todo = [(pair, f) for pair in pairs for f in fractions]
+        with tqdm(total=len(todo) * resamples, desc="spikes", unit="profile") as bar:
+            for (benchmark, ability, source), fraction in todo:
+                hits = documents = 0
+                for r in range(resamples):
+                    documents = spike_benchmark(Path(root) / tag, benchmark, source, fraction, seed + r)
+                    hits += claimed(load_scores(cfg, tag, progress=False), benchmark, ability)
+                    bar.update()
+                rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits))
+    return rows
+
+
+def write_spikes(rows: list[SpikeRow], out: Path) -> Path:
+    """spikes.csv in `out`: one row per (benchmark, ability, source, share) with its claim rate."""
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / SPIKES
+    columns = [f.name for f in fields(SpikeRow)] + ["rate"]
+    write_csv(path, columns, [asdict(r) | {"rate": round(r.rate, 4)} for r in rows])
+    return path
+
+
+def reach_lines(rows: list[SpikeRow]) -> list[str]:
+    """Per (benchmark, ability) spiked with its own documents: the smallest share claimed in at least REACH_RATE
+    of resamples, or the largest share tried, not reached; per null source: its highest claim rate."""
+    lines = []
+    for benchmark, ability in dict.fromkeys((r.benchmark, r.ability) for r in rows):
+        own = sorted((r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, ability)),
+                     key=lambda r: r.fraction)  # fmt: skip
+        null = [r for r in rows if (r.benchmark, r.ability) == (benchmark, ability) and r.source != ability]
+        reached = next((r for r in own if r.rate >= REACH_RATE), None)
+        text = f"{benchmark} <- {ability}: "
+        if reached is not None:
+            text += f"claimed from f = {reached.fraction:g} ({reached.claimed} of {reached.resamples})"
+        elif own:
+            text += f"not claimed in {REACH_RATE:.0%} of resamples up to f = {own[-1].fraction:g}"
+            text += f" ({own[-1].claimed} of {own[-1].resamples})"
+        if null:
+            worst = max(null, key=lambda r: r.rate)
+            text += f"; spiked with {worst.source} instead: claimed {worst.claimed} of {worst.resamples}"
+        lines.append(text)
+    return lines
+
+
+def main(
+    folder: str,
+    pairs: str,
+    fractions: str = "0.05,0.1,0.2,0.3",
+    resamples: int = 5,
+    null: str = "",
+    out: str = "",
+    seed: int = 0,
+) -> None:
+    """The claim rule's reach on spiked benchmarks of a profile folder: spikes.csv and one line per pair.
+
+    Arguments:
+        folder: a profile folder holding documents.tar.xz and config.yml (docs/results/profile-*).
+        pairs: benchmark:ability pairs, comma-separated (arc_easy:Quantitative_Reasoning): B spiked with A's own
+            test documents, is B' <- A claimed?
+        fractions: the shares f of B' that are A's documents, comma-separated.
+        resamples: draws of the mixed-in documents per share.
+        null: an ability whose documents are mixed in instead, at the same shares (is A claimed all the same?).
+        out: the folder spikes.csv goes to (default: a new folder spikes-<profile folder's name> here).
+        seed: the first draw's seed (resample r uses seed + r).
+    """
+    source = Path(folder)
+    triples = []
+    for pair in str(pairs).split(","):
+        benchmark, _, ability = pair.partition(":")
+        if not ability:
+            raise BenchprofError(f"--pairs: {pair!r} is not benchmark:ability")
+        triples.append((benchmark, ability, ability))
+        if null:
+            triples.append((benchmark, ability, null))
+    shares = [float(f) for f in str(fractions).split(",")]
+    if any(not 0 < f < 1 for f in shares):
+        raise BenchprofError(f"--fractions: each share is between 0 and 1 (got {fractions})")
+    rows = spike_rows(source, triples, shares, int(resamples), int(seed))
+    path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
+    for line in reach_lines(rows):
+        print(line)
+    print(f"spikes: {len(rows)} rows -> {path}")

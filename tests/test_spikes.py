@@ -1,0 +1,104 @@
+"""Spiked benchmarks (lab/spikes.py), built for real on a profile whose answer is known: ability A's region
+removes every A document and touches nothing else. B spiked with half A documents must then be claimed to draw on A
+by the rule itself (profile_scores.load_scores, claims.benchmark_claims); B unspiked, and B spiked with another
+ability's documents, must not. The spiked files hold exactly B's rows and the same drawn A rows in every variant."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from benchprof import BenchprofError
+from benchprof.core.layout import Layout, Variant
+from benchprof.core.loader import load_config
+from benchprof.lab.spikes import SpikeRow, claimed, reach_lines, spike_benchmark
+from benchprof.stages.profile_scores import load_scores
+
+K = 0.01
+QUANT, TEMPORAL = "Quantitative_Reasoning", "Temporal_Reasoning"
+N = 60  # documents per benchmark
+
+
+def write(cfg, variant: Variant, benchmark: str, correct: list[int]) -> None:
+    layout = Layout(cfg.output_root, "t")
+    path = layout.eval_file(variant, benchmark)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mean = sum(correct) / len(correct)
+    results = {benchmark: {"acc_norm,none": mean, "acc,none": mean}}
+    payload = {"benchmark": benchmark, "primary_task": benchmark, "results": results, "n_samples": len(correct)}
+    path.write_text(json.dumps(payload | {"limit": None, "num_fewshot": 0}))
+    rows = [  # four options, the right one first: at chance 0.25, so above chance
+        {"task": benchmark, "doc_id": i, "filter": "none", "acc_norm": float(c), "acc": float(c),
+         "loglikelihoods": [0.0, -1.0, -2.0, -3.0] if c else [-3.0, 0.0, -1.0, -2.0], "target": 0}
+        for i, c in enumerate(correct)
+    ]  # fmt: skip
+    layout.samples_file(variant, benchmark).write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def profile_config(tmp_path):
+    """arc_easy and two ability splits; Quantitative's top region zeroes its own split, nothing else moves."""
+    raw = {
+        "settings": {"k_values": [K], "output_dir": "out"},
+        "models": [{"name": "x", "tag": "t"}],
+        "datasets": [{"name": QUANT}, {"name": TEMPORAL}],
+        "evals": {"benchmarks": ["arc_easy", QUANT, TEMPORAL]},
+        "extract": {"regions": ["top", "random"], "random_draws": 2},
+        "aggregate": {"bootstrap": 200, "seed": 3, "min_correct": 1},
+    }
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(raw))
+    cfg = load_config(path)
+    variants = [Variant()] + [Variant(a, K, r) for a in (QUANT, TEMPORAL) for r in ("top", "random", "random2")]
+    for v, variant in enumerate(variants):
+        for b, benchmark in enumerate(("arc_easy", QUANT, TEMPORAL)):
+            # every ablation loses a few documents of its own choosing (random regions differ from each other)
+            correct = [int(v == 0 or (7 * i + 5 * v + 3 * b) % 13 != 0) for i in range(N)]
+            hit = variant == Variant(QUANT, K, "top") and benchmark == QUANT
+            write(cfg, variant, benchmark, [0] * N if hit else correct)
+    return cfg
+
+
+def test_a_spike_is_the_benchmark_plus_the_same_drawn_documents_in_every_variant(profile_config):
+    model_dir = Layout(profile_config.output_root, "t").model_dir
+    before = {p: p.read_text() for p in model_dir.glob("**/arc_easy.samples.jsonl")}
+    assert spike_benchmark(model_dir, "arc_easy", QUANT, 0.25, seed=1) == 20  # 20 of 80: a quarter
+    drawn = set()
+    for path, text in before.items():
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        assert [json.dumps(r) for r in rows[:N]] == [json.dumps(json.loads(x)) for x in text.splitlines()]
+        assert {r["task"] for r in rows[N:]} == {QUANT} and len(rows) == N + 20
+        drawn.add(tuple(r["doc_id"] for r in rows[N:]))
+        assert "files" not in json.loads(path.with_name("arc_easy.json").read_text())
+    assert len(drawn) == 1  # the same documents in every variant
+    spike_benchmark(model_dir, "arc_easy", QUANT, 0.25, seed=2)  # spiked again: from B's own rows, not B''s
+    assert all(len(p.read_text().splitlines()) == N + 20 for p in before)
+    with pytest.raises(BenchprofError, match=r"needs 540 of its documents; it has 60"):
+        spike_benchmark(model_dir, "arc_easy", QUANT, 0.9, seed=1)
+
+
+def test_the_rule_claims_a_strong_spike_and_not_a_null_one(profile_config):
+    model_dir = Layout(profile_config.output_root, "t").model_dir
+    assert claimed(load_scores(profile_config, "t", progress=False), QUANT, QUANT)  # the known answer
+    assert not claimed(load_scores(profile_config, "t", progress=False), "arc_easy", QUANT)  # unspiked
+    spike_benchmark(model_dir, "arc_easy", TEMPORAL, 0.5, seed=0)  # another ability's documents: the null side
+    assert not claimed(load_scores(profile_config, "t", progress=False), "arc_easy", QUANT)
+    spike_benchmark(model_dir, "arc_easy", QUANT, 0.5, seed=0)
+    assert claimed(load_scores(profile_config, "t", progress=False), "arc_easy", QUANT)
+
+
+def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
+    rows = [
+        SpikeRow("m", "b", "A", "A", 0.1, 6, 5, 2),
+        SpikeRow("m", "b", "A", "A", 0.2, 12, 5, 4),
+        SpikeRow("m", "b", "A", "A", 0.3, 18, 5, 5),
+        SpikeRow("m", "b", "A", "C", 0.3, 18, 5, 1),
+        SpikeRow("m", "c", "A", "A", 0.1, 6, 5, 3),
+    ]
+    assert reach_lines(rows) == [
+        "b <- A: claimed from f = 0.2 (4 of 5); spiked with C instead: claimed 1 of 5",
+        "c <- A: not claimed in 80% of resamples up to f = 0.1 (3 of 5)",
+    ]
+
