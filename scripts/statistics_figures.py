@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""The figures docs/statistics.md quotes, from a finished profile: benchprof/lab/statistics_figures.py."""
+"""The figures docs/research/demo-statistics.md quotes, from a finished profile: benchprof/lab/statistics_figures.py."""
 
 from benchprof.lab.statistics_figures import main
 

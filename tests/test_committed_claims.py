@@ -1,8 +1,8 @@
 """The committed claims profiles (docs/results/profile-qwen2.5-0.5b-claims, profile-qwen2.5-1.5b-claims,
-profile-qwen2.5-1.5b-mmlu and profile-smollm2-claims, docs/research/claims-runs.md's declared runs) read back from their files:
-each figure over selections equals the mean of its selections' top AIS less the mean of the random pool, computed
-here from ais.csv's own rows; the claims ais.md states are exactly the (benchmark, ability) pairs docs/research/claims-runs.md's
-rule admits, applied by hand to ais.csv's columns."""
+profile-qwen2.5-1.5b-mmlu and profile-smollm2-claims, docs/research/claims-runs.md's declared runs) read back from their
+files: each figure over selections equals the mean of its selections' top AIS less the mean of the random pool, computed
+here from ais.csv's own rows; the claims ais.md states are exactly the (benchmark, ability) pairs
+docs/research/claims-runs.md's rule admits, applied by hand to ais.csv's columns."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def test_the_interval_covers_the_population_effect_over_many_profiles(scenario):
     """1,000 simulated cells per scenario (about 2 s each): coverage at least 0.95 − 2 × 0.0069 (its binomial
     standard error at 1,000). Measured with these seeds: 0.967, 0.964, 0.966 and 0.960 (false positives 0.038 in
     the last); Satterthwaite's degrees of freedom instead of the fewest covered 0.955, 0.916, 0.906 and about 0.91
-    (docs/statistics.md)."""
+    (docs/research/statistics-simulations.md)."""
     rng = np.random.default_rng(11)
     truth = population_effect(*scenario, np.random.default_rng(99))
     covered = rejected = 0

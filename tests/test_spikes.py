@@ -101,4 +101,3 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
         "b <- A: claimed from f = 0.2 (4 of 5); spiked with C instead: claimed 1 of 5",
         "c <- A: not claimed in 80% of resamples up to f = 0.1 (3 of 5)",
     ]
-

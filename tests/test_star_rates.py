@@ -10,7 +10,7 @@ until it was made a row that carries no star.
 
 CI runs a fast slice (n = 100, 60 profiles per scenario). The full grid (n = 100, 300, 1,000; 200 profiles per
 scenario) is this file run as a script: `.venv/bin/python tests/test_star_rates.py` prints the table
-docs/statistics.md quotes (about 20 minutes on 2 cores).
+docs/research/statistics-simulations.md#rates-where-every-region-hurts quotes (about 20 minutes on 2 cores).
 """
 
 from __future__ import annotations

@@ -317,7 +317,8 @@ def test_the_ais_interval_covers_when_few_items_flip():
 
 
 if __name__ == "__main__":
-    # the full grid of the mean test's rates (docs/statistics.md#the-mean-test): 2,000 datasets per cell; the
+    # the full grid of the mean test's rates
+    # (docs/research/statistics-simulations.md#the-mean-tests-size-rule-the-full-grid): 2,000 datasets per cell; the
     # power with every document shifted by 0.3 sd (every unit then changed)
     rng = np.random.default_rng(11)
     print("| differences | n | false positives | without the rule | untested | power at +0.3 sd |")

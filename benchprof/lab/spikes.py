@@ -171,10 +171,16 @@ def reach_lines(rows: list[SpikeRow]) -> list[str]:
     return lines
 
 
+def _listed(value: object) -> list[str]:
+    """A comma-separated option as its items (the command line hands `0.1,0.2` over as a tuple, `0.1` as a float)."""
+    items = value if isinstance(value, (list, tuple)) else str(value).split(",")
+    return [str(item).strip() for item in items if str(item).strip()]
+
+
 def main(
     folder: str,
-    pairs: str,
-    fractions: str = "0.05,0.1,0.2,0.3",
+    pairs: str | tuple[str, ...],
+    fractions: str | tuple[float, ...] = "0.05,0.1,0.2,0.3",
     resamples: int = 5,
     null: str = "",
     out: str = "",
@@ -194,14 +200,14 @@ def main(
     """
     source = Path(folder)
     triples = []
-    for pair in str(pairs).split(","):
+    for pair in _listed(pairs):
         benchmark, _, ability = pair.partition(":")
         if not ability:
             raise BenchprofError(f"--pairs: {pair!r} is not benchmark:ability")
         triples.append((benchmark, ability, ability))
         if null:
             triples.append((benchmark, ability, null))
-    shares = [float(f) for f in str(fractions).split(",")]
+    shares = [float(f) for f in _listed(fractions)]
     if any(not 0 < f < 1 for f in shares):
         raise BenchprofError(f"--fractions: each share is between 0 and 1 (got {fractions})")
     rows = spike_rows(source, triples, shares, int(resamples), int(seed))

@@ -1,4 +1,4 @@
-"""The figures docs/statistics.md quotes, from a finished profile (ais.json): interval widths per metric,
+"""The figures docs/research/demo-statistics.md quotes, from a finished profile (ais.json): interval widths per metric,
 stars before and after the correction, the null calibration of the pooled random control.
 
     .venv/bin/python scripts/statistics_figures.py outputs/demo/profile/ais.json

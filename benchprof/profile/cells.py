@@ -117,10 +117,10 @@ def family_of(row: AisRow) -> str:
     little, so these rows are nearly all true; in the claim's family their discoveries would loosen
     Benjamini-Hochberg for the rows that ask about the ability, so they are a family apart. control: random
     regions and their specificity, and the top region's specificity against 0, tested so a reader sees them,
-    never starred: a region that hurts every split a little differs from 0 on one split more than another by
-    chance, and with the damage rows beside it Benjamini-Hochberg starred that in 20% of simulated profiles with no
-    ability (docs/statistics.md); the specificity a star may claim is top-random's. secondary: everything else
-    with a p-value (p_correct rows, bottom regions). The mean top-random specificity is in none: the pool cancels
+    never starred: a region that hurts every split a little differs from 0 on one split more than another by chance, and
+    with the damage rows beside it Benjamini-Hochberg starred that in 20% of simulated profiles with no ability
+    (docs/research/statistics-simulations.md); the specificity a star may claim is top-random's. secondary: everything
+    else with a p-value (p_correct rows, bottom regions). The mean top-random specificity is in none: the pool cancels
     in it, so it equals the mean top specificity.
     """
     if math.isnan(row.p_value) or row.at_chance:
@@ -273,7 +273,8 @@ def widen_for_sparse_flips(
     """A 0/1 row's interval: the hull of its bootstrap interval and Newcombe's score interval for the paired
     difference over the original mean (stats.paired.paired_difference_interval). With a few flipped items the
     percentile bootstrap covers 80% where 95% is asked; the score interval keeps its coverage there but ignores
-    clusters, which the bootstrap resamples; the hull keeps both (docs/statistics.md has the coverage table)."""
+    clusters, which the bootstrap resamples; the hull keeps both (the coverage table:
+    docs/research/statistics-simulations.md)."""
     import numpy as np
 
     from benchprof.stats.paired import paired_difference_interval

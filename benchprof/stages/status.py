@@ -391,10 +391,10 @@ def _hours(seconds: float) -> str:
 
 def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str:
     """What the model's evaluation jobs not done will take at this run's own pace, to plan a long run from measured
-    costs: each benchmark's median `wall_seconds` over its done jobs (a median, as a job paused or run beside other
-    work lasts longer), times its jobs left; with evals.device cpu and evals.cpu_workers, that job time shared by the
-    workers (the shared queue keeps them busy to the end: docs/scaling.md). '' when nothing is left or no job of
-    the model is done yet."""
+    costs: each benchmark's median `wall_seconds` over its done jobs (a median, as a job paused or run beside other work
+    lasts longer), times its jobs left; with evals.device cpu and evals.cpu_workers, that job time shared by the workers
+    (the shared queue keeps them busy to the end: docs/scaling.md; measured: docs/research/cpu-threads-and-workers.md).
+    '' when nothing is left or no job of the model is done yet."""
     import json
     import statistics
 
