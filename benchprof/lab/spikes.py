@@ -40,6 +40,10 @@ def _rows(path: Path) -> list[dict]:
     return [row for _, row in iter_samples(path)]
 
 
+class TooFew(BenchprofError):
+    """A share the source's documents cannot make: it has fewer than the spike needs."""
+
+
 def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
     """Put B' in place of `benchmark` in every variant under `model_dir`: B's own rows (kept beside, as
     `<benchmark>.unspiked.samples.jsonl`, from the first call on) plus the rows of the same round(f / (1 - f) * n)
@@ -61,7 +65,7 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
         if chosen is None:
             count = round(fraction / (1 - fraction) * len(own))
             if count > len(theirs):
-                raise BenchprofError(
+                raise TooFew(
                     f"{benchmark} spiked to {fraction:g} with {source} needs {count} of its documents; it has "
                     f"{len(theirs)}"
                 )
@@ -109,11 +113,18 @@ class SpikeRow:
 
 
 def spike_rows(
-    folder: Path, pairs: list[tuple[str, str, str]], fractions: list[float], resamples: int, seed: int = 0
+    folder: Path,
+    pairs: list[tuple[str, str, str]],
+    fractions: list[float],
+    resamples: int,
+    seed: int = 0,
+    skipped: list[str] | None = None,
 ) -> list[SpikeRow]:
     """spikes.csv's rows for a profile folder (documents.tar.xz and config.yml, lab/rederive.py): for each
     (benchmark, ability, source) and share, the rule applied to the profile with the spiked benchmark in place,
-    `resamples` times (each its own draw of documents)."""
+    `resamples` times (each its own draw of documents). A share the source cannot make is left out, and why is
+    added to `skipped`."""
+    skipped = [] if skipped is None else skipped
     from tqdm import tqdm
 
     from benchprof.lab.rederive import folder_config
@@ -132,10 +143,15 @@ def spike_rows(
         with tqdm(total=len(todo) * resamples, desc="spikes", unit="profile") as bar:
             for (benchmark, ability, source), fraction in todo:
                 hits = documents = 0
-                for r in range(resamples):
-                    documents = spike_benchmark(Path(root) / tag, benchmark, source, fraction, seed + r)
-                    hits += claimed(load_scores(cfg, tag, progress=False), benchmark, ability)
-                    bar.update()
+                try:
+                    for r in range(resamples):
+                        documents = spike_benchmark(Path(root) / tag, benchmark, source, fraction, seed + r)
+                        hits += claimed(load_scores(cfg, tag, progress=False), benchmark, ability)
+                        bar.update()
+                except TooFew as err:  # a larger share than the source can make: said, not tried
+                    skipped.append(str(err))
+                    bar.update(resamples)
+                    continue
                 rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits))
     return rows
 
@@ -210,8 +226,9 @@ def main(
     shares = [float(f) for f in _listed(fractions)]
     if any(not 0 < f < 1 for f in shares):
         raise BenchprofError(f"--fractions: each share is between 0 and 1 (got {fractions})")
-    rows = spike_rows(source, triples, shares, int(resamples), int(seed))
+    skipped: list[str] = []
+    rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped)
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
-    for line in reach_lines(rows):
+    for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
         print(line)
     print(f"spikes: {len(rows)} rows -> {path}")
