@@ -553,6 +553,50 @@ def test_no_p_correct_without_option_lengths_for_acc_norm(tmp_path):
     assert read_p_correct(path, "exact_match,none")[0] is None
 
 
+def test_p_correct_where_the_target_is_text_takes_the_option_its_recorded_scores_leave(tmp_path):
+    """COPA's target is the right sentence, CommonsenseQA's a letter: no option index. Two options and the recorded
+    0/1 accuracy leave one gold option; a letter's index is learned from the rows that got it right, and letters
+    all in alphabetical place give the others theirs. p_correct then equals the softmax at the true index (by
+    hand); where nothing says which option is right, there is no p_correct and the reason says so."""
+    from benchprof.core.results import read_p_correct
+
+    def softmax_at(ll, i):
+        return math.exp(ll[i]) / sum(math.exp(v) for v in ll)
+
+    path = tmp_path / "b.samples.jsonl"
+
+    def check(rows, gold):
+        path.write_text("".join(json.dumps({"task": "b", "doc_id": d, "filter": "none", **r}) + "\n"
+                                for d, r in enumerate(rows)))  # fmt: skip
+        values, why = read_p_correct(path, "acc,none")
+        assert why is None, why
+        assert [values[("b", d, "none")] for d in range(len(rows))] == pytest.approx(
+            [softmax_at(r["loglikelihoods"], g) for r, g in zip(rows, gold)]
+        )
+
+    copa = [  # right: the first of the largest; wrong: the other of two
+        {"acc": 1.0, "loglikelihoods": [-3.0, -5.0], "target": " water flowed"},
+        {"acc": 0.0, "loglikelihoods": [-3.0, -5.0], "target": " she left"},
+        {"acc": 1.0, "loglikelihoods": [-4.0, -4.0], "target": " a tie"},
+    ]
+    check(copa, [0, 1, 0])
+    ll = [-1.0, -2.0, -3.0, -4.0]
+    letters = [
+        {"acc": 1.0, "loglikelihoods": ll, "target": "A"},
+        {"acc": 1.0, "loglikelihoods": [-2.0, -1.0, -3.0, -4.0], "target": "B"},
+        {"acc": 0.0, "loglikelihoods": ll, "target": "B"},  # learned: B is option 1
+        {"acc": 0.0, "loglikelihoods": [-2.0, -1.0, -3.0, -4.0], "target": "D"},  # no D right: alphabetical, 3
+    ]
+    check(letters, [0, 1, 1, 3])
+    letters[1]["loglikelihoods"] = [-2.0, -3.0, -1.0, -4.0]  # B right at option 2: not alphabetical, D not inferred
+    path.write_text("".join(json.dumps({"task": "b", "doc_id": d, "filter": "none", **r}) + "\n"
+                            for d, r in enumerate(letters)))  # fmt: skip
+    assert read_p_correct(path, "acc,none") == (None, "target 'D' of document 3 names no one option")
+    three = [{"acc": 0.0, "loglikelihoods": [-1.0, -2.0, -3.0], "target": "some text"}]  # wrong of three: open
+    path.write_text(json.dumps({"task": "b", "doc_id": 0, "filter": "none", **three[0]}) + "\n")
+    assert read_p_correct(path, "acc,none") == (None, "target 'some text' of document 0 names no one option")
+
+
 def test_random_draws_pool_across_abilities_and_null_calibration(tmp_path):
     """extract.random_draws = 3 and two abilities: top-random subtracts the mean AIS of all six random
     draws at k (by hand), ais.md prints the null calibration of the six (each against the other five),

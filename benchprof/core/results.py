@@ -376,11 +376,63 @@ def read_samples(path: Path, metric_key: str) -> tuple[PerDoc | None, str | None
     return per_doc, None
 
 
+def _first_max(values: list[float]) -> int:
+    return max(range(len(values)), key=lambda i: (values[i], -i))  # np.argmax's choice: the first of the largest
+
+
+def gold_candidates(sample: dict[str, Any]) -> set[int]:
+    """The options a multiple-choice row's gold answer can be: its `target` where that is an option index, else
+    those consistent with the row's recorded 0/1 `acc` and `acc_norm` (lm-eval scores 1 exactly where the gold is
+    the first option of largest log-likelihood, per character for acc_norm). A target written as text (COPA's
+    sentence, CommonsenseQA's letter) names no index, but two options and one recorded score always leave one."""
+    ll, target = sample["loglikelihoods"], sample.get("target")
+    if isinstance(target, int) and not isinstance(target, bool):
+        return {target} if 0 <= target < len(ll) else set()
+    options = set(range(len(ll)))
+    lengths = sample.get("option_lengths")
+    choices = [("acc", [float(v) for v in ll])]
+    if isinstance(lengths, list) and len(lengths) == len(ll) and all(isinstance(n, int) and n > 0 for n in lengths):
+        choices.append(("acc_norm", [float(v) / n for v, n in zip(ll, lengths)]))
+    for metric, scores in choices:
+        if sample.get(metric) in (0, 1, 0.0, 1.0):
+            best = _first_max(scores)
+            options &= {best} if sample[metric] == 1 else options - {best}
+    return options
+
+
+def gold_indices(samples: list[dict[str, Any]]) -> list[int] | str:
+    """Each multiple-choice row's gold option index (gold_candidates), or why one cannot be known. A row its own
+    scores leave open (wrong, with more than two options) takes the index that every row with the same target
+    text and a known index has (a target that is a label, as CommonsenseQA's "A" to "E"), and letter labels whose
+    known indices are all their alphabetical places take theirs (a letter no row got right included); nothing
+    else is guessed."""
+    candidates = [gold_candidates(sample) for sample in samples]
+    by_target: dict[str, set[int]] = {}
+    for sample, known in zip(samples, candidates):
+        if isinstance(sample.get("target"), str) and len(known) == 1:
+            by_target.setdefault(sample["target"], set()).update(known)
+    targets = {sample.get("target") for sample in samples}
+    letters = all(isinstance(t, str) and len(t) == 1 and "A" <= t <= "Z" for t in targets)
+    if letters and by_target and all(known == {ord(t) - ord("A")} for t, known in by_target.items()):
+        # letter labels, every one whose index is known in alphabetical place: so are the others
+        by_target = {str(t): {ord(str(t)) - ord("A")} for t in targets}
+    out = []
+    for sample, known in zip(samples, candidates):
+        target = sample.get("target")
+        learned = by_target.get(target) if isinstance(target, str) else None
+        if len(known) != 1 and learned is not None and len(learned) == 1 and learned <= known:
+            known = learned
+        if len(known) != 1:
+            return f"target {sample.get('target')!r} of document {sample.get('doc_id')} names no one option"
+        out.append(next(iter(known)))
+    return out
+
+
 def read_p_correct(path: Path, metric_key: str) -> tuple[PerDoc | None, str | None]:
     """Per-document p_correct from a samples JSONL: the softmax of the options' log-likelihoods at the
     target (stats.impact.p_correct), length-normalised when the metric is acc_norm (each option's `option_lengths`,
     lm-eval's len(choice)). (values, None) or (None, why not): a generation task, a file without
-    log-likelihoods, a target that is not an option index, or acc_norm without option lengths."""
+    log-likelihoods, a target that names no one option (gold_indices), or acc_norm without option lengths."""
     from benchprof.stats.impact import p_correct
 
     if not path.is_file():
@@ -389,17 +441,15 @@ def read_p_correct(path: Path, metric_key: str) -> tuple[PerDoc | None, str | No
     normalise = metric == "acc_norm"
     keys: list[DocKey] = []
     loglikelihoods: list[list[float]] = []
-    labels: list[int] = []
+    rows: list[dict[str, Any]] = []
     lengths: list[list[int]] = []
     try:
         for _, sample in iter_samples(path):
             if sample.get("filter", "none") != filter_name:
                 continue
-            ll, target = sample.get("loglikelihoods"), sample.get("target")
+            ll = sample.get("loglikelihoods")
             if not isinstance(ll, list) or not ll:
                 return None, "no option log-likelihoods (not multiple choice)"
-            if not isinstance(target, int) or isinstance(target, bool) or not 0 <= target < len(ll):
-                return None, f"target {target!r} of document {sample.get('doc_id')} is not an option index"
             if normalise:
                 option_lengths = sample.get("option_lengths")
                 if not isinstance(option_lengths, list) or len(option_lengths) != len(ll):
@@ -407,9 +457,12 @@ def read_p_correct(path: Path, metric_key: str) -> tuple[PerDoc | None, str | No
                 lengths.append(option_lengths)
             keys.append((*doc_id(sample), filter_name))
             loglikelihoods.append(ll)
-            labels.append(target)
+            rows.append(sample)
+        labels = gold_indices(rows)
     except (OSError, UnicodeDecodeError, TypeError, ValueError) as err:
         return None, f"per-sample file unreadable ({err if isinstance(err, BadLine) else type(err).__name__})"
+    if isinstance(labels, str):
+        return None, labels
     if not keys:
         return None, f"no {filter_name!r} rows"
     try:

@@ -83,7 +83,8 @@ Judged = dict[tuple[Variant, str], tuple[str, str]]
 # 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
 # 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule;
 #    documents.tar.xz (was .tar.gz).
-STATISTICS_VERSION = 8
+# 9: p_correct where a multiple-choice target is text (results.gold_indices: COPA, WinoGrande, CommonsenseQA).
+STATISTICS_VERSION = 9
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
