@@ -85,6 +85,12 @@ def test_string_numbers_are_cast():
             lambda c: c["evals"].update(benchmarks=[{"name": "arc_challenge", "metric": ""}], num_fewshot=[]),
             "evals.benchmarks[0].metric",
         ),
+        # an entry beside the parallel list named the list's rule; an entry's bad limit an internal key
+        (lambda c: c["evals"].update(benchmarks=["arc_challenge", {"name": "Spatial_Reasoning"}]), "evals.num_fewshot"),
+        (
+            lambda c: c["evals"].update(benchmarks=[{"name": "arc_challenge", "limit": 0}], num_fewshot=[]),
+            "evals.benchmarks[0].limit",
+        ),
         # silently accepted before issue 30
         *[
             (lambda c, size=size: c["evals"].update(composites={"mix": {"abilities": TWO, "size": size}}), MIX_SIZE)
@@ -171,6 +177,17 @@ def test_composite_size_and_tags_that_are_fine():
     assert cfg.evals.composites["mix"]["size"] == 2 and cfg.models[0].tag == "my.model-v2_1"
     raw["aggregate"] = {"bootstrap": 0, "threshold": 0}  # 0 resamples: no intervals (documented)
     assert parse_config(raw).aggregate.bootstrap == 0
+
+
+def test_a_composite_named_as_an_ability_split_is_refused():
+    """A composite under an ability's name would be scored in place of that ability's own test split."""
+    raw = base()
+    raw["evals"]["composites"] = {TWO[0]: {"abilities": TWO, "size": 2}}
+    with pytest.raises(ConfigError) as err:
+        parse_config(raw)
+    assert str(err.value) == (
+        f"evals.composites: '{TWO[0]}' is an ability's test split; give the composite another name"
+    )
 
 
 def snapshot_tree(root: Path) -> dict[str, bytes]:

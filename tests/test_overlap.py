@@ -76,3 +76,39 @@ def test_overlap_refuses_masks_of_different_models(tmp_path):
     save_tensors(files["b"], {"x.weight": torch.tensor([2])}, {"fingerprint": "other", "eligible": "1000", "n": "1"})
     with pytest.raises(BenchprofError, match="different models or candidate sets"):
         region_overlap(files, 0.01)
+
+
+def test_the_overlap_command_refuses_a_missing_or_unreadable_mask_and_keeps_its_files(tmp_path):
+    """`benchprof overlap` over two abilities' masks writes overlap.csv; with one configured mask missing, or one
+    truncated, it fails in one line naming the file, and overlap.csv keeps every pair it had (it was rewritten over
+    the masks left, silently)."""
+    import yaml
+    from test_extract import ABILITY, setup, synthetic_importance
+
+    from benchprof.core.layout import Layout
+    from benchprof.core.loader import load_config
+    from benchprof.stages.extract import extract
+    from benchprof.stages.overlap import overlap
+
+    config = setup(tmp_path, synthetic_importance(), k_values=(0.01,))
+    raw = yaml.safe_load(config.read_text())
+    raw["datasets"].append({"name": "Temporal_Reasoning", "path": str(tmp_path / "data")})
+    config.write_text(yaml.safe_dump(raw))
+    layout = Layout(tmp_path / "outputs", "tiny")
+    importance = layout.importance_file(ABILITY)
+    other = layout.importance_file("Temporal_Reasoning")
+    other.parent.mkdir(parents=True)
+    other.write_bytes(importance.read_bytes())
+    extract(load_config(config))
+    overlap(load_config(config), plots=False)
+    before = layout.overlap_csv.read_bytes()
+    mask = layout.mask_file("Temporal_Reasoning", 0.01, "top")
+    kept = mask.read_bytes()
+    mask.unlink()
+    with pytest.raises(BenchprofError) as err:
+        overlap(load_config(config), plots=False)
+    assert str(err.value) == f"overlap: {mask}: missing (run `benchprof extract {config}` first)"
+    mask.write_bytes(kept[:2000])
+    with pytest.raises(BenchprofError, match=rf"^overlap: {mask}: not a readable safetensors"):
+        overlap(load_config(config), plots=False)
+    assert layout.overlap_csv.read_bytes() == before

@@ -100,3 +100,34 @@ def test_an_unwritable_datasets_cache_fails_evaluate_and_run_before_any_model_lo
             "set HF_DATASETS_CACHE to a writable folder)"
         )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "config.yml"]
+
+
+def test_a_model_folder_without_weights_and_an_output_dir_that_is_a_file_are_one_line_each(tmp_path):
+    """A model folder holding its config and tokenizer but no weights fails `run --dry_run` in one line naming
+    models[0].name (it was reported ready); `status` with settings.output_dir a file says so (it counted jobs)."""
+    import shutil
+
+    model = tmp_path / "model"
+    shutil.copytree(ROOT / "benchprof" / "assets" / "demo-model", model)
+    for weights in model.glob("*.safetensors"):
+        weights.unlink()
+    config = yaml.safe_load((ROOT / "configs" / "demo.yml").read_text())
+    config["settings"]["output_dir"] = str(tmp_path / "outputs")
+    config["data"] = {**config.get("data", {}), "dir": str(ROOT / "data")}
+    config["models"] = [{**config["models"][0], "name": str(model)}]
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run(
+        [sys.executable, "-m", "benchprof", "run", str(path), "--dry_run"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"benchprof: error: models[0].name: {model}: no weights (*.safetensors or *.bin) in the model folder"
+    ], proc.stderr
+    (tmp_path / "a_file").write_text("")
+    config["settings"]["output_dir"] = str(tmp_path / "a_file")
+    path.write_text(yaml.safe_dump(config))
+    proc = subprocess.run([sys.executable, "-m", "benchprof", "status", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"benchprof: error: settings.output_dir: {tmp_path / 'a_file'} is not a folder"
+    ], proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "config.yml", "model"]

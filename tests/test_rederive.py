@@ -46,3 +46,17 @@ def test_a_config_that_is_not_one_is_one_line(folder, content, message):
     (folder / "config.yml").write_bytes(content)
     with pytest.raises(BenchprofError, match=rf"^{folder / 'config.yml'}: {message}"):
         rederive(folder)
+
+
+def test_a_folder_without_its_ais_csv_or_no_folder_at_all_is_one_line(folder, tmp_path):
+    """The script compares a re-derived ais.csv with the folder's: without one it said the two differ in 229 lines;
+    a folder that is not there was named as a missing archive."""
+    from benchprof.lab.rederive import main
+
+    (folder / "ais.csv").unlink()
+    with pytest.raises(BenchprofError) as err:
+        main(str(folder))
+    assert str(err.value) == f"{folder / 'ais.csv'}: not found, nothing to compare the re-derived profile with"
+    with pytest.raises(BenchprofError) as err:
+        main(str(tmp_path / "nothere"))
+    assert str(err.value) == f"{tmp_path / 'nothere'}: no such folder"

@@ -84,9 +84,11 @@ def test_the_rule_claims_a_strong_spike_and_not_a_null_one(profile_config):
     assert claimed(load_scores(profile_config, "t", progress=False), QUANT, QUANT)  # the known answer
     assert not claimed(load_scores(profile_config, "t", progress=False), "arc_easy", QUANT)  # unspiked
     spike_benchmark(model_dir, "arc_easy", TEMPORAL, 0.5, seed=0)  # another ability's documents: the null side
-    assert not claimed(load_scores(profile_config, "t", progress=False), "arc_easy", QUANT)
+    profile = load_scores(profile_config, "t", progress=False)
+    assert not claimed(profile, "arc_easy", QUANT) and not claimed(profile, "arc_easy", QUANT, "conjunction")
     spike_benchmark(model_dir, "arc_easy", QUANT, 0.5, seed=0)
-    assert claimed(load_scores(profile_config, "t", progress=False), "arc_easy", QUANT)
+    profile = load_scores(profile_config, "t", progress=False)
+    assert claimed(profile, "arc_easy", QUANT) and claimed(profile, "arc_easy", QUANT, "conjunction")
 
 
 def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
@@ -98,6 +100,9 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
         SpikeRow("m", "c", "A", "A", 0.1, 6, 5, 3),
     ]
     assert reach_lines(rows) == [
-        "b <- A: claimed from f = 0.2 (4 of 5); spiked with C instead: claimed 1 of 5",
-        "c <- A: not claimed in 80% of resamples up to f = 0.1 (3 of 5)",
+        "b <- A (the rule): claimed from f = 0.2 (4 of 5); spiked with C instead: claimed 1 of 5",
+        "c <- A (the rule): not claimed in 80% of resamples up to f = 0.1 (3 of 5)",
     ]
+    assert reach_lines(rows, "conjunction")[1] == (
+        "c <- A (one test per claim): not claimed in 80% of resamples up to f = 0.1 (0 of 5)"
+    )

@@ -112,3 +112,30 @@ def test_an_ability_removed_makes_the_contrast_regions_of_the_others_stale(tiny_
         aggregate(cfg, plots=False)
     [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("aggregate: tiny:")]
     assert "stale (masks stale" in line
+
+
+@pytest.mark.parametrize("damage", ["truncated", "deleted"])
+def test_a_damaged_mask_is_to_redo_and_the_evaluations_on_it_are_kept(finished, tiny_model_dir, tmp_path, damage):
+    """A mask file cut short or deleted under its manifest: extract writes it again as it was, so status calls the
+    masks stale and the evaluations on it still done (it called them stale and counted them as jobs left), and a
+    run redoes the mask alone: every result file keeps its bytes, and the mask comes back byte for byte."""
+    from benchprof.stages.run import run
+    from benchprof.stages.status import plan_status
+
+    copy_project(finished, tmp_path, tiny_model_dir)
+    config = write_config(tmp_path, tiny_model_dir)
+    layout = Layout(tmp_path / "outputs", "tiny")
+    mask = layout.mask_file(ABILITY, K, "top")
+    kept = mask.read_bytes()
+    if damage == "truncated":
+        mask.write_bytes(kept[:2000])
+    else:
+        mask.unlink()
+    [item] = [i for i in plan_status(load_config(config)) if i.state != "done"]
+    assert (item.stage, item.state) == ("masks", "stale")
+    assert item.why.startswith(f"{'damaged' if damage == 'truncated' else 'missing'} top.safetensors")
+    assert not_done(config) == set()
+    results = {p: p.read_bytes() for p in layout.model_dir.rglob("eval/**/*.json")}
+    run(load_config(config))
+    assert mask.read_bytes() == kept
+    assert {p: p.read_bytes() for p in results} == results

@@ -272,6 +272,10 @@ def _evals(cfg: Config) -> None:
         if not cfg.resolve(local).exists():
             raise ConfigError(f"evals.dataset_paths.{name}: {cfg.resolve(local)}: no such folder or file")
     for name, spec in ev.composites.items():
+        if cfg.split_of(str(name)) is not None:  # the split would be scored on the composite's items
+            raise ConfigError(
+                f"evals.composites: {shown(name)} is an ability's test split; give the composite another name"
+            )
         _composite(name, spec, cfg.own_abilities())
     for i, name in enumerate(ev.benchmarks):
         if not 0 <= ev.fewshot(name) <= MAX_FEWSHOT:

@@ -26,7 +26,11 @@ def _spread_benchmark_entries(raw: dict[str, Any]) -> None:
     if not isinstance(entries, list) or not any(isinstance(e, dict) for e in entries):
         return
     if evals.get("num_fewshot"):
-        raise ConfigError("evals.num_fewshot: give num_fewshot in the benchmarks' entries or as a list, not both")
+        first = next(i for i, e in enumerate(entries) if isinstance(e, dict))
+        raise ConfigError(
+            f"evals.num_fewshot: a list of numbers cannot go with benchmark entries (evals.benchmarks[{first}] is "
+            "one); give num_fewshot in each entry ({name: ..., num_fewshot: N}) and drop the list"
+        )
     names, fewshot = [], []
     limits = dict(evals.get("limits") or {})
     aggregate = raw["aggregate"] = dict(raw.get("aggregate") or {})
@@ -47,7 +51,10 @@ def _spread_benchmark_entries(raw: dict[str, Any]) -> None:
         names.append(name)
         fewshot.append(entry.get("num_fewshot", 0))
         if "limit" in entry:
-            limits[name] = entry["limit"]
+            limit = entry["limit"]
+            if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+                raise ConfigError(f"evals.benchmarks[{i}].limit: {limit!r} must be a whole number of documents >= 1")
+            limits[name] = limit
         if "metric" in entry:
             if isinstance(entry["metric"], str) and not entry["metric"].strip():
                 raise ConfigError(f"evals.benchmarks[{i}].metric: an empty metric name")

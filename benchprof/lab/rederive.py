@@ -112,10 +112,15 @@ def main(*folders: str, compare: str = "", plots: bool = True) -> None:
         return
     if not folders:
         raise BenchprofError("name at least one profile folder holding documents.tar.xz and config.yml")
+    for name in folders:  # every folder checked before the first is computed
+        if not Path(name).is_dir():
+            raise BenchprofError(f"{name}: no such folder")
+        if not (Path(name) / "ais.csv").is_file():
+            raise BenchprofError(f"{Path(name) / 'ais.csv'}: not found, nothing to compare the re-derived profile with")
     differ = []
     for name in folders:
         folder = Path(name)
-        kept = (folder / "ais.csv").read_text(encoding="utf-8") if (folder / "ais.csv").is_file() else ""
+        kept = (folder / "ais.csv").read_text(encoding="utf-8")
         _, text = rederive(folder)
         if text == kept:
             print(f"{folder}: ais.csv re-derived from {DOCUMENTS} alone: identical ({text.count(chr(10)) - 1} rows)")

@@ -82,11 +82,15 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
     return len(chosen or [])
 
 
-def claimed(profile: Profile, benchmark: str, ability: str) -> bool:
-    """Whether the profile's claims (profile/claims.py, the rule as ais.md states it) say `benchmark` draws on
-    `ability`."""
+def claimed(profile: Profile, benchmark: str, ability: str, rule: str = "claims") -> bool:
+    """Whether the profile claims `benchmark` draws on `ability`: under the rule as ais.md states it
+    (profile/claims.py; `rule` "claims") or its form with one test per claim (profile/conjunction.py;
+    "conjunction")."""
     from benchprof.profile.claims import benchmark_claims
+    from benchprof.profile.conjunction import conjunction_claims
 
+    if rule == "conjunction":
+        return (benchmark, ability) in conjunction_claims(profile)
     return any(
         c.benchmark == benchmark and c.kind == "claims" and ability in {r.ability for r in c.draws_on}
         for c in benchmark_claims(profile)
@@ -105,11 +109,11 @@ class SpikeRow:
     fraction: float
     documents: int  # mixed in, per resample
     resamples: int
-    claimed: int
+    claimed: int  # under the rule as ais.md states it (profile/claims.py)
+    claimed_conjunction: int = 0  # under its form with one test per claim (profile/conjunction.py)
 
-    @property
-    def rate(self) -> float:
-        return self.claimed / self.resamples
+    def rate(self, rule: str = "claims") -> float:
+        return (self.claimed_conjunction if rule == "conjunction" else self.claimed) / self.resamples
 
 
 def spike_rows(
@@ -142,17 +146,19 @@ def spike_rows(
         todo = [(pair, f) for pair in pairs for f in fractions]
         with tqdm(total=len(todo) * resamples, desc="spikes", unit="profile") as bar:
             for (benchmark, ability, source), fraction in todo:
-                hits = documents = 0
+                hits = one_test = documents = 0
                 try:
                     for r in range(resamples):
                         documents = spike_benchmark(Path(root) / tag, benchmark, source, fraction, seed + r)
-                        hits += claimed(load_scores(cfg, tag, progress=False), benchmark, ability)
+                        profile = load_scores(cfg, tag, progress=False)
+                        hits += claimed(profile, benchmark, ability)
+                        one_test += claimed(profile, benchmark, ability, "conjunction")
                         bar.update()
                 except TooFew as err:  # a larger share than the source can make: said, not tried
                     skipped.append(str(err))
                     bar.update(resamples)
                     continue
-                rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits))
+                rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test))
     return rows
 
 
@@ -160,29 +166,31 @@ def write_spikes(rows: list[SpikeRow], out: Path) -> Path:
     """spikes.csv in `out`: one row per (benchmark, ability, source, share) with its claim rate."""
     out.mkdir(parents=True, exist_ok=True)
     path = out / SPIKES
-    columns = [f.name for f in fields(SpikeRow)] + ["rate"]
-    write_csv(path, columns, [asdict(r) | {"rate": round(r.rate, 4)} for r in rows])
+    columns = [f.name for f in fields(SpikeRow)] + ["rate", "rate_conjunction"]
+    write_csv(path, columns, [asdict(r) | {"rate": r.rate(), "rate_conjunction": r.rate("conjunction")} for r in rows])
     return path
 
 
-def reach_lines(rows: list[SpikeRow]) -> list[str]:
+def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
     """Per (benchmark, ability) spiked with its own documents: the smallest share claimed in at least REACH_RATE
-    of resamples, or the largest share tried, not reached; per null source: its highest claim rate."""
+    of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source: its
+    highest claim rate."""
     lines = []
     for benchmark, ability in dict.fromkeys((r.benchmark, r.ability) for r in rows):
         own = sorted((r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, ability)),
                      key=lambda r: r.fraction)  # fmt: skip
         null = [r for r in rows if (r.benchmark, r.ability) == (benchmark, ability) and r.source != ability]
-        reached = next((r for r in own if r.rate >= REACH_RATE), None)
-        text = f"{benchmark} <- {ability}: "
+        reached = next((r for r in own if r.rate(rule) >= REACH_RATE), None)
+        text = f"{benchmark} <- {ability} ({'one test per claim' if rule == 'conjunction' else 'the rule'}): "
+        count = (lambda r: r.claimed_conjunction) if rule == "conjunction" else (lambda r: r.claimed)
         if reached is not None:
-            text += f"claimed from f = {reached.fraction:g} ({reached.claimed} of {reached.resamples})"
+            text += f"claimed from f = {reached.fraction:g} ({count(reached)} of {reached.resamples})"
         elif own:
             text += f"not claimed in {REACH_RATE:.0%} of resamples up to f = {own[-1].fraction:g}"
-            text += f" ({own[-1].claimed} of {own[-1].resamples})"
+            text += f" ({count(own[-1])} of {own[-1].resamples})"
         if null:
-            worst = max(null, key=lambda r: r.rate)
-            text += f"; spiked with {worst.source} instead: claimed {worst.claimed} of {worst.resamples}"
+            worst = max(null, key=lambda r: r.rate(rule))
+            text += f"; spiked with {worst.source} instead: claimed {count(worst)} of {worst.resamples}"
         lines.append(text)
     return lines
 
@@ -229,6 +237,6 @@ def main(
     skipped: list[str] = []
     rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped)
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
-    for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
+    for line in reach_lines(rows) + reach_lines(rows, "conjunction") + [f"not tried: {why}" for why in skipped]:
         print(line)
     print(f"spikes: {len(rows)} rows -> {path}")

@@ -126,6 +126,18 @@ def task_hash(
     return value_hash([value_hash(spec), files])
 
 
+def _recorded_mask(path: Path) -> tuple[str, str | None] | None:
+    """(hash, fingerprint) of a mask file as its folder's manifest recorded them; None without a record."""
+    from benchprof.core.storage import read_json
+
+    try:
+        record = read_json(path.parent / "manifest.json")
+        entry, inputs = record["files"][path.name], record["inputs"]
+        return str(entry["hash"]), inputs.get("fingerprint")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 class JobInputs:
     """The inputs of each job (hashed into its JSON), computed once per run and mask."""
 
@@ -144,6 +156,7 @@ class JobInputs:
         self.cfg, self.layout, self.include_path, self.mapping = cfg, layout, include_path, mapping
         self.backend, self.limit, self.planned = backend, limit, planned
         self.model = model_signature(cfg, spec, update_cache)
+        self.update_cache = update_cache
         self.dtype = eval_dtype(cfg, spec)
         self._masks: dict[Variant, tuple[str | None, str | None]] = {}
         self._tasks: dict[str, str] = {}
@@ -155,7 +168,13 @@ class JobInputs:
             return None, None
         if variant not in self._masks:
             path = self.layout.mask_file(*variant.parts())
-            self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
+            recorded = None if self.update_cache else _recorded_mask(path)
+            if recorded is not None and (not path.is_file() or file_hash(path) != recorded[0]):
+                # status: a mask gone or damaged under a manifest whose inputs hold is what extract writes again
+                # (masks_items judges it so), so the jobs on it are judged by what that manifest recorded
+                self._masks[variant] = recorded
+            else:
+                self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
         return self._masks[variant]
 
     def __call__(self, job: Job) -> dict[str, Any]:

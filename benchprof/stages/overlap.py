@@ -206,42 +206,52 @@ def layer_rows(result: OverlapResult, model: str, numels: dict[str, int]) -> lis
     return rows
 
 
-def model_overlap(cfg: Config, tag: str, plots: bool = True) -> tuple[list[Path], list[dict[str, Any]], list[str]]:
+def model_overlap(
+    cfg: Config, tag: str, plots: bool = True, strict: bool = False
+) -> tuple[list[Path], list[dict[str, Any]], list[str]]:
     """One model's overlap files under its profile/ folder: (files written, overlap rows, notes).
 
     Works on whatever mask files exist (abilities without a mask at some k are left out of that k);
     a set of masks that cannot be compared (different models or candidate sets) is skipped with a note.
+    `strict` (the `overlap` command): a configured mask missing beside others, or one that cannot be read or
+    compared, is refused in one line instead, before any file is written (a partial overlap.csv would replace a
+    whole one).
     """
     layout = Layout(cfg.output_root, tag)
     written: list[Path] = []
     overlap_rows: list[dict[str, Any]] = []
     layers: list[dict[str, Any]] = []
     notes: list[str] = []
+    found: list[tuple[float, str, OverlapResult]] = []  # (k, region, its overlap)
     for k in cfg.settings.k_values:
         for region in [r for r in ("top", "bottom", "random") if r in cfg.extract.regions]:
             files = {a: layout.mask_file(a, k, region) for a in cfg.abilities()}
-            files = {a: p for a, p in files.items() if p.is_file()}
-            if not files:
+            present = {a: p for a, p in files.items() if p.is_file()}
+            if not present:
                 continue
+            if strict and (missing := [p for p in files.values() if not p.is_file()]):
+                raise BenchprofError(f"overlap: {missing[0]}: missing (run `benchprof extract {cfg.path}` first)")
             try:
-                result = region_overlap(files, k, region)
+                found.append((k, region, region_overlap(present, k, region)))
             except BenchprofError as err:
+                if strict:
+                    raise BenchprofError(f"overlap: {err}") from None
                 notes.append(f"overlap skipped: {err}")
-                continue
-            if len(set(result.scores.values())) > 1:
-                notes.append(
-                    f"overlap at k={format_k(k)} ({region}): the masks were ranked by different scores "
-                    f"({', '.join(f'{a}: {s}' for a, s in result.scores.items())}); rerun `benchprof extract`"
-                )
-            pairs = [{"model": tag, **result.row(a, b)} for a in result.abilities for b in result.abilities]
-            overlap_rows += pairs
-            rows = layer_rows(result, tag, _tensor_sizes(layout.mask_stats(result.abilities[0], k)))
-            layers += rows
-            if plots and region == "top":
-                n = max(result.sizes.values()) if result.sizes else 0
-                chance = expected_jaccard(n, n, result.eligible)
-                written.append(plot_overlap(pairs, chance, layout.overlap_png(k)))
-                written.append(plot_layers(rows, tag, k, layout.layers_png(k)))
+    for k, kind, result in found:  # everything read: now written
+        if len(set(result.scores.values())) > 1:
+            notes.append(
+                f"overlap at k={format_k(k)} ({kind}): the masks were ranked by different scores "
+                f"({', '.join(f'{a}: {s}' for a, s in result.scores.items())}); rerun `benchprof extract`"
+            )
+        pairs = [{"model": tag, **result.row(a, b)} for a in result.abilities for b in result.abilities]
+        overlap_rows += pairs
+        rows = layer_rows(result, tag, _tensor_sizes(layout.mask_stats(result.abilities[0], k)))
+        layers += rows
+        if plots and kind == "top":
+            n = max(result.sizes.values()) if result.sizes else 0
+            chance = expected_jaccard(n, n, result.eligible)
+            written.append(plot_overlap(pairs, chance, layout.overlap_png(k)))
+            written.append(plot_layers(rows, tag, k, layout.layers_png(k)))
     if overlap_rows:
         write_csv(layout.overlap_csv, OVERLAP_COLUMNS, overlap_rows, digits=6)
         write_csv(layout.layers_csv, LAYER_COLUMNS, layers, digits=6)
@@ -266,7 +276,7 @@ def overlap(cfg: Config, model: str | None = None, plots: bool = True) -> None:
     started = time.time()
     count = 0
     for spec in cfg.selected_models(model):
-        written, rows, notes = model_overlap(cfg, spec.tag, plots)
+        written, rows, notes = model_overlap(cfg, spec.tag, plots, strict=True)
         for line in [overlap_summary(rows)] + notes:
             if line:
                 print(line)

@@ -168,6 +168,9 @@ def check_model(
             return None
         from benchprof.core.modeling import whole_safetensors
 
+        if not any(next(Path(source).glob(pattern), None) for pattern in ("*.safetensors", "*.bin", "*.pt", "*.pth")):
+            problems.append(f"{key}: {source}: no weights (*.safetensors or *.bin) in the model folder")
+            return None
         for weights in sorted(Path(source).glob("*.safetensors")):  # reads each header only: a cut file shows
             if not whole_safetensors(weights):
                 problems.append(f"{key}: {weights}: cut short or damaged (its size disagrees with its header)")

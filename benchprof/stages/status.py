@@ -41,10 +41,23 @@ class Item:
     why: str = ""
 
 
+KEPT_IF = "kept if what it reads is computed again the same"  # the stages are deterministic: then nothing is redone
+
+
 def upstream_of(item: Item | None, name: str) -> str:
-    if item is None or item.state == "done":
+    """Why an output that reads `item` cannot be done: "" when it is done, or when only its files are gone or
+    damaged under a manifest whose inputs hold (its stage writes them again as they were, so what reads them is
+    judged by what the manifest recorded: `run` redoes only that stage)."""
+    if item is None or item.state == "done" or regenerable(item):
         return ""
+    if (item.state == "pending" and not item.why) or KEPT_IF in item.why:  # no manifest: maybe computed as it was
+        return f"{name} {item.state} ({KEPT_IF})"
     return f"{name} {item.state}"
+
+
+def regenerable(item: Item) -> bool:
+    """Whether an output is stale only because files its manifest records are missing or damaged (storage.judge)."""
+    return item.state == "stale" and item.why.startswith(("missing ", "damaged "))
 
 
 def data_items(cfg: Config) -> dict[str, Item]:
@@ -201,9 +214,11 @@ def judged_jobs(
     planned_error = ""
     try:
         include_path, mapping, planned = tasks.plan_tasks(cfg)
-    except BenchprofError as err:  # a benchmark's data is not generated yet
+    except BenchprofError as err:  # a benchmark's data is not generated yet, or damaged (and written again)
         include_path, mapping, planned = tasks.tasks_dir(cfg), {}, {}
         planned_error = f"benchmark data pending ({err})"
+        if any(regenerable(item) for item in data.values()):
+            planned_error = f"benchmark data to write again ({KEPT_IF})"
     job_inputs = JobInputs(cfg, spec, layout, include_path, mapping, cfg.evals.backend, None, planned, False)
     items: list[tuple[Job, Item]] = []
     for job in job_list(cfg):
@@ -335,6 +350,8 @@ def status(cfg: Config, verbose: bool = False, fingerprint: bool = False) -> Non
         verbose: one line per evaluation job instead of one per variant.
         fingerprint: load each model once to check its fingerprint against the importance manifests.
     """
+    if cfg.output_root.exists() and not cfg.output_root.is_dir():
+        raise BenchprofError(f"settings.output_dir: {cfg.output_root} is not a folder")
     items = plan_status(cfg, fingerprint=fingerprint)
     lines: list[Item | tuple[str, str]] = []  # an item, or (model, variant) for a summarised variant
     evals: dict[tuple[str, str], list[Item]] = {}
@@ -402,11 +419,15 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
     from benchprof.stages.eval_jobs import cpu_worker_cap, job_list
 
     layout = Layout(cfg.output_root, spec.tag)
-    state = {i.what: i.state for i in items if i.stage == "eval" and i.model == spec.tag}
+    state = {i.what: (i.state, i.why) for i in items if i.stage == "eval" and i.model == spec.tag}
     measured: dict[str, list[float]] = {}
     left: dict[str, int] = {}
+    maybe = 0  # jobs redone only if an upstream output computed again differs
     for job in job_list(cfg):
-        if state.get(layout.eval_output(job.variant, job.benchmark).label, "done") != "done":
+        judged, why = state.get(layout.eval_output(job.variant, job.benchmark).label, ("done", ""))
+        if judged != "done" and KEPT_IF in why:
+            maybe += 1
+        elif judged != "done":
             left[job.benchmark] = left.get(job.benchmark, 0) + 1
             continue
         try:
@@ -417,7 +438,7 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
         if math.isfinite(seconds) and seconds >= 0:  # an edited or damaged time (NaN, negative) measures nothing
             measured.setdefault(job.benchmark, []).append(seconds)
     if not left or not measured:  # nothing left, or no pace measured yet (a run not started): nothing to say
-        return ""
+        return f"{maybe} evaluation job(s) left only if what they read comes out different" if maybe else ""
     known = {b: statistics.median(v) for b, v in measured.items()}
     seconds = sum(known[b] * n for b, n in left.items() if b in known)
     unmeasured = {b: n for b, n in left.items() if b not in known}
@@ -431,7 +452,7 @@ def evaluation_time_left(cfg: Config, spec: ModelSpec, items: list[Item]) -> str
     if unmeasured:
         # documents differ too much in length between benchmarks for another benchmark's pace to say
         text += f"; {sum(unmeasured.values())} job(s) of {len(unmeasured)} benchmark(s) with none done yet not counted"
-    return text
+    return text + (f"; {maybe} more only if what they read comes out different" if maybe else "")
 
 
 def dtype_scored(cfg: Config, i: int, spec: ModelSpec) -> str:
