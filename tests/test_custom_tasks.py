@@ -157,7 +157,7 @@ def test_per_benchmark_entries_spread_into_the_parallel_settings(tmp_path):
     with pytest.raises(ConfigError, match="evals.include_path: .*nowhere: no such folder"):
         parse_config({**raw, "evals": {"include_path": "nowhere"}}, tmp_path / "config.yml")
     both = {**raw, "evals": {"benchmarks": [{"name": "mine"}], "num_fewshot": [1]}}
-    with pytest.raises(ConfigError, match="evals.num_fewshot: give num_fewshot in the benchmarks' entries"):
+    with pytest.raises(ConfigError, match="evals.num_fewshot: a list of numbers cannot go with benchmark entries"):
         parse_config(both, tmp_path / "config.yml")
 
 

@@ -86,13 +86,15 @@ def test_each_selection_and_placebo_region_ranks_its_own_items(tmp_path, capsys)
     states = {(i.stage, i.model + ": " + i.what): i.state for i in plan_status(cfg)}
     assert all(states[("attribution placebo", f"demo: {a}")] == "done" for a in ABILITIES)
     assert all(states[("masks", f"demo: {a} k{K}")] == "done" for a in ABILITIES)
-    # a placebo file edited by hand: it, and every region chosen from it, are no longer done
+    # a placebo file edited by hand under its current manifest: it is to redo, and it is written again as it was,
+    # so the regions chosen from it are judged by what its manifest recorded and stay done (status.upstream_of)
     path = layout.attribution_file("Commonsense_Causal", placebo=True)
     path.write_bytes(path.read_bytes()[:-8] + b"\0" * 8)
-    states = {(i.stage, i.model + ": " + i.what): i.state for i in plan_status(cfg)}
-    assert states[("attribution placebo", "demo: Commonsense_Causal")] != "done"
-    assert states[("attribution", "demo: Commonsense_Causal")] == "done"
-    assert all(states[("masks", f"demo: {a} k{K}")] != "done" for a in ABILITIES)
+    items = {(i.stage, i.model + ": " + i.what): i for i in plan_status(cfg)}
+    damaged = items[("attribution placebo", "demo: Commonsense_Causal")]
+    assert damaged.state == "stale" and damaged.why.startswith("damaged ")
+    assert items[("attribution", "demo: Commonsense_Causal")].state == "done"
+    assert all(items[("masks", f"demo: {a} k{K}")].state == "done" for a in ABILITIES)
 
 
 def test_placebo_labels_carry_no_skill():
