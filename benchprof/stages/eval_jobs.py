@@ -169,12 +169,13 @@ class JobInputs:
         if variant not in self._masks:
             path = self.layout.mask_file(*variant.parts())
             recorded = None if self.update_cache else _recorded_mask(path)
-            if recorded is not None and (not path.is_file() or file_hash(path) != recorded[0]):
+            found = file_hash(path) if recorded is None or path.is_file() else None  # each mask hashed once
+            if recorded is not None and found != recorded[0]:
                 # status: a mask gone or damaged under a manifest whose inputs hold is what extract writes again
                 # (masks_items judges it so), so the jobs on it are judged by what that manifest recorded
                 self._masks[variant] = recorded
             else:
-                self._masks[variant] = (file_hash(path), region_metadata(path).get("fingerprint"))
+                self._masks[variant] = (found, region_metadata(path).get("fingerprint"))
         return self._masks[variant]
 
     def __call__(self, job: Job) -> dict[str, Any]:
