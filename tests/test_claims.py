@@ -6,7 +6,7 @@ import pytest
 from benchprof.profile.claims import benchmark_claims, claim_line, claim_lines, claims_markdown
 from benchprof.profile.formatting import md_table, terminal_table
 from benchprof.profile.report import merged_notes, render_markdown
-from benchprof.profile.rows import ADJUSTED, DAMAGE, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
+from benchprof.profile.rows import ADJUSTED, DAMAGE, OWN, P_CORRECT, PRIMARY, SPECIFICITY, AisRow, Profile
 from benchprof.profile.terminal import claims_terminal
 
 K = 0.01
@@ -21,6 +21,7 @@ def small_profile() -> Profile:
     """Three benchmarks by hand: `known` with one starred claim (A) and one not (B); `faint` tested and nothing
     starred, its top regions' minimum detectable AIS 0.30 and 0.50; `coin` at chance."""
     claim = {"family": PRIMARY, "control_draws": 4}
+    own = {"family": OWN, "control_draws": 4}  # specificity: the own family
     rows = [
         row("A", "known", "top", 0.40, family=DAMAGE, p_value=0.001, significant=True, mde=0.2),
         row("A", "known", ADJUSTED, 0.25, ci_low=0.1, ci_high=0.4, p_value=0.001, significant=True, **claim),
@@ -33,7 +34,7 @@ def small_profile() -> Profile:
         row("B", "faint", ADJUSTED, 0.01, p_value=0.9, significant=False, **claim),
         row("A", "coin", "top", 0.3, at_chance=True, chance=0.25, score_original=0.26, p_value=0.01),
         row("A", "coin", ADJUSTED, 0.3, at_chance=True, score_original=0.26, p_value=0.01),
-        row("A", SPECIFICITY, ADJUSTED, 0.2, ci_low=0.05, ci_high=0.35, p_value=0.01, significant=True, **claim),
+        row("A", SPECIFICITY, ADJUSTED, 0.2, ci_low=0.05, ci_high=0.35, p_value=0.01, significant=True, **own),
     ]
     return Profile(
         model="m",
@@ -107,7 +108,10 @@ def test_ais_md_opens_with_the_claims_and_the_terminal_says_the_same():
     lines = text.splitlines()
     assert lines[0] == "# Benchmark profile: model (`m`)"
     assert lines[2] == "## Claims"
-    assert "Holm's correction over the 5 rows of the claim family" in lines[4]
+    assert (
+        "Holm's correction over the 4 rows of the claim family (the ability splits' rows are a family apart)"
+        in lines[4]
+    )
     assert lines[6 : 6 + 4] == [f"- {line}" for line in claim_lines(profile)]
     terminal = claims_terminal(profile)
     assert claims_markdown(profile)[-4:] == [" ".join(entry.split()) for entry in terminal[1:]]  # wrapping undone
@@ -165,8 +169,9 @@ def test_a_row_read_back_from_ais_csv_is_the_row_written():
 
 def test_with_selections_and_placebo_a_claim_needs_a_majority_of_the_selections():
     """The rule of docs/claims.md: a starred top-random row is a claim only where a majority of the ability's
-    selections meet the tests (selections_agree, cells.count_agreement) and their mean is above random regions once
-    selections are resampled too (selections_low > 0); the line quotes that mean and says how many agree."""
+    selections meet the tests (selections_agree, claim_tests.apply_claim_rule) and their mean is above random
+    regions once selections are resampled too (selections_low > 0); the line quotes that mean and says how
+    many agree."""
     claim = {"family": PRIMARY, "control_draws": 4, "selections": 3}
     mean = {"selections_ais": 0.22, "selections_low": 0.05, "selections_high": 0.39}
     rows = [

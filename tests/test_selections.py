@@ -23,7 +23,7 @@ from benchprof.core.config import ConfigError
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config, parse_config
 from benchprof.core.regions import read_region
-from benchprof.profile.rows import CONTROL, DAMAGE, PRIMARY
+from benchprof.profile.rows import CONTROL, DAMAGE, OWN
 from benchprof.stages.extract import extract, neuron_count
 from benchprof.stages.neurons import model_neurons, neuron_attribution, neuron_scores
 from benchprof.stages.statistic_files import placebo_items
@@ -158,6 +158,7 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
         return float(result["results"][result["primary_task"]]["acc_norm,none"])
 
     checked = claims = figures = 0
+    pairs = {}
     for benchmark in ABILITIES:
         s = score(Variant(), benchmark)
         placebos = [
@@ -173,32 +174,38 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
                 own = (s - score(Variant(ability, K, top), benchmark)) / s
                 assert float(cell[f"{top}-placebo"]["ais"]) == pytest.approx(own - np.mean(placebos), abs=1e-12)
                 assert int(cell[f"{top}-placebo"]["control_draws"]) == 9
-                families = {
-                    f"{top}-placebo": PRIMARY,
-                    f"{top}-random": PRIMARY,
+                families = {  # the benchmarks are the ability splits: the own family
+                    f"{top}-placebo": OWN,
+                    f"{top}-random": OWN,
                     top: DAMAGE,
                     top.replace("top", "placebo"): CONTROL,
                 }
                 for name, family in families.items():  # untested at chance or without a p-value
                     tested = cell[name]["at_chance"] != "true" and cell[name]["p_value"] != ""
                     assert cell[name]["family"] == (family if tested else ""), name
-                    claims += tested and family == PRIMARY
+                    claims += tested and family == OWN
                 checked += 1
 
-            meets = 0
             measured = any(r["breadth_p"] != "" for r in rows)  # breadth in the profile: a row without it fails
+            p_selections = []
             for top in ("top", "top2", "top3"):
-                against = [cell[f"{top}-random"], cell[f"{top}-placebo"]]
-                starred = all(r["significant"] == "true" and float(r["ais"]) > 0 for r in against)
+                # one-sided: half the two-sided p where the row is above its control
+                one_sided = [
+                    1.0 if r["p_value"] == "" else float(r["p_value"]) / 2 if float(r["ais"]) > 0 else
+                    1 - float(r["p_value"]) / 2
+                    for r in (cell[f"{top}-random"], cell[f"{top}-placebo"])
+                ]  # fmt: skip
                 beyond = cell[f"{top}-random"]
                 broad = not measured or (
                     beyond["breadth_p"] != ""
                     and float(beyond["breadth_residual"]) > 0
                     and float(beyond["breadth_p"]) < 0.05
                 )
-                meets += starred and cell[top]["below_chance"] != "true" and broad
+                passes = cell[top]["below_chance"] != "true" and broad
+                p_selections.append(max(one_sided) if passes else 1.0)
+            if cell["top-random"]["family"]:
+                pairs[(benchmark, ability)] = (min(1.0, 1.5 * sorted(p_selections)[1]), p_selections)
             assert int(cell["top-random"]["selections"]) == 3
-            assert int(cell["top-random"]["selections_agree"]) == meets
             # the claim's figure: the mean over the three selections of top − random, inside its interval
             mean_top = np.mean([(s - score(Variant(ability, K, t), benchmark)) / s for t in ("top", "top2", "top3")])
             randoms = [(s - score(Variant(a, K, r), benchmark)) / s for a in ABILITIES for r in ("random", "random2")]
@@ -207,6 +214,17 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
                 assert float(row["selections_ais"]) == pytest.approx(mean_top - np.mean(randoms), abs=1e-12)
                 figures += 1
     assert checked == 27 and claims >= 12 and figures >= 3, figures
+    # one p per (benchmark, ability) pair: 3/2 x the second smallest selection's p; Holm over the pairs, by hand
+    order = sorted(pairs, key=lambda key: pairs[key][0])
+    held, n = 0.0, len(order)
+    for step, key in enumerate(order):
+        held = max(held, min(1.0, (n - step) * pairs[key][0]))
+        row = next(r for r in rows if (r["benchmark"], r["ability"], r["region"]) == (*key, "top-random")
+                   and r["metric"] == "acc_norm,none")  # fmt: skip
+        assert float(row["claim_p"]) == pytest.approx(pairs[key][0], rel=1e-12)
+        assert float(row["claim_q"]) == pytest.approx(held, rel=1e-12)
+        level = 0.05 * 2 / (3 * (n - step))
+        assert int(row["selections_agree"]) == sum(p < level for p in pairs[key][1])
     # a selection without its per-document results: no figure over the selections there (not a mean over two)
     figured = next(
         r for r in rows if r["region"] == "top-random" and r["selections_ais"] != "" and r["metric"] == "acc_norm,none"
@@ -220,13 +238,15 @@ def test_top_placebo_and_selections_agree_equal_a_hand_computation(tmp_path):
         again = {(r["ability"], r["benchmark"], r["region"], r["metric"]): r for r in csv.DictReader(handle)}
     key = (figured["ability"], figured["benchmark"], "top-random", "acc_norm,none")
     assert again[key]["selections_ais"] == "" and again[key]["selections_low"] == ""
-    # breadth: a region's mean top − random AIS on the ability splits that are neither its own nor the benchmark
+    # breadth: a region's mean top − random AIS on the ability splits that are neither its own nor the benchmark, on
+    # their p_correct (every split here has it)
     key = {(r["ability"], r["benchmark"], r["region"]): r for r in rows if r["metric"] == "acc_norm,none"}
+    p_key = {(r["ability"], r["benchmark"], r["region"]): r for r in rows if r["metric"] == "p_correct"}
     for ability in ABILITIES:
         for benchmark in ABILITIES:
             row = key[(ability, benchmark, "top2-random")]
             elsewhere = [b for b in ABILITIES if b not in (ability, benchmark)]
-            others = [float(key[(ability, b, "top2-random")]["ais"]) for b in elsewhere]
+            others = [float(p_key[(ability, b, "top2-random")]["ais"]) for b in elsewhere]
             if row["at_chance"] != "true":
                 checked += 1
                 assert float(row["breadth"]) == pytest.approx(np.mean(others), abs=1e-12)
@@ -324,21 +344,23 @@ def test_a_selection_whose_rows_are_missing_fails_the_rule():
     """selections counts the configured selections, not the rows loaded: a selection not yet evaluated (or whose
     placebo control is missing) counts as failing, so an aggregate taken part-way through a run cannot claim on one
     selection as if it were all of them."""
-    from benchprof.profile.cells import count_agreement
-    from benchprof.profile.rows import ADJUSTED, AisRow, Profile
+    from benchprof.profile.claim_tests import apply_claim_rule
+    from benchprof.profile.rows import ADJUSTED, PRIMARY, AisRow, Profile
 
     def row(region, ais, **fields):
         return AisRow("m", "A", "arc_like", K, region, "acc,none", 0.6, None if "-" in region else 0.5, ais, **fields)
 
-    rows = [row("top", 0.3), row(ADJUSTED, 0.2, significant=True), row("top2", 0.3)]
-    rows += [row("top2-random", 0.2, significant=True), row("top-placebo", 0.1, significant=True)]
+    tested = {"family": PRIMARY, "p_value": 0.001}
+    rows = [row("top", 0.3), row(ADJUSTED, 0.2, **tested), row("top2", 0.3)]
+    rows += [row("top2-random", 0.2, **tested), row("top-placebo", 0.1, **tested)]
     regions = ["top", "top2", "top3", "random"]
     profile = Profile("m", "m", ["A"], ["arc_like"], [K], regions, K, 0.05, 0, rows=rows)
-    count_agreement(profile)
+    apply_claim_rule(profile)
     assert (rows[1].selections, rows[1].selections_agree) == (3, 2)  # top3 not evaluated: it fails
+    assert rows[1].claim_p == pytest.approx(1.5 * 0.0005)  # S/m x the 2nd smallest one-sided p, of 0.0005, 0.0005, 1
     profile.regions = [*regions, "placebo"]  # with placebo regions, top2 lacks its top-placebo row: it fails too
-    count_agreement(profile)
-    assert (rows[1].selections, rows[1].selections_agree) == (3, 1)
+    apply_claim_rule(profile)
+    assert (rows[1].selections, rows[1].selections_agree, rows[1].claim_p) == (3, 1, 1.0)
 
 
 def test_one_selection_reads_every_row_of_every_ability(tmp_path):

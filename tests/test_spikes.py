@@ -14,7 +14,7 @@ from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
 from benchprof.lab.spikes import SpikeRow, claimed, reach_lines, spike_benchmark
-from benchprof.stages.profile_scores import load_scores
+from benchprof.stages.profile_scores import load_scores, rescore_benchmark
 
 K = 0.01
 QUANT, TEMPORAL = "Quantitative_Reasoning", "Temporal_Reasoning"
@@ -91,6 +91,30 @@ def test_the_rule_claims_a_strong_spike_and_not_a_null_one(profile_config):
     assert claimed(profile, "arc_easy", QUANT) and claimed(profile, "arc_easy", QUANT, "conjunction")
 
 
+def test_one_benchmark_scored_again_equals_the_whole_profile_scored_again(profile_config):
+    """The spikes' fast path (rescore_benchmark: the spiked benchmark read again, the others' rows kept, the tests
+    over the profile applied again) gives every row what load_scores gives from scratch; the run it starts from is
+    left as it was."""
+    model_dir = Layout(profile_config.output_root, "t").model_dir
+    runs = []
+    before = load_scores(profile_config, "t", progress=False, run_out=runs)
+    kept = [(r.benchmark, r.region, r.ais, r.q_value) for r in before.rows]
+    spike_benchmark(model_dir, "arc_easy", QUANT, 0.5, seed=0)
+    fast = rescore_benchmark(runs[0], "arc_easy")
+    whole = load_scores(profile_config, "t", progress=False)
+    fields = ("ability", "benchmark", "k", "region", "metric", "ais", "ci_low", "ci_high", "p_value", "q_value",
+              "family", "breadth", "breadth_p", "claim_p", "claim_q", "selections_agree", "n_docs")  # fmt: skip
+
+    def key(row):
+        return tuple(getattr(row, f) for f in fields)
+
+    assert sorted(map(key, fast.rows), key=str) == sorted(map(key, whole.rows), key=str)
+    assert claimed(fast, "arc_easy", QUANT) and fast.at_chance == whole.at_chance
+    assert [(r.benchmark, r.region, r.ais, r.q_value) for r in runs[0].profile.rows] == kept
+    with pytest.raises(BenchprofError, match=r"^Quantitative_Reasoning: an ability split cannot be scored again"):
+        rescore_benchmark(runs[0], QUANT)
+
+
 def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
     rows = [
         SpikeRow("m", "b", "A", "A", 0.1, 6, 5, 2),
@@ -104,5 +128,5 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
         "c <- A (the rule): not claimed in 80% of resamples up to f = 0.1 (3 of 5)",
     ]
     assert reach_lines(rows, "conjunction")[1] == (
-        "c <- A (one test per claim): not claimed in 80% of resamples up to f = 0.1 (0 of 5)"
+        "c <- A (the conjunction form): not claimed in 80% of resamples up to f = 0.1 (0 of 5)"
     )

@@ -268,7 +268,7 @@ def compare_profiles(reference: Path, other: Path, out: Path) -> list[Path]:
         # rows have no test) the one its top rows give
         rows = profile_a.rows
         metrics = {r.benchmark: r.metric for r in rows if r.region == "top" and r.metric != P_CORRECT}
-        metrics.update({r.benchmark: r.metric for r in rows if r.family in ("damage", "claim")})
+        metrics.update({r.benchmark: r.metric for r in rows if r.family in ("damage", "claim", "own")})
         flips = profile_flips(files_a, files_b, metrics)
     cells = profile_cells(profile_a.rows, profile_b.rows, str(other))
     claims_a, claims_b = claim_sets(profile_a), claim_sets(profile_b)

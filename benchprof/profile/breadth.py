@@ -1,40 +1,49 @@
 """The breadth control of a profile's claims (docs/claims.md, rule 3): per benchmark and k, every top region's
 top − random AIS against its damage to the other abilities' splits (stats.breadth), written on its top − random
 row as `breadth` (the region's mean top − random AIS on the ability splits that are neither its ability's nor the
-benchmark), `breadth_residual` and `breadth_p` (one-sided, Holm over the abilities' regions of one selection). The
-line is corrected for each breadth's item noise where the top rows' intervals give it (stats.breadth's x_var).
+benchmark; on their p_correct where the line has it there), `breadth_residual` and `breadth_p` (one-sided, Holm over
+the abilities' regions of one selection). The line is corrected for each breadth's item noise (stats.breadth's
+x_var): from the per-document scores, only the part the regions of the line do not share (`line_noise`); without
+them, from the top rows' intervals.
 """
 
 from __future__ import annotations
 
 import math
 
-from benchprof.core.region_names import selection_of
-from benchprof.profile.rows import SPECIFICITY, AisRow, Profile, ability_benchmarks, control_of, is_top
-from benchprof.stats.breadth import breadth_residuals
+from benchprof.core.region_names import random_draw, selection_of
+from benchprof.core.results import PerDoc
+from benchprof.profile.rows import P_CORRECT, SPECIFICITY, AisRow, Profile, ability_benchmarks, control_of, is_top
+from benchprof.stats.breadth import breadth_residuals, unshared_variance
 from benchprof.stats.multitest import holm
 
+RowsByRegion = dict[tuple[str, float, str, str], AisRow]  # (ability, k, benchmark, region) -> its row
 
-def top_random_rows(profile: Profile) -> dict[tuple[str, float, str, str], AisRow]:
-    """(ability, k, benchmark, top region) -> its top − random row on the benchmark's primary metric."""
+
+def top_random_rows(profile: Profile, metric: str | None = None) -> RowsByRegion:
+    """(ability, k, benchmark, top region) -> its top − random row on the benchmark's primary metric (or on
+    `metric`, e.g. p_correct)."""
     out = {}
     for row in profile.rows:
         control = control_of(row.region)
         if control is None or control[1] != "random" or row.benchmark == SPECIFICITY:
             continue
-        if row.metric == profile.metrics.get(row.benchmark):
+        if row.metric == (metric or profile.metrics.get(row.benchmark)):
             out[(row.ability, row.k, row.benchmark, control[0])] = row
     return out
 
 
+def top_rows(profile: Profile, metric: str | None = None) -> RowsByRegion:
+    """(ability, k, benchmark, top region) -> the top region's own row (its interval gives the item noise)."""
+    return {
+        (r.ability, r.k, r.benchmark, r.region): r
+        for r in profile.rows
+        if r.metric == (metric or profile.metrics.get(r.benchmark)) and is_top(r.region)
+    }
+
+
 def region_breadth(
-    rows: dict[tuple[str, float, str, str], AisRow],
-    splits: list[str],
-    ability: str,
-    k: float,
-    top: str,
-    benchmark: str,
-    tops: dict[tuple[str, float, str, str], AisRow],
+    rows: RowsByRegion, splits: list[str], ability: str, k: float, top: str, benchmark: str, tops: RowsByRegion
 ) -> tuple[float, float]:
     """A top region's breadth, its mean top − random AIS over the ability splits that are neither its own
     ability's nor the benchmark, and that mean's item variance: each split's from its top row's 95% interval
@@ -47,34 +56,94 @@ def region_breadth(
     return sum(rows[key].ais for key in keys) / len(keys), sum(s**2 for s in spreads) / len(keys) ** 2
 
 
-def apply_breadth(profile: Profile) -> None:
-    """Set breadth, breadth_residual and breadth_p on every top − random row of a benchmark above chance, where the
-    profile scores at least one other ability split per region and the line has enough regions (stats.breadth)."""
+SplitDocs = dict[tuple[str, str, float, str], PerDoc]  # (ability split, ability, k, region) -> per-document values
+
+
+def line_noise(
+    regions: list[tuple[str, str]],
+    splits: list[str],
+    k: float,
+    benchmark: str,
+    original_docs: dict[str, PerDoc],
+    ablated_docs: SplitDocs,
+) -> list[float] | None:
+    """The item noise of each (ability, top region)'s breadth that the line sees (stats.breadth.unshared_variance),
+    from the splits' per-document values; None where a split lacks them for a region or its random pool. Region r's
+    top − random AIS on split s is, linearised, the mean over its documents of (pool_d − ablated_rd) / the
+    original's mean, pool_d the mean of the random draws at k (every ability's, as the rows' pool)."""
+    import numpy as np
+
+    if len(regions) < 2:
+        return None
+    damage = []
+    for split in splits:
+        if split == benchmark:
+            continue
+        if split not in original_docs:
+            return None
+        users = [i for i, (ability, _) in enumerate(regions) if ability != split]
+        pool = [d for (s, _, k_, region), d in ablated_docs.items() if s == split and k_ == k and random_draw(region)]
+        tops = [ablated_docs.get((split, regions[i][0], k, regions[i][1])) for i in users]
+        if not pool or any(docs is None for docs in tops):
+            return None
+        keys = sorted(set(original_docs[split]).intersection(*pool, *(d for d in tops if d is not None)), key=str)
+        mean = float(np.mean([original_docs[split][key] for key in keys])) if keys else 0.0
+        if len(keys) < 2 or mean == 0:
+            return None
+        pooled = np.mean([[docs[key] for key in keys] for docs in pool], axis=0)
+        rows = np.zeros((len(regions), len(keys)))
+        for i, docs in zip(users, tops, strict=True):
+            averaged = sum(1 for s in splits if s not in (regions[i][0], benchmark))
+            rows[i] = (pooled - np.array([docs[key] for key in keys])) / (mean * averaged)  # type: ignore[index]
+        damage.append(rows)
+    return unshared_variance(damage) if damage else None
+
+
+Docs = tuple[dict[str, PerDoc], SplitDocs]  # the splits' original and ablated per-document values on one metric
+
+
+def line_breadths(
+    profile: Profile, line: list[tuple[str, str]], k: float, benchmark: str, docs: Docs, metric: str | None = None
+) -> tuple[list[float], list[float] | None]:
+    """The line's breadths on `metric` (default each split's primary) and the noise to correct it for: the part
+    the regions do not share (line_noise) where the per-document values give it, else each top row's interval;
+    None where neither does."""
     splits = [b for b in ability_benchmarks(profile.benchmarks, profile.abilities) if b in profile.abilities]
-    if not splits:
+    rows, tops = top_random_rows(profile, metric), top_rows(profile, metric)
+    found = [region_breadth(rows, splits, ability, k, top, benchmark, tops) for ability, top in line]
+    x = [value for value, _ in found]
+    shared = line_noise(line, splits, k, benchmark, *docs)
+    if shared is not None:
+        return x, shared
+    measured = all(not math.isnan(v) for value, v in found if not math.isnan(value))
+    return x, [v for _, v in found] if measured else None
+
+
+def apply_breadth(profile: Profile, docs: Docs | None = None, p_docs: Docs | None = None) -> None:
+    """Set breadth, breadth_residual and breadth_p on every top − random row of a benchmark above chance, where the
+    profile scores at least one other ability split per region and the line has enough regions (stats.breadth).
+
+    Breadth is measured on the splits' p_correct where every region of the line has it there (`p_docs`: the
+    splits' per-document p_correct, original and ablated): a continuous metric registers damage that flips no
+    answer, so it measures breadth with less item noise than accuracy; else on each split's primary metric
+    (`docs`). The line is corrected for the noise its regions do not share (line_noise)."""
+    if not any(b in profile.abilities for b in ability_benchmarks(profile.benchmarks, profile.abilities)):
         return
-    rows = top_random_rows(profile)
-    tops = {  # the top regions' own rows (each selection's), whose intervals give a breadth's item noise
-        (r.ability, r.k, r.benchmark, r.region): r
-        for r in profile.rows
-        if r.metric == profile.metrics.get(r.benchmark) and is_top(r.region)
-    }
+    claims = top_random_rows(profile)
     cells: dict[tuple[float, str], list[tuple[str, str]]] = {}
-    for ability, k, benchmark, top in rows:
+    for ability, k, benchmark, top in claims:
         if benchmark not in profile.at_chance:
             cells.setdefault((k, benchmark), []).append((ability, top))
-    for (k, benchmark), regions in cells.items():
-        chosen = [rows[(a, k, benchmark, t)] for a, t in regions]
-        noise = []
-        for row, (ability, top) in zip(chosen, regions, strict=True):
-            row.breadth, variance = region_breadth(rows, splits, ability, k, top, benchmark, tops)
-            noise.append(variance)
-        measured = all(not math.isnan(v) for v, r in zip(noise, chosen, strict=True) if not math.isnan(r.breadth))
-        groups = [a for a, _ in regions]  # each line without the region's ability; its noise where intervals say it
-        x_var = noise if measured else None
-        found = breadth_residuals([r.ais for r in chosen], [r.breadth for r in chosen], groups, x_var)
+    for (k, benchmark), line in cells.items():
+        chosen = [claims[(a, k, benchmark, t)] for a, t in line]
+        x, x_var = line_breadths(profile, line, k, benchmark, p_docs or ({}, {}), P_CORRECT)
+        if any(math.isnan(value) for value in x) or x_var is None:
+            x, x_var = line_breadths(profile, line, k, benchmark, docs or ({}, {}))
+        groups = [a for a, _ in line]  # each line without the region's ability
+        found = breadth_residuals([r.ais for r in chosen], x, groups, x_var)
         by_selection: dict[int, list[tuple[AisRow, float]]] = {}
-        for row, result, (_, top) in zip(chosen, found, regions, strict=True):
+        for row, value, result, (_, top) in zip(chosen, x, found, line, strict=True):
+            row.breadth = value
             if result is None:
                 continue
             row.breadth_residual = result.residual

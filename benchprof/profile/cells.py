@@ -23,7 +23,9 @@ from benchprof.profile.rows import (
     ADJUSTED,
     CONTROL,
     DAMAGE,
+    HOLM_FAMILIES,
     MEAN,
+    OWN,
     P_CORRECT,
     PRIMARY,
     SECONDARY,
@@ -105,14 +107,16 @@ def joint_cell(
     )
 
 
-def family_of(row: AisRow) -> str:
+def family_of(row: AisRow, splits: frozenset[str] = frozenset()) -> str:
     """The multiplicity family a tested row belongs to (AisRow.family), declared before any result is seen.
 
-    claim: what a profile is read for, on each benchmark's primary metric: does ability a's top region do more
+    claim: what a profile is read for, on each real benchmark's primary metric: does ability a's top region do more
     than random regions of its size, and more than placebo regions (the same procedure on items no skill
     answers)? Its top-random and top-placebo rows per benchmark, k and selection (top-random, top2-random, ...,
-    top-placebo, ...), and its top-random specificity (its own split hurt more than the others, beyond what random
-    regions show there); top regions of every selection are damage rows, placebo regions controls. damage: does
+    top-placebo, ...); top regions of every selection are damage rows, placebo regions controls. own: the same rows
+    on the ability splits (`splits`), and the top-random specificity (its own split hurt more than the others,
+    beyond what random regions show there): whether a region does its ability is a question apart from which
+    abilities a benchmark draws on, so the real benchmarks' claims do not pay for the splits' tests. damage: does
     zeroing the top region hurt at all (top against the original)? On a real LLM any region of the paper's size hurts a
     little, so these rows are nearly all true; in the claim's family their discoveries would loosen
     Benjamini-Hochberg for the rows that ask about the ability, so they are a family apart. control: random
@@ -132,7 +136,7 @@ def family_of(row: AisRow) -> str:
     if row.metric == P_CORRECT:
         return SECONDARY
     if row.region == ADJUSTED or (row.benchmark != SPECIFICITY and control_of(row.region)):
-        return PRIMARY
+        return OWN if row.benchmark in splits or row.benchmark == SPECIFICITY else PRIMARY
     if row.benchmark == SPECIFICITY and row.region == "top":
         return CONTROL
     return DAMAGE if is_top(row.region) else SECONDARY
@@ -143,8 +147,9 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
 
     Rows of a benchmark at chance (Profile.at_chance) are marked `at_chance`, keep their p-value and get no
     q-value and no star: an ablation of a model that cannot do the task measures noise. Every other row with a
-    p-value is put in its family (`family_of`): Holm-adjusted p-values within the claim family, so the chance of
-    any false claim star in a profile is at most alpha whatever the damage rows and the true claims do;
+    p-value is put in its family (`family_of`): Holm-adjusted p-values within the claim family and, apart, within the
+    own family, so the chance of any false claim star on the real benchmarks (on the ability splits) in a profile is
+    at most alpha whatever the damage rows and the true claims do;
     Benjamini–Hochberg q-values within the damage and the secondary families, so the expected share of false
     stars among a family's stars is at most alpha. `significant` = adjusted p (column q_value) < aggregate.alpha.
     Control rows keep their p-value and get neither q-value nor star. The minimum detectable AIS of a row uses
@@ -154,15 +159,17 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     import numpy as np
 
     at_chance = set(profile.at_chance)
-    splits_at_chance = at_chance & set(ability_benchmarks(profile.benchmarks, profile.abilities))
+    splits = frozenset(ability_benchmarks(profile.benchmarks, profile.abilities))
+    splits_at_chance = at_chance & splits
     for row in profile.rows:  # a specificity row compares every ability split: one at chance makes it noise too
         row.at_chance = bool(splits_at_chance) if row.benchmark == SPECIFICITY else row.benchmark in at_chance
-        row.family = family_of(row)
+        row.family = family_of(row, splits)
         if not math.isnan(row.p_value) and row.family in ("", CONTROL):
             row.significant = False
-    names = (PRIMARY, DAMAGE, SECONDARY, CONTROL)
+    names = (PRIMARY, OWN, DAMAGE, SECONDARY, CONTROL)
     families = {name: [row for row in profile.rows if row.family == name] for name in names}
     profile.family_size, profile.family_size_damage = len(families[PRIMARY]), len(families[DAMAGE])
+    profile.family_size_own = len(families[OWN])
     profile.family_size_secondary = len(families[SECONDARY])
     discordance: dict[str, list[float]] = {}
     for name, family in families.items():
@@ -172,7 +179,7 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
             p_values = np.array([row.p_value for row in family])
             # the claim: Holm, so the chance of any false claim star in the profile is at most alpha whatever the
             # other rows do (true discoveries loosen Benjamini-Hochberg for the rest); the others: BH
-            adjusted = holm(p_values) if name == PRIMARY else bh_qvalues(p_values)
+            adjusted = holm(p_values) if name in HOLM_FAMILIES else bh_qvalues(p_values)
             for row, q in zip(family, adjusted):
                 row.q_value = float(q)
                 material = material_drop(row.dropped, profile.bootstrap)
@@ -194,40 +201,6 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
                 spread = row_spread[id(row)]
                 row.mde = float(minimum_detectable_ais_continuous(row.n_docs, spread, row.score_original, level))
     profile.discordance = {b: float(np.median(shares)) for b, shares in discordance.items()}
-
-
-def selection_meets_rule(rows: dict[str, AisRow], top: str, alpha: float, placebo: bool, breadth: bool) -> bool:
-    """Whether one selection's top region meets the claim rule's tests on a cell (docs/claims.md, after the
-    q-values): its top-random row starred with AIS > 0, its top-placebo row too where the profile has placebo
-    regions (`placebo`), its residual beyond its breadth above 0 at Holm p < alpha where the profile measures
-    breadth (`breadth`, profile/breadth.py), and its ablated score not below chance. A row the rule needs and the
-    cell lacks (an evaluation missing or unusable) fails it. `rows`: the cell's rows by region."""
-    beyond, over_placebo = rows.get(control_name(top, "random")), rows.get(control_name(top, "placebo"))
-    if beyond is None or top not in rows or rows[top].below_chance or (placebo and over_placebo is None):
-        return False
-    if breadth and not (beyond.breadth_residual > 0 and beyond.breadth_p < alpha):  # NaN fails too
-        return False
-    return all(row.significant and row.ais > 0 for row in (beyond, over_placebo) if row is not None)
-
-
-def count_agreement(profile: Profile) -> None:
-    """`selections` and `selections_agree` of every top-random row: how many attribution samples the ability has
-    (the configured top, top2, ...) and how many of their regions meet the claim rule's tests on the benchmark
-    (selection_meets_rule; a selection whose rows are missing counts as failing). A claim needs a majority of them
-    (claims.py)."""
-    tops = [r for r in profile.regions if is_top(r)]
-    placebo = any(is_placebo(r) for r in profile.regions)
-    breadth = any(not math.isnan(r.breadth_p) for r in profile.rows)  # measured: a row without it fails
-    cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
-    for row in profile.rows:
-        if row.benchmark != SPECIFICITY and row.ability != MEAN:
-            cells.setdefault((row.ability, row.k, row.benchmark, row.metric), {})[row.region] = row
-    for rows in cells.values():
-        if ADJUSTED not in rows:
-            continue
-        rows[ADJUSTED].selections = len(tops)
-        met = [selection_meets_rule(rows, top, profile.alpha, placebo, breadth) for top in tops]
-        rows[ADJUSTED].selections_agree = sum(met)
 
 
 def set_interval(row: AisRow, draws: NDArray[np.float64], test: bool = False) -> None:

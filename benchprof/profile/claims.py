@@ -20,7 +20,9 @@ from benchprof.core.region_names import selection_of
 from benchprof.profile.formatting import fmt_interval
 from benchprof.profile.rows import (
     ADJUSTED,
+    HOLM_FAMILIES,
     MEAN,
+    OWN,
     P_CORRECT,
     PRIMARY,
     SPECIFICITY,
@@ -70,23 +72,38 @@ def ruled_claims(profile: Profile) -> bool:
     )
 
 
-def _agree(row: AisRow) -> bool:
-    """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3)."""
-    return row.selections > 0 and row.selections_agree >= row.selections // 2 + 1
+def _agree(row: AisRow, alpha: float) -> bool:
+    """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3): its
+    pair's Holm-adjusted p (claim_q, claim_tests.py) below alpha; a profile from before statistics 10 has none, and
+    its selections_agree counted the selections whose rows were starred."""
+    majority = row.selections > 0 and row.selections_agree >= row.selections // 2 + 1
+    return majority and (math.isnan(row.claim_q) or row.claim_q < alpha)
 
 
-def majority(row: AisRow) -> bool:
+def majority(row: AisRow, alpha: float) -> bool:
     """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3), and,
     with more than one selection, whose mean over them is above random regions once items, selections and random
     draws are all resampled (the interval `selections_low`; NaN, as when the per-document results are missing,
     fails, and the line says so)."""
-    return _agree(row) and (row.selections < 2 or row.selections_low > 0)
+    return _agree(row, alpha) and (row.selections < 2 or row.selections_low > 0)
 
 
 def _benchmarks(profile: Profile) -> list[str]:
     """The profile's benchmarks in its order, then any only its rows name (a profile read back from ais.csv)."""
     named = [b for b in profile.benchmarks if b != SPECIFICITY]
     return named + list(dict.fromkeys(r.benchmark for r in profile.rows if r.benchmark not in named + [SPECIFICITY]))
+
+
+def _first_step(profile: Profile, tested: list[AisRow]) -> float:
+    """The two-sided level of one selection's top − placebo test at Holm's first step over the claim family: one
+    claim's p (claim_tests.py) is S/m times a selection's one-sided p, over the family's pairs at the report k;
+    before statistics 10, alpha over the family's rows."""
+    family = tested[0].family
+    pairs = [r for r in profile.rows if r.family == family and _is_claim_row(r, profile.report_k)]
+    if any(math.isnan(r.claim_p) for r in pairs) or not pairs:
+        return profile.alpha / max(1, len(_claim_family(profile)))
+    selections = max(1, tested[0].selections)
+    return 2 * profile.alpha * (selections // 2 + 1) / (selections * len(pairs))
 
 
 def benchmark_claims(profile: Profile) -> list[Claim]:
@@ -108,10 +125,12 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
         starred = sorted((r for r in tested if r.significant), key=lambda r: -r.ais)
         ruled = ruled_claims(profile)
         top = _top_ais(rows, ruled)
-        positive = [r for r in tested if majority(r)] if ruled else [r for r in starred if r.ais > 0]
+        positive = [r for r in tested if majority(r, profile.alpha)] if ruled else [r for r in starred if r.ais > 0]
         positive.sort(key=lambda r: -(r.ais if math.isnan(r.selections_ais) else r.selections_ais))
         negative = [r for r in starred if r.ais < 0 and r not in positive]
-        unfigured = [r.ability for r in tested if _agree(r) and r.selections > 1 and math.isnan(r.selections_low)]
+        unfigured = [
+            r.ability for r in tested if _agree(r, profile.alpha) and r.selections > 1 and math.isnan(r.selections_low)
+        ]
         if positive or negative:
             out.append(Claim(benchmark, "claims", positive, negative[::-1], top, unfigured=unfigured))
             continue
@@ -120,7 +139,7 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
         placebos = [r.ais for r in rows if is_placebo(r.region) and r.metric == tested[0].metric]
         beyond = math.nan
         if len(placebos := [a for a in placebos if not math.isnan(a)]) >= 3:
-            level = profile.alpha / max(1, len(_claim_family(profile)))  # Holm's first step: the hardest one
+            level = _first_step(profile, tested)
             beyond = minimum_detectable_beyond_control(statistics.stdev(placebos), len(placebos), level)
         median = statistics.median(mdes) if mdes else math.nan
         out.append(Claim(benchmark, "none", mde=median, mde_placebo=beyond, unfigured=unfigured))
@@ -135,7 +154,7 @@ def claim_rows(profile: Profile, benchmark: str) -> list[AisRow]:
         for r in profile.rows
         if r.benchmark == benchmark
         and _is_claim_row(r, profile.report_k)
-        and r.family == PRIMARY
+        and r.family in HOLM_FAMILIES
         and not math.isnan(r.p_value)
     ]
 
@@ -143,7 +162,7 @@ def claim_rows(profile: Profile, benchmark: str) -> list[AisRow]:
 def _top_ais(rows: list[AisRow], ruled: bool) -> dict[str, float]:
     """ability -> the AIS its top region has on the benchmark (on the claim's metric); under the rule, the mean
     over its selections' top regions, beside the figure over selections it is quoted with."""
-    metric = next((r.metric for r in rows if r.family == PRIMARY), None)
+    metric = next((r.metric for r in rows if r.family in HOLM_FAMILIES), None)
     tops: dict[str, list[float]] = {}
     for r in rows:
         if (
@@ -223,7 +242,7 @@ def specificity_line(profile: Profile) -> str:
         if r.benchmark == SPECIFICITY
         and r.region == ADJUSTED
         and r.ability != MEAN
-        and r.family == PRIMARY
+        and r.family in HOLM_FAMILIES  # own; the claim family's before statistics 10
         and math.isclose(r.k, profile.report_k)
     ]
     if not rows:
@@ -275,8 +294,14 @@ def claims_markdown(profile: Profile) -> list[str]:
         "the benchmark more than zeroing random regions of the same size"
         + (f" ({draws} draws at this k, pooled over the abilities)" if draws else "")
         + "; the figures are the top region's AIS, then that excess (top − random) with its 95% interval. Only rows "
-        f"starred by Holm's correction over the {len(family)} rows of the claim family count, so the chance of any "
-        f"false claim in this profile is at most {profile.alpha:g} (docs/statistics.md). **No claim**: no ability's "
+        f"starred by Holm's correction over the {len(family)} rows of the claim family "
+        + (
+            "(the ability splits' rows are a family apart) count, so the chance of any false claim on a real "
+            "benchmark in this profile"
+            if any(r.family == OWN for r in profile.rows)  # profiles before statistics 10 held both in one family
+            else "count, so the chance of any false claim in this profile"
+        )
+        + f" is at most {profile.alpha:g} (docs/statistics.md). **No claim**: no ability's "
         "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
         "smallest effect its test would likely have seen, and nothing can be said of smaller ones. **At chance**: the "
         "model does not score above chance there, so its AIS is noise. Every cell is in the tables below and in "

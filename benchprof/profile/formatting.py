@@ -2,7 +2,7 @@
 
 `–` (MISSING_CELL) is a cell with no evaluation and `n/a` (UNDEFINED_CELL) one whose original score is 0 (AIS
 undefined); `*` after an AIS marks a row whose adjusted p-value is below aggregate.alpha within its family (Holm
-over the claim family, Benjamini-Hochberg over the others).
+over the claim and the own families, Benjamini-Hochberg over the others).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ and the terminal table of one model (several models: compare_report.py; the text
 
 Cells: NaN and None are written empty in CSV and null in JSON; in Markdown `–` is a cell with no
 evaluation and `n/a` one whose original score is 0 (AIS undefined); `*` marks a row whose adjusted p-value is
-below aggregate.alpha within its family (Holm over the claim family, Benjamini-Hochberg over the others).
+below aggregate.alpha within its family (Holm over the claim and the own families, Benjamini-Hochberg over the
+others).
 """
 
 from __future__ import annotations
@@ -162,10 +163,12 @@ def statistics_markdown(profile: Profile) -> list[str]:
         "",
         f"`*` marks a row whose adjusted p-value (column q_value) is below aggregate.alpha = {profile.alpha:g}, "
         "within its family, declared before any result (column `family`). **claim** "
-        f"({profile.family_size} rows: each ability's top-random row per benchmark and k, and its top-random "
-        "specificity): does the ability's region do more than random regions of its size, tested against the "
-        "random draws at that k (predictive t); Holm, so the chance of any false claim star in this profile is at "
-        f"most {profile.alpha:g}. **damage** ({profile.family_size_damage} rows: top against the original): does "
+        f"({profile.family_size} rows: each ability's top-random and top-placebo rows per real benchmark, k and "
+        "selection): does the ability's region do more than random (placebo) regions of its size, tested against "
+        "the draws at that k (predictive t); Holm, so the chance of any false claim star on the real benchmarks is "
+        f"at most {profile.alpha:g}. **own** ({profile.family_size_own} rows: the same on the ability splits, and "
+        "each ability's top-random specificity): does a region do its own ability; Holm apart. **damage** "
+        f"({profile.family_size_damage} rows: top against the original): does "
         "zeroing it hurt at all; on a real LLM nearly every region of the paper's size does, so these rows say "
         "little about an ability; Benjamini-Hochberg. The other tested rows "
         f"({profile.family_size_secondary}: p_correct, other regions) are a secondary family (BH). Random regions "
@@ -247,7 +250,8 @@ def render_markdown(profile: Profile) -> str:
         "ability's region (a fraction k of all parameters) is zeroed. Positive: removing the region "
         f"hurt the benchmark. `*` on a top row: zeroing it changes the score (q < {profile.alpha:g}, the damage "
         "family; the tests are two-sided: a positive starred AIS hurts, a negative one helps); on a top-random row: "
-        "it does more (positive) or less (negative) than random regions of its size (Holm over the claim family); see "
+        "it does more (positive) or less (negative) than random regions of its size (Holm over the claim family, or "
+        "the own family on an ability split; see "
         f"Statistics); intervals: 95% paired bootstrap ({profile.bootstrap} resamples over documents). "
         f"`{UNDEFINED_CELL}`: the original score is 0. "
         f"`{MISSING_CELL}`: no evaluation (see Missing evaluations). "
@@ -413,7 +417,7 @@ def specificity_markdown(profile: Profile) -> list[str]:
     splits = ability_benchmarks(profile.benchmarks, profile.abilities)
     parts += [
         f"spec = AIS on the ability's own split − mean AIS on the other abilities' splits ({', '.join(splits)}); "
-        "`*`: q < alpha in the claim family (Statistics), only on top-random, the claim that the region is specific "
+        "`*`: q < alpha in the own family (Statistics), only on top-random, the claim that the region is specific "
         "beyond what random regions of its size show; the top and random columns are never starred (their test is "
         "against 0, and on a real LLM a region that hurts every split a little still differs from 0 on some split by "
         f"chance); `{MEAN}`: the mean over the abilities.",

@@ -20,9 +20,11 @@ SPECIFICITY = "specificity"  # the benchmark name of specificity rows in ais.csv
 SPECIFICITY_METRIC = "AIS(own) - mean AIS(other abilities)"
 MEAN = "mean"  # the ability name of the rows holding the mean specificity over the abilities
 P_CORRECT = "p_correct"  # the metric of rows computed on each item's probability of the correct option
-# AisRow.family (cells.family_of): the claim rows (does the ability's region do more than a region of no ability?),
-# the damage rows (does zeroing the region hurt at all?), the other tested rows, and the random controls
-PRIMARY, DAMAGE, SECONDARY, CONTROL = "claim", "damage", "secondary", "control"
+# AisRow.family (cells.family_of): the claim rows (does the ability's region do more than a region of no ability, on
+# a real benchmark?), the same question on the ability splits and specificity (own), the damage rows (does zeroing
+# the region hurt at all?), the other tested rows, and the random controls
+PRIMARY, OWN, DAMAGE, SECONDARY, CONTROL = "claim", "own", "damage", "secondary", "control"
+HOLM_FAMILIES = (PRIMARY, OWN)  # the families whose stars are claims: Holm, each on its own
 SAME_MIXTURE = 0.9  # two ability profiles "measure the same mixture" when their cosine's 95% interval lies above
 
 
@@ -88,7 +90,7 @@ class AisRow:
     dropped: int = 0  # bootstrap resamples without an AIS (their original mean was 0), left out of the interval
     control_draws: int = 0  # top-random rows: the random draws pooled as the control (every ability's at k)
     selections: int = 0  # top-random rows: the top regions of the ability, one per attribution sample
-    selections_agree: int = 0  # top-random rows: the samples whose region meets the claim rule (cells.agreement)
+    selections_agree: int = 0  # top-random rows: the samples whose region meets the claim rule (claim_tests.py)
     selections_ais: float = math.nan  # top-random rows: mean over the selections of top − random (controls.py)
     selections_low: float = math.nan  # ... its 95% interval: items, selections and random draws resampled
     selections_high: float = math.nan
@@ -96,6 +98,8 @@ class AisRow:
     breadth: float = math.nan  # top-random rows: the region's mean top-random AIS on the other ability splits
     breadth_residual: float = math.nan  # ... its AIS here beyond what that breadth predicts (profile/breadth.py)
     breadth_p: float = math.nan  # ... one-sided p of that residual, Holm over the abilities of its selection
+    claim_p: float = math.nan  # top-random rows: the pair's p over its selections, rules 1-4 (claim_tests.py)
+    claim_q: float = math.nan  # ... Holm over its family's pairs at its k: claimed below alpha, with rule 5
     at_chance: bool = False  # the benchmark's original score is not above chance: no q-value, no star
     family: str = ""  # claim, damage, secondary or control (random regions: tested, never starred); "" untested
 
@@ -268,6 +272,7 @@ class Profile:
     chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"
     discordance: dict[str, float] = field(default_factory=dict)  # benchmark -> median share of flipped items
     family_size: int = 0  # rows in the claim family (cells.family_of)
+    family_size_own: int = 0  # rows in the own family
     family_size_damage: int = 0  # rows in the damage family
     family_size_secondary: int = 0  # rows in the secondary family
     null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
@@ -41,12 +41,12 @@ from benchprof.profile.cells import (
     cell_rows,
     correct_for_multiplicity,
     correct_k_steps,
-    count_agreement,
     joint_cell,
     k_steps,
     pool_calibration,
     random_pool,
 )
+from benchprof.profile.claim_tests import apply_claim_rule
 from benchprof.profile.controls import placebo_stars
 from benchprof.profile.rows import P_CORRECT, MissingEval, Profile, ability_benchmarks
 from benchprof.profile.specificity import mean_specificity_rows, specificity_rows
@@ -84,7 +84,9 @@ Judged = dict[tuple[Variant, str], tuple[str, str]]
 # 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule;
 #    documents.tar.xz (was .tar.gz).
 # 9: p_correct where a multiple-choice target is text (results.gold_indices: COPA, WinoGrande, CommonsenseQA).
-STATISTICS_VERSION = 9
+# 10: one test per claim (claim_p, claim_q: Holm over the real benchmarks' pairs), the ability splits' rows a
+#     family apart (own); breadth on the splits' p_correct, corrected for the item noise its regions do not share.
+STATISTICS_VERSION = 10
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
@@ -184,7 +186,7 @@ def region_provenance(layout: Layout, abilities: list[str], k_values: list[float
 
 
 @dataclass
-class _ScoreRun:
+class ScoreRun:
     """One model's `load_scores` in progress: where it reads, and what its benchmarks have added so far."""
 
     layout: Layout
@@ -196,6 +198,8 @@ class _ScoreRun:
     samples: dict[CellKey, NDArray[np.float64]] = field(default_factory=dict)  # bootstrap AIS samples of each cell
     original_docs: dict[str, PerDoc] = field(default_factory=dict)  # ability splits' values, for the mean specificity
     ablated_docs: dict[tuple[str, str, float, str], PerDoc] = field(default_factory=dict)  # (split, ability, k, region)
+    p_original_docs: dict[str, PerDoc] = field(default_factory=dict)  # the same on p_correct, for the breadth line
+    p_ablated_docs: dict[tuple[str, str, float, str], PerDoc] = field(default_factory=dict)
     row_spread: dict[int, float] = field(default_factory=dict)  # id(row) -> sd of a continuous row's differences
     joint_cells: list[JointCell] = field(default_factory=list)  # per (benchmark, k): every ability's top region
     judged: Judged | None = None  # each evaluation's state as `status` judges it; None: read what is on disk
@@ -255,7 +259,7 @@ class _Original:
     p_correct: Score | None  # on p_correct: multiple-choice benchmarks on a higher-is-better metric
 
 
-def _load_original(run: _ScoreRun, benchmark: str) -> tuple[str, Score, dict[str, Any]]:
+def _load_original(run: ScoreRun, benchmark: str) -> tuple[str, Score, dict[str, Any]]:
     """(primary metric, score, result JSON inputs) of the benchmark's original evaluation; Unusable with the reason."""
     original_path = run.layout.eval_file(Variant(), benchmark)
     run.not_current(Variant(), benchmark)
@@ -278,7 +282,7 @@ def _load_original(run: _ScoreRun, benchmark: str) -> tuple[str, Score, dict[str
     return metric_key, original, original_inputs
 
 
-def _test_chance(run: _ScoreRun, benchmark: str, original: Score, options: list[int]) -> None:
+def _test_chance(run: ScoreRun, benchmark: str, original: Score, options: list[int]) -> None:
     """The benchmark's chance level and the original's one-sided test of being above it, into the profile."""
     import numpy as np
 
@@ -301,7 +305,7 @@ def _test_chance(run: _ScoreRun, benchmark: str, original: Score, options: list[
 
 
 def _record_original(
-    run: _ScoreRun, benchmark: str, metric_key: str, original: Score, original_inputs: dict[str, Any]
+    run: ScoreRun, benchmark: str, metric_key: str, original: Score, original_inputs: dict[str, Any]
 ) -> _Original:
     """Put the benchmark's original score, metric and chance level into the profile; what its ablations pair with."""
     samples_file = run.layout.samples_file(Variant(), benchmark)
@@ -316,10 +320,12 @@ def _record_original(
     if options and not original.lower_is_better:
         with contextlib.suppress(Unusable):  # no log-likelihoods to compute it from: no p_correct rows
             p_original = _load_p_correct(run.layout, Variant(), benchmark, metric_key, original)
+    if benchmark in run.splits and p_original is not None and p_original.per_doc is not None:
+        run.p_original_docs[benchmark] = p_original.per_doc
     return _Original(benchmark, metric_key, original, original_inputs, clusters, p_original)
 
 
-def _unpaired(run: _ScoreRun, base: _Original, variant: Variant, score: Score) -> str | None:
+def _unpaired(run: ScoreRun, base: _Original, variant: Variant, score: Score) -> str | None:
     """Why an ablated score cannot share an AIS with the original's (its missing reason); None where it can."""
     original = base.score
     if (score.per_doc is None) != (original.per_doc is None):
@@ -342,7 +348,7 @@ def _unpaired(run: _ScoreRun, base: _Original, variant: Variant, score: Score) -
     return None
 
 
-def _load_ablated(run: _ScoreRun, base: _Original, ability: str, k: float) -> dict[str, Score]:
+def _load_ablated(run: ScoreRun, base: _Original, ability: str, k: float) -> dict[str, Score]:
     """region -> score of one (ability, k) cell on the benchmark; the evaluations it cannot use listed as missing."""
     ablated: dict[str, Score] = {}
     for region in run.profile.regions:
@@ -364,7 +370,7 @@ def _load_ablated(run: _ScoreRun, base: _Original, ability: str, k: float) -> di
 
 
 def _load_p_cell(
-    run: _ScoreRun, base: _Original, p_original: Score, ability: str, k: float, ablated: dict[str, Score]
+    run: ScoreRun, base: _Original, p_original: Score, ability: str, k: float, ablated: dict[str, Score]
 ) -> dict[str, Score]:
     """region -> p_correct of the cell's usable regions; a region without one is noted, its accuracy row stands."""
     p_ablated: dict[str, Score] = {}
@@ -377,7 +383,7 @@ def _load_p_cell(
     return p_ablated
 
 
-def _load_cells(run: _ScoreRun, base: _Original, bar: tqdm) -> tuple[Loaded, Loaded]:
+def _load_cells(run: ScoreRun, base: _Original, bar: tqdm) -> tuple[Loaded, Loaded]:
     """(ability, k) -> region -> score of every cell of the benchmark, on its metric and on p_correct."""
     loaded: Loaded = {}
     p_loaded: Loaded = {}
@@ -388,18 +394,19 @@ def _load_cells(run: _ScoreRun, base: _Original, bar: tqdm) -> tuple[Loaded, Loa
             if base.p_correct is not None:  # the same cell on each item's probability of the correct option
                 p_loaded[(ability, k)] = _load_p_cell(run, base, base.p_correct, ability, k, ablated)
             if base.benchmark in run.splits:
-                run.ablated_docs.update(
-                    {
-                        (base.benchmark, ability, k, region): score.per_doc
-                        for region, score in ablated.items()
-                        if score.per_doc is not None
-                    }
-                )
+                for docs, scores in ((run.ablated_docs, ablated), (run.p_ablated_docs, p_loaded.get((ability, k), {}))):
+                    docs.update(
+                        {
+                            (base.benchmark, ability, k, region): score.per_doc
+                            for region, score in scores.items()
+                            if score.per_doc is not None
+                        }
+                    )
             bar.update(1)
     return loaded, p_loaded
 
 
-def _add_rows(run: _ScoreRun, base: _Original, loaded: Loaded, p_loaded: Loaded) -> None:
+def _add_rows(run: ScoreRun, base: _Original, loaded: Loaded, p_loaded: Loaded) -> None:
     """The benchmark's AIS rows, k steps, joint cells and null calibration, into the profile."""
     profile, settings, benchmark, original = run.profile, run.settings, base.benchmark, base.score
     for k in profile.k_values:
@@ -435,6 +442,7 @@ def load_scores(
     joint_out: JointDraws | None = None,
     cells_out: list[JointCell] | None = None,
     judged: Judged | None = None,
+    run_out: list[ScoreRun] | None = None,
 ) -> Profile:
     """Read one model's evaluations and compute every AIS with its interval, each benchmark's breadth and the
     similarity of the benchmarks (analyses.py); no files written.
@@ -449,6 +457,7 @@ def load_scores(
         cells_out: receives the cells those are drawn from (to draw them again under another k's generator).
         judged: each evaluation's state as `status` judges it (status.evaluation_states): one it calls stale is
             listed as missing, never read. None reads what is on disk (archived documents, hand-made results).
+        run_out: receives the run, to score one benchmark again (rescore_benchmark).
     """
     from benchprof.core.console import progress as progress_bar
 
@@ -471,7 +480,7 @@ def load_scores(
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
     splits = ability_benchmarks(profile.benchmarks, profile.abilities)
-    run = _ScoreRun(layout, settings, profile, resamples, splits, judged=judged)
+    run = ScoreRun(layout, settings, profile, resamples, splits, judged=judged)
     bar = progress_bar(
         total=len(profile.benchmarks) * len(profile.abilities) * len(profile.k_values),
         desc=f"aggregate {spec.tag}",
@@ -479,30 +488,73 @@ def load_scores(
         disable=None if progress else True,
     )
     for benchmark in profile.benchmarks:
-        try:
-            metric_key, original, original_inputs = _load_original(run, benchmark)
-        except Unusable as err:
-            run.missing(benchmark, Variant(), str(err))
-            for variant in run.variants():  # their rows cannot be computed: list them, never drop them
-                run.missing(benchmark, variant, NO_ORIGINAL)
-            bar.update(len(profile.abilities) * len(profile.k_values))
-            continue
-        base = _record_original(run, benchmark, metric_key, original, original_inputs)
-        loaded, p_loaded = _load_cells(run, base, bar)
-        _add_rows(run, base, loaded, p_loaded)
+        _score_benchmark(run, benchmark, bar)
     bar.close()
     run.note_unvouched()
     profile.rows.extend(specificity_rows(profile, run.samples))
     profile.rows.extend(mean_specificity_rows(profile, run.original_docs, run.ablated_docs, resamples, settings.seed))
-    correct_for_multiplicity(profile, run.row_spread)
-    apply_breadth(profile)
-    count_agreement(profile)
-    profile.placebo_stars = list(placebo_stars(profile))
-    correct_k_steps(profile)
-    # after the q-values: breadth counts stars
+    _judge(run)
     draws = profile_analyses(profile, run.joint_cells, resamples, settings.seed)
     if joint_out is not None:
         joint_out.update(draws)
     if cells_out is not None:
         cells_out.extend(run.joint_cells)
+    if run_out is not None:
+        run_out.append(run)
+    return profile
+
+
+def _score_benchmark(run: ScoreRun, benchmark: str, bar: tqdm) -> None:
+    """One benchmark's rows, k steps and chance level into the run's profile; listed as missing where unusable."""
+    try:
+        metric_key, original, original_inputs = _load_original(run, benchmark)
+    except Unusable as err:
+        run.missing(benchmark, Variant(), str(err))
+        for variant in run.variants():  # their rows cannot be computed: list them, never drop them
+            run.missing(benchmark, variant, NO_ORIGINAL)
+        bar.update(len(run.profile.abilities) * len(run.profile.k_values))
+        return
+    base = _record_original(run, benchmark, metric_key, original, original_inputs)
+    loaded, p_loaded = _load_cells(run, base, bar)
+    _add_rows(run, base, loaded, p_loaded)
+
+
+def _judge(run: ScoreRun) -> None:
+    """The tests over the whole profile: the families' corrections, the breadth control, the claim rule (after the
+    q-values: breadth and the rule read the stars' families), the placebo regions' stars and the k steps'."""
+    profile = run.profile
+    correct_for_multiplicity(profile, run.row_spread)
+    apply_breadth(profile, (run.original_docs, run.ablated_docs), (run.p_original_docs, run.p_ablated_docs))
+    apply_claim_rule(profile)
+    profile.placebo_stars = list(placebo_stars(profile))
+    correct_k_steps(profile)
+
+
+def rescore_benchmark(run: ScoreRun, benchmark: str) -> Profile:
+    """The run's profile (load_scores' `run_out`, left as it was) with one benchmark, not an ability split, read
+    again (a spiked benchmark, lab/spikes.py): its rows, k steps and chance level afresh, the other benchmarks' rows
+    kept, the tests over the whole profile applied again (no analyses across benchmarks)."""
+    from tqdm import tqdm
+
+    if benchmark in run.splits:
+        raise BenchprofError(f"{benchmark}: an ability split cannot be scored again alone")
+    old = run.profile
+    kept = [row for row in old.rows if row.benchmark != benchmark]
+    rows = [replace(row) for row in kept]
+    spread = {id(n): run.row_spread[id(r)] for r, n in zip(kept, rows, strict=True) if id(r) in run.row_spread}
+    profile = replace(
+        old,
+        rows=rows,
+        k_steps=[s for s in old.k_steps if s.benchmark != benchmark],
+        null_calibration=[c for c in old.null_calibration if c.benchmark != benchmark],
+        missing=[m for m in old.missing if m.benchmark != benchmark],
+        chance=dict(old.chance),
+        chance_p=dict(old.chance_p),
+        metrics=dict(old.metrics),
+        original_scores=dict(old.original_scores),
+        notes=list(old.notes),
+    )
+    again = replace(run, profile=profile, row_spread=spread, samples=dict(run.samples), joint_cells=[])
+    _score_benchmark(again, benchmark, tqdm(disable=True))
+    _judge(again)
     return profile

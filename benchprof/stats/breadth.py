@@ -19,6 +19,10 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
 
 MIN_FIT = 4  # regions a line is fitted on (two parameters and a spread need more than three)
 MIN_RELIABILITY = 0.2  # the corrected slope never assumes breadth is more than 80% noise
@@ -86,3 +90,21 @@ def breadth_residuals(
             p = float(stats.t.sf(residual / scale, m - 2))
         out.append(BreadthResidual(residual, predicted, p, m))
     return out
+
+
+def unshared_variance(damage: Sequence[NDArray]) -> list[float]:
+    """The item noise of each region's breadth that spreads the breadths, for breadth_residuals' x_var.
+
+    `damage`: one m × n array per split, row r region r's per-document contribution to its breadth on that split
+    (its linearised top − random AIS per document, weighed by 1/the splits it averages; zeros where it does not
+    average the split). Every region is scored on the same documents, so part of each breadth's noise (which items
+    happen to be fragile) is shared: it moves all the breadths together and neither spreads them nor flattens the
+    line. With C = Σ_s cov(D_s) / n_s the covariance of the breadths' errors, the sum of squares about the mean
+    carries tr(H·C·H) of noise (H centres over the m regions; Fuller 1987, §1.2, with correlated errors); each
+    region's share, diag(H·C·H) · m / (m − 1), is the variance of independent noise that spreads them as much."""
+    import numpy as np
+
+    m = damage[0].shape[0]
+    covariance = sum((np.cov(d) / d.shape[1] for d in damage), np.zeros((m, m)))
+    centre = np.eye(m) - 1.0 / m
+    return [float(v) * m / (m - 1) for v in np.diag(centre @ covariance @ centre)]

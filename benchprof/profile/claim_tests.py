@@ -1,0 +1,158 @@
+"""The claim rule's tests, one per claim (docs/claims.md): each (benchmark, ability) pair at k gets one p-value for
+"A's region does more on B than random and placebo regions of its size", corrected over the pairs of its family.
+
+Per selection s of A's region, p_s is the larger of its one-sided p-values top_s − random (rule 1) and top_s −
+placebo (rule 2), both needed, so their intersection–union test (Berger 1982) needs no correction across the two;
+p_s is 1 where s fails the breadth control (rule 3: residual above 0 at Holm p < alpha over the benchmark's
+abilities) or its ablated score is below chance (rule 4), or where a row it needs is missing. "A majority of S
+selections" is the m-th smallest p_s (m = S // 2 + 1): at most t for at least m of S tests whose nulls hold has
+probability at most S·t/m (Markov's inequality on their count, under any dependence between the selections), so
+the pair's p is min(1, S/m · p_(m)) (`claim_p` on its top − random row). Holm's correction over the pairs of one
+family at one k (`claim_q`): the claim family's real benchmarks, the own family's ability splits, each metric's
+secondary pairs apart. A pair is claimed when claim_q < alpha and rule 5 holds (claims.py). `selections_agree`
+counts the selections whose own p_s passes at the pair's Holm step.
+
+`conjunction_claims` is the stricter form measured beside it (tests/test_placebo_rates.py, lab/spikes.py): rule 3's
+p and rule 5's enter the maximum too, so every rule is corrected over the real benchmarks' pairs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from benchprof.profile.rows import (
+    ADJUSTED,
+    MEAN,
+    P_CORRECT,
+    SPECIFICITY,
+    AisRow,
+    Profile,
+    ability_benchmarks,
+    control_name,
+    is_placebo,
+    is_top,
+)
+from benchprof.stats.multitest import holm
+from benchprof.stats.paired import one_sided_p
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """One (benchmark, ability) pair's test under the conjunction form."""
+
+    benchmark: str
+    ability: str
+    figure: float  # the claim's figure: the mean over selections of top − random (one selection: its top − random)
+    p_value: float  # the intersection–union p-value of the five rules
+    adjusted: float  # Holm over the profile's pairs
+    claimed: bool
+
+
+def _one_sided(row: AisRow | None) -> float:
+    """A row's one-sided p-value that its AIS is above its control's; 1 where the row or its test is missing."""
+    if row is None or math.isnan(row.p_value) or math.isnan(row.ais):
+        return 1.0
+    return float(one_sided_p(row.p_value, row.ais))
+
+
+def selection_p(rows: dict[str, AisRow], top: str, placebo: bool, breadth: bool, gate: float | None = None) -> float:
+    """One selection's p-value on a cell (`rows`: its rows by region): the largest of its one-sided top − random
+    and top − placebo (`placebo`) p-values; 1 where a row the rule needs is missing or the ablated score is below
+    chance. With `breadth`, the breadth residual must be above 0 at Holm p < `gate` (the rule), or, without a gate,
+    its p joins the maximum (the conjunction form)."""
+    if top not in rows or rows[top].below_chance:
+        return 1.0
+    beyond = rows.get(control_name(top, "random"))
+    tests = [_one_sided(beyond)]
+    if placebo:
+        tests.append(_one_sided(rows.get(control_name(top, "placebo"))))
+    if breadth:
+        measured = beyond is not None and beyond.breadth_residual > 0 and not math.isnan(beyond.breadth_p)
+        p_breadth = beyond.breadth_p if measured and beyond is not None else 1.0
+        if gate is None:
+            tests.append(p_breadth)
+        elif not p_breadth < gate:
+            return 1.0
+    return max(tests)
+
+
+def majority_p(p_values: list[float]) -> float:
+    """The p-value of "a majority of the S selections pass": S/m times the m-th smallest, m = S // 2 + 1."""
+    s = len(p_values)
+    m = s // 2 + 1
+    return min(1.0, s / m * sorted(p_values)[m - 1])
+
+
+def _design(profile: Profile) -> tuple[list[str], bool, bool]:
+    """The profile's selections (top, top2, ...), whether it has placebo regions, whether it measures breadth."""
+    tops = [r for r in profile.regions if is_top(r)] or ["top"]
+    placebo = any(is_placebo(r) for r in profile.regions)
+    return tops, placebo, any(not math.isnan(r.breadth_p) for r in profile.rows)
+
+
+def apply_claim_rule(profile: Profile) -> None:
+    """`selections`, `selections_agree`, `claim_p` and `claim_q` of every tested top − random row (after the
+    q-values and the breadth control): one p-value per pair over its selections, Holm over its family's pairs at
+    its k. A selection not yet evaluated (or missing a control row) counts as failing."""
+    tops, placebo, breadth = _design(profile)
+    cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
+    for row in profile.rows:
+        if row.benchmark != SPECIFICITY and row.ability != MEAN:
+            cells.setdefault((row.ability, row.k, row.benchmark, row.metric), {})[row.region] = row
+    families: dict[tuple[str, float], list[tuple[AisRow, list[float]]]] = {}
+    for rows in cells.values():
+        overall = rows.get(ADJUSTED)
+        if overall is None:
+            continue
+        overall.selections = len(tops)
+        selections = [selection_p(rows, top, placebo, breadth, profile.alpha) for top in tops]
+        overall.selections_agree = 0
+        if overall.family:  # tested, above chance
+            overall.claim_p = majority_p(selections)
+            families.setdefault((overall.family, overall.k), []).append((overall, selections))
+    m = len(tops) // 2 + 1
+    for pairs in families.values():
+        adjusted = holm([row.claim_p for row, _ in pairs])
+        order = sorted(range(len(pairs)), key=lambda i: pairs[i][0].claim_p)
+        for step, i in enumerate(order):  # Holm multiplies the pair at this step by the pairs not yet rejected
+            row, selections = pairs[i]
+            row.claim_q = float(adjusted[i])
+            level = profile.alpha * m / (len(tops) * (len(pairs) - step))
+            row.selections_agree = sum(p < level for p in selections)
+
+
+def pair_tests(profile: Profile) -> list[PairTest]:
+    """The conjunction form: every (benchmark, ability) pair of the profile's real benchmarks above chance at the
+    report k, on each benchmark's primary metric, with every rule's p in the maximum and Holm over the pairs."""
+    k = profile.report_k
+    tops, placebo, breadth = _design(profile)
+    splits = set(ability_benchmarks(profile.benchmarks, profile.abilities))
+    cells: dict[tuple[str, str], dict[str, AisRow]] = {}
+    for row in profile.rows:
+        real = row.benchmark not in splits and row.benchmark != SPECIFICITY and row.benchmark not in profile.at_chance
+        if real and row.ability != MEAN and row.metric != P_CORRECT and math.isclose(row.k, k):
+            if row.metric == profile.metrics.get(row.benchmark, row.metric):
+                cells.setdefault((row.benchmark, row.ability), {})[row.region] = row
+    tested = []
+    for (benchmark, ability), rows in cells.items():
+        overall = rows.get(ADJUSTED)
+        if overall is None or any(r.at_chance for r in rows.values()):
+            continue
+        p = majority_p([selection_p(rows, top, placebo, breadth) for top in tops])
+        figure = overall.ais
+        if len(tops) > 1:
+            figure = overall.selections_ais
+            rule5 = 1.0 if math.isnan(overall.selections_p) else float(one_sided_p(overall.selections_p, figure))
+            p = max(p, rule5)
+        tested.append((benchmark, ability, figure, p))
+    adjusted: list[float] = [float(q) for q in holm([p for *_, p in tested])] if tested else []
+    return [
+        PairTest(b, a, figure, p, float(q), bool(q < profile.alpha and figure > 0))
+        for (b, a, figure, p), q in zip(tested, adjusted, strict=True)
+    ]
+
+
+def conjunction_claims(profile: Profile) -> list[tuple[str, str]]:
+    """The (benchmark, ability) pairs the conjunction form claims, in the profile's order."""
+    return [(t.benchmark, t.ability) for t in pair_tests(profile) if t.claimed]
