@@ -285,6 +285,10 @@ def test_a_committed_profile_folder_re_derives_its_ais_csv_from_its_documents_al
     capsys.readouterr()
     main(str(committed))
     assert "identical" in capsys.readouterr().out
+    main(str(committed), claims=True)  # the re-analysis form: the Claims as this benchprof states them
+    printed = capsys.readouterr().out.splitlines()
+    ais_md = (committed / "ais.md").read_text().splitlines()
+    assert printed[0] == f"{committed}:" and len(printed) > 2 and all(line in ais_md for line in printed[1:])
     # one document's score changed in the archive: the re-derived table differs, said in one line
     member = next(n for n in names if n.endswith("top/Commonsense_Causal.samples.jsonl"))
     with tarfile.open(committed / DOCUMENTS) as archive:

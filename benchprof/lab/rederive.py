@@ -95,10 +95,12 @@ def rederive(folder: Path) -> tuple[Profile, str]:
         return profile, (layout.profile_dir / "ais.csv").read_text(encoding="utf-8")
 
 
-def main(*folders: str, compare: str = "", plots: bool = True) -> None:
+def main(*folders: str, compare: str = "", plots: bool = True, claims: bool = False) -> None:
     """Re-derive each profile folder's ais.csv from its documents.tar.xz and config.yml alone, and say whether it
     equals the ais.csv the folder keeps (exit 1 when one does not: the rows that differ are named). With --compare
     OUT: compare the folders' models instead, as `benchprof compare` compares configs (compare_folders), into OUT.
+    With --claims: print the Claims of each folder's profile as this benchprof computes it (a re-analysis of a
+    profile kept under an earlier rule), and compare nothing.
 
     Arguments:
         folders: profile folders holding documents.tar.xz, config.yml and ais.csv (docs/results/profile-*; an
@@ -106,12 +108,20 @@ def main(*folders: str, compare: str = "", plots: bool = True) -> None:
         compare: a folder to write the comparison of the folders' models into (profiles.csv, claims.csv,
             differences.csv, correlation.csv, compare.md, profiles.png).
         plots: with --compare, also draw profiles.png.
+        claims: print each re-derived profile's Claims lines instead of comparing its ais.csv.
     """
     if compare:
         compare_folders([Path(f) for f in folders], Path(compare), plots=plots)
         return
     if not folders:
         raise BenchprofError("name at least one profile folder holding documents.tar.xz and config.yml")
+    if claims:
+        from benchprof.profile.claims import claim_lines
+
+        for name in folders:
+            profile, _ = rederive(Path(name))
+            print("\n".join([f"{name}:"] + [f"- {line}" for line in claim_lines(profile)]))
+        return
     for name in folders:  # every folder checked before the first is computed
         if not Path(name).is_dir():
             raise BenchprofError(f"{name}: no such folder")

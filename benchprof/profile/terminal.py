@@ -17,14 +17,14 @@ def print_profile(profile: Profile, k: float) -> None:
     """One model's headline AIS table at k, its overlap, specificity and breadth lines, then its claims in words
     (ais.md's opening section).
 
-    With random regions the table is the claim's: top - random, starred by Holm over the claim family (the
+    With random regions the table is the claim's: top - random, starred by Holm over its family (the
     region hurts more than a random region of its size). Without them, the top region's AIS, starred by the
     damage family (zeroing it changes the score), and the heading says so."""
     alpha = f"{profile.alpha:g}"
     if ADJUSTED in profile.regions_with_adjusted:
         region = ADJUSTED
         heading = (
-            f"top region minus random regions of its size (* Holm p < {alpha} over the claim family: it hurts "
+            f"top region minus random regions of its size (* Holm p < {alpha} over its family, claim or own: it hurts "
             "more than a random region, positive: it hurts, negative: it helps; the top region alone: ais.md)"
         )
     else:
@@ -75,7 +75,7 @@ def claims_terminal(profile: Profile) -> list[str]:
     entries = [
         f"{profile.model}: claims at k = {format_k(profile.report_k)} (draws on: the ability's region lowers the "
         "benchmark more than random regions of its size, top AIS then top − random [95% interval], Holm p < "
-        f"{profile.alpha:g} over the claim family; no claim: none does, with the smallest AIS its test would likely "
-        "have seen; ais.md opens with the same lines)"
+        f"{profile.alpha:g} over its family, claim or own; no claim: none does, with the smallest AIS its test would "
+        "likely have seen; ais.md opens with the same lines)"
     ] + [f"- {line}" for line in claim_lines(profile)]
     return [terminal_fill(entry) for entry in entries]
