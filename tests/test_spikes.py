@@ -99,6 +99,7 @@ def test_one_benchmark_scored_again_equals_the_whole_profile_scored_again(profil
     runs = []
     before = load_scores(profile_config, "t", progress=False, run_out=runs)
     kept = [(r.benchmark, r.region, r.ais, r.q_value) for r in before.rows]
+    notes = list(before.notes)
     spike_benchmark(model_dir, "arc_easy", QUANT, 0.5, seed=0)
     fast = rescore_benchmark(runs[0], "arc_easy")
     whole = load_scores(profile_config, "t", progress=False)
@@ -111,6 +112,7 @@ def test_one_benchmark_scored_again_equals_the_whole_profile_scored_again(profil
     assert sorted(map(key, fast.rows), key=str) == sorted(map(key, whole.rows), key=str)
     assert claimed(fast, "arc_easy", QUANT) and fast.at_chance == whole.at_chance
     assert [(r.benchmark, r.region, r.ais, r.q_value) for r in runs[0].profile.rows] == kept
+    assert runs[0].profile.notes == notes and sorted(fast.notes) == sorted(whole.notes)
     with pytest.raises(BenchprofError, match=r"^Quantitative_Reasoning: an ability split cannot be scored again"):
         rescore_benchmark(runs[0], QUANT)
 

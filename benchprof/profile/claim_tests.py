@@ -5,12 +5,13 @@ Per selection s of A's region, p_s is the larger of its one-sided p-values top_s
 placebo (rule 2), both needed, so their intersection–union test (Berger 1982) needs no correction across the two;
 p_s is 1 where s fails the breadth control (rule 3: residual above 0 at Holm p < alpha over the benchmark's
 abilities) or its ablated score is below chance (rule 4), or where a row it needs is missing. "A majority of S
-selections" is the m-th smallest p_s (m = S // 2 + 1): at most t for at least m of S tests whose nulls hold has
-probability at most S·t/m (Markov's inequality on their count, under any dependence between the selections), so
-the pair's p is min(1, S/m · p_(m)) (`claim_p` on its top − random row). Holm's correction over the pairs of one
-family at one k (`claim_q`): the claim family's real benchmarks, the own family's ability splits, each metric's
-secondary pairs apart. A pair is claimed when claim_q < alpha and rule 5 holds (claims.py). `selections_agree`
-counts the selections whose own p_s passes at the pair's Holm step.
+selections" is the m-th smallest p_s (m = S // 2 + 1). With up to m − 1 selections doing more (one sample of items
+can make a region that does) and the rest null, p_(m) ≤ t needs one of the S − m + 1 null ones at most t:
+probability at most (S − m + 1)·t under any dependence (Bonferroni), so the pair's p is min(1, (S − m + 1)·p_(m))
+(`claim_p` on its top − random row; 2·p_(2) for three selections). Holm's correction over the pairs of one family at
+one k (`claim_q`): the claim family's real benchmarks, the own family's ability splits. A pair is claimed when
+claim_q < alpha and rule 5 holds (claims.py). `selections_agree` counts the selections whose own p_s passes at the
+pair's Holm step (so it reaches m exactly when claim_q < alpha).
 
 `conjunction_claims` is the stricter form measured beside it (tests/test_placebo_rates.py, lab/spikes.py): rule 3's
 p and rule 5's enter the maximum too, so every rule is corrected over the real benchmarks' pairs.
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 
 from benchprof.profile.rows import (
     ADJUSTED,
+    HOLM_FAMILIES,
     MEAN,
     P_CORRECT,
     SPECIFICITY,
@@ -78,10 +80,10 @@ def selection_p(rows: dict[str, AisRow], top: str, placebo: bool, breadth: bool,
 
 
 def majority_p(p_values: list[float]) -> float:
-    """The p-value of "a majority of the S selections pass": S/m times the m-th smallest, m = S // 2 + 1."""
+    """The p-value of "a majority of the S selections pass": S − m + 1 times the m-th smallest, m = S // 2 + 1."""
     s = len(p_values)
     m = s // 2 + 1
-    return min(1.0, s / m * sorted(p_values)[m - 1])
+    return min(1.0, (s - m + 1) * sorted(p_values)[m - 1])
 
 
 def _design(profile: Profile) -> tuple[list[str], bool, bool]:
@@ -105,21 +107,19 @@ def apply_claim_rule(profile: Profile) -> None:
         overall = rows.get(ADJUSTED)
         if overall is None:
             continue
-        overall.selections = len(tops)
-        selections = [selection_p(rows, top, placebo, breadth, profile.alpha) for top in tops]
-        overall.selections_agree = 0
-        if overall.family:  # tested, above chance
+        overall.selections, overall.selections_agree = len(tops), 0
+        overall.claim_p = overall.claim_q = math.nan
+        if overall.family in HOLM_FAMILIES:  # a claim's row, tested, above chance
+            selections = [selection_p(rows, top, placebo, breadth, profile.alpha) for top in tops]
             overall.claim_p = majority_p(selections)
             families.setdefault((overall.family, overall.k), []).append((overall, selections))
-    m = len(tops) // 2 + 1
+    spare = len(tops) - len(tops) // 2  # S − m + 1
     for pairs in families.values():
-        adjusted = holm([row.claim_p for row, _ in pairs])
-        order = sorted(range(len(pairs)), key=lambda i: pairs[i][0].claim_p)
-        for step, i in enumerate(order):  # Holm multiplies the pair at this step by the pairs not yet rejected
-            row, selections = pairs[i]
-            row.claim_q = float(adjusted[i])
-            level = profile.alpha * m / (len(tops) * (len(pairs) - step))
-            row.selections_agree = sum(p < level for p in selections)
+        for (row, selections), q in zip(pairs, holm([row.claim_p for row, _ in pairs]), strict=True):
+            row.claim_q = float(q)
+            # Holm's factor for this pair, monotone steps included: a selection passes below alpha / (S − m + 1) / it
+            factor = row.claim_q / row.claim_p if row.claim_p > 0 else len(pairs)
+            row.selections_agree = sum(p < profile.alpha / (spare * factor) for p in selections)
 
 
 def pair_tests(profile: Profile) -> list[PairTest]:

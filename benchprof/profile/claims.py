@@ -96,14 +96,14 @@ def _benchmarks(profile: Profile) -> list[str]:
 
 def _first_step(profile: Profile, tested: list[AisRow]) -> float:
     """The two-sided level of one selection's top − placebo test at Holm's first step over the claim family: one
-    claim's p (claim_tests.py) is S/m times a selection's one-sided p, over the family's pairs at the report k;
-    before statistics 10, alpha over the family's rows."""
+    claim's p (claim_tests.py) is S − m + 1 times a selection's one-sided p, over the family's pairs at the report
+    k; before statistics 10, alpha over the family's rows."""
     family = tested[0].family
     pairs = [r for r in profile.rows if r.family == family and _is_claim_row(r, profile.report_k)]
     if any(math.isnan(r.claim_p) for r in pairs) or not pairs:
         return profile.alpha / max(1, len(_claim_family(profile)))
     selections = max(1, tested[0].selections)
-    return 2 * profile.alpha * (selections // 2 + 1) / (selections * len(pairs))
+    return 2 * profile.alpha / ((selections - selections // 2) * len(pairs))
 
 
 def benchmark_claims(profile: Profile) -> list[Claim]:
@@ -276,6 +276,27 @@ def _claim_family(profile: Profile) -> list[AisRow]:
     return [r for r in profile.rows if r.family == PRIMARY]
 
 
+def _counted(profile: Profile, family: list[AisRow]) -> str:
+    """What counts as a claim in ais.md's lead: one test per claim over the claim family's pairs (statistics 10, with
+    selections), or the starred rows of the claim family (one selection, or a profile from before)."""
+    pairs = [r for r in family if _is_claim_row(r, profile.report_k) and not math.isnan(r.claim_q)]
+    if ruled_claims(profile) and pairs:
+        return (
+            f"A claim is one test over its selections, Holm's correction over the {len(pairs)} (benchmark, ability) "
+            "pairs of the claim family (claim_q; the ability splits' pairs are a family apart), so the chance of any "
+            "false claim on a real benchmark in this profile"
+        )
+    if any(r.family == OWN for r in profile.rows):
+        return (
+            f"Only rows starred by Holm's correction over the {len(family)} rows of the claim family (the ability "
+            "splits' rows are a family apart) count, so the chance of any false claim on a real benchmark in this "
+            "profile"
+        )  # profiles before statistics 10 held both in one family:
+    return f"Only rows starred by Holm's correction over the {len(family)} rows of the claim family count, so the " + (
+        "chance of any false claim in this profile"
+    )
+
+
 def claims_markdown(profile: Profile) -> list[str]:
     """ais.md's opening section: what its words mean, once, then one line per benchmark."""
     k = profile.report_k
@@ -293,14 +314,8 @@ def claims_markdown(profile: Profile) -> list[str]:
         f"At k = {format_k(k)}, on each benchmark's primary metric. **Draws on**: zeroing the ability's region lowers "
         "the benchmark more than zeroing random regions of the same size"
         + (f" ({draws} draws at this k, pooled over the abilities)" if draws else "")
-        + "; the figures are the top region's AIS, then that excess (top − random) with its 95% interval. Only rows "
-        f"starred by Holm's correction over the {len(family)} rows of the claim family "
-        + (
-            "(the ability splits' rows are a family apart) count, so the chance of any false claim on a real "
-            "benchmark in this profile"
-            if any(r.family == OWN for r in profile.rows)  # profiles before statistics 10 held both in one family
-            else "count, so the chance of any false claim in this profile"
-        )
+        + "; the figures are the top region's AIS, then that excess (top − random) with its 95% interval. "
+        + _counted(profile, family)
         + f" is at most {profile.alpha:g} (docs/statistics.md). **No claim**: no ability's "
         "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
         "smallest effect its test would likely have seen, and nothing can be said of smaller ones. **At chance**: the "

@@ -74,15 +74,13 @@ Judged = dict[tuple[Variant, str], tuple[str, str]]
 
 # The definition of the profile's statistics: raised whenever a test, interval or family changes, so that a profile
 # computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
-# 2: the revised mean and clustered tests, hull intervals, predictive top-random, declared families.
-# 3: specificity rows on the Wald test of their bootstrap standard error (no p floor); k steps tested.
-# 4: the clustered McNemar test exact at every size (it was χ² beyond 14 changed clusters).
+# 2: the revised mean and clustered tests, hull intervals, predictive top-random, declared families. 3: specificity
+# rows on the Wald test of their bootstrap se; k steps tested. 4: the clustered McNemar test exact at every size.
 # 5: the claim family (top-random rows, top-random specificity against the random draws' specificity) apart
 #    from the damage family (top against the original), Holm within the claim; no control test without spread.
 # 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
 # 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
-# 8: the claim's figure over selections (selections_ais, its interval and p), required by the claim rule;
-#    documents.tar.xz (was .tar.gz).
+# 8: the claim's figure over selections (selections_ais, its interval and p), required by the rule; .tar.xz.
 # 9: p_correct where a multiple-choice target is text (results.gold_indices: COPA, WinoGrande, CommonsenseQA).
 # 10: one test per claim (claim_p, claim_q: Holm over the real benchmarks' pairs), the ability splits' rows a
 #     family apart (own); breadth on the splits' p_correct, corrected for the item noise its regions do not share.
@@ -204,6 +202,7 @@ class ScoreRun:
     joint_cells: list[JointCell] = field(default_factory=list)  # per (benchmark, k): every ability's top region
     judged: Judged | None = None  # each evaluation's state as `status` judges it; None: read what is on disk
     unvouched: int = 0  # evaluations read that record no inputs, so no judgement can vouch for them
+    scored_notes: int = 0  # the profile's notes before the tests over the whole profile (_judge) added theirs
 
     def not_current(self, variant: Variant, benchmark: str) -> None:
         """Raise Unusable where `status` calls the evaluation stale (it was computed from another model, dtype,
@@ -523,6 +522,7 @@ def _judge(run: ScoreRun) -> None:
     """The tests over the whole profile: the families' corrections, the breadth control, the claim rule (after the
     q-values: breadth and the rule read the stars' families), the placebo regions' stars and the k steps'."""
     profile = run.profile
+    run.scored_notes = len(profile.notes)  # the notes of reading the evaluations; the tests add theirs
     correct_for_multiplicity(profile, run.row_spread)
     apply_breadth(profile, (run.original_docs, run.ablated_docs), (run.p_original_docs, run.p_ablated_docs))
     apply_claim_rule(profile)
@@ -545,14 +545,14 @@ def rescore_benchmark(run: ScoreRun, benchmark: str) -> Profile:
     profile = replace(
         old,
         rows=rows,
-        k_steps=[s for s in old.k_steps if s.benchmark != benchmark],
-        null_calibration=[c for c in old.null_calibration if c.benchmark != benchmark],
+        k_steps=[replace(s) for s in old.k_steps if s.benchmark != benchmark],  # their q-values are set again
+        null_calibration=[replace(c) for c in old.null_calibration if c.benchmark != benchmark],
         missing=[m for m in old.missing if m.benchmark != benchmark],
         chance=dict(old.chance),
         chance_p=dict(old.chance_p),
         metrics=dict(old.metrics),
         original_scores=dict(old.original_scores),
-        notes=list(old.notes),
+        notes=[n for n in old.notes[: run.scored_notes] if not n.startswith((f"{benchmark}:", f"{benchmark} "))],
     )
     again = replace(run, profile=profile, row_spread=spread, samples=dict(run.samples), joint_cells=[])
     _score_benchmark(again, benchmark, tqdm(disable=True))
