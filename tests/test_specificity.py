@@ -321,6 +321,7 @@ def test_each_tested_row_has_its_declared_family_and_random_regions_are_never_st
     region's specificity against 0 is a control: shown with its p-value, never starred."""
     profile = load_scores(load_config(result_files), progress=False)
     tested = [r for r in profile.rows if not math.isnan(r.p_value)]
+    splits = set(profile.abilities) | {SPECIFICITY}  # a claim row on an ability split: the own family
     want = {}
     for r in tested:
         if r.region == "random" or (r.benchmark == SPECIFICITY and r.region == "top"):
@@ -330,17 +331,19 @@ def test_each_tested_row_has_its_declared_family_and_random_regions_are_never_st
         elif r.metric == "p_correct" or r.region not in ("top", "top-random"):
             want[id(r)] = "secondary"
         else:
-            want[id(r)] = "claim" if r.region == "top-random" else "damage"
+            claim = "own" if r.benchmark in splits else "claim"
+            want[id(r)] = claim if r.region == "top-random" else "damage"
     assert [r.family for r in tested] == [want[id(r)] for r in tested]
     mean_top = profile.row(MEAN, SPECIFICITY, 0.01, "top")
     mean_adjusted = profile.row(MEAN, SPECIFICITY, 0.01, "top-random")
     assert mean_top is not None and mean_adjusted is not None and mean_top.family == "control"
     assert mean_adjusted.ais == pytest.approx(mean_top.ais) and math.isnan(mean_adjusted.q_value)
-    assert {"claim", "damage", "control"} <= {r.family for r in tested}
+    assert {"own", "damage", "control"} <= {r.family for r in tested}
     for r in tested:
         if r.family in ("control", ""):
             assert r.significant is False and math.isnan(r.q_value)
         else:
             assert not math.isnan(r.q_value)
     assert profile.family_size == sum(r.family == "claim" for r in tested)
+    assert profile.family_size_own == sum(r.family == "own" for r in tested)
     assert profile.family_size_damage == sum(r.family == "damage" for r in tested)

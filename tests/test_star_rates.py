@@ -74,7 +74,9 @@ def simulate(folder: Path, rng: np.random.Generator, n: int, damage: float, spli
     # every row a star could be read from: the claim family, and every specificity row whatever its family (a
     # starred top specificity against 0 read as "this region is specific" in 20% of profiles with no ability)
     return [
-        r for r in profile.rows if not math.isnan(r.p_value) and (r.family == "claim" or r.benchmark == SPECIFICITY)
+        r
+        for r in profile.rows
+        if not math.isnan(r.p_value) and (r.family in ("claim", "own") or r.benchmark == SPECIFICITY)
     ]
 
 
@@ -88,19 +90,21 @@ def rates(n: int, damage: float, split_sd: float, own: float, profiles: int, see
     """Per-profile rates of false stars (top - random rows, specificity rows), the mean false discovery proportion
     and the power on true effects, over `profiles` simulated profiles."""
     rng = np.random.default_rng(seed)
-    false_adjusted, false_spec, fdp, power = [], [], [], []
+    false_claim, false_own, false_spec, fdp, power = [], [], [], [], []
     for i in range(profiles):
         rows = simulate(folder / str(i), rng, n, damage, split_sd, own)
         starred = [r for r in rows if r.significant]
         false = [r for r in starred if not is_true(r, own)]
-        false_adjusted.append(any(r.benchmark != SPECIFICITY for r in false))
+        # each Holm family on its own: the real benchmarks' rows, and the splits' (own) rows
+        false_claim.append(any(r.family == "claim" for r in false))
+        false_own.append(any(r.family == "own" and r.benchmark != SPECIFICITY for r in false))
         false_spec.append(any(r.benchmark == SPECIFICITY for r in false))
         fdp.append(len(false) / len(starred) if starred else 0.0)
-        true_rows = [r for r in rows if is_true(r, own) and r.family == "claim"]
+        true_rows = [r for r in rows if is_true(r, own) and r.family == "own"]
         if true_rows:
             power.append(np.mean([bool(r.significant) for r in true_rows]))
     return {
-        "false_top_random": float(np.mean(false_adjusted)),
+        "false_top_random": float(max(np.mean(false_claim), np.mean(false_own))),  # the larger family rate
         "false_specificity": float(np.mean(false_spec)),
         "fdp": float(np.mean(fdp)),
         "power": float(np.mean(power)) if power else math.nan,
