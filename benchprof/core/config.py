@@ -2,7 +2,7 @@
 checks what a type does not say, one check per section).
 
 The top-level sections `settings`, `models`, `datasets` and `evals` keep the shape of the authors'
-config; `data`, `finetune`, `extract` and `aggregate` hold what benchprof adds. Every value is
+config; `data`, `finetune`, `extract`, `damage` and `aggregate` hold what benchprof adds. Every value is
 checked at load time (loader.load_config reads the file) and a bad one raises `ConfigError` with
 the YAML key in its message.
 """
@@ -22,6 +22,7 @@ from benchprof.core.region_names import REGIONS
 from benchprof.core.schema import ConfigError, cast
 from benchprof.core.sections import (
     AggregateSettings,
+    DamageSettings,
     DatasetSpec,
     DataSettings,
     EvalSettings,
@@ -53,6 +54,7 @@ class Config:
     data: DataSettings = field(default_factory=DataSettings)
     finetune: FinetuneSettings = field(default_factory=FinetuneSettings)
     extract: ExtractSettings = field(default_factory=ExtractSettings)
+    damage: DamageSettings = field(default_factory=DamageSettings)
     aggregate: AggregateSettings = field(default_factory=AggregateSettings)
     # where it was read from (not a YAML key); relative paths resolve against its folder
     path: Path = field(default=Path("config.yml"), metadata={"yaml": False})
@@ -127,7 +129,7 @@ class Config:
 def validate(cfg: Config) -> None:
     """Check what a value's type does not say (schema.build checks the types), one check per section in this
     order (a config with several bad values names the first found); a bad value raises ConfigError naming its key."""
-    for check in (_settings, _models, _datasets, _evals, _extract, _data, _finetune, _aggregate):
+    for check in (_settings, _models, _datasets, _evals, _extract, _damage, _data, _finetune, _aggregate):
         check(cfg)
 
 
@@ -301,6 +303,19 @@ def _composite(name: str, spec: dict[str, Any], own: list[str]) -> None:
             f"evals.composites.{name}.size: {shown(size)} must be a whole number of items, at least one per "
             f"ability (>= {len(parts)}); leave it out for as many of each as the smallest test split has"
         )
+
+
+def _damage(cfg: Config) -> None:
+    """`damage:` mean ablation holds whole neurons, with hooks in the model the hf backend loads."""
+    if cfg.damage.ablation != "mean":
+        return
+    if cfg.extract.score not in NEURON_SCORES:
+        raise ConfigError(
+            f"damage.ablation: mean holds whole neurons at their mean; extract.score {shown(cfg.extract.score)} "
+            "ranks weights (use a neuron score: act_grad_contrast_abs is recommended)"
+        )
+    if cfg.evals.backend != "hf":
+        raise ConfigError("damage.ablation: mean holds neurons with hooks in the loaded model; use evals.backend hf")
 
 
 def _extract(cfg: Config) -> None:

@@ -1,5 +1,6 @@
 """config.yml's sections as typed dataclasses, one per section (`settings`, `models`, `datasets`, `evals`, `data`,
-`finetune`, `extract`, `aggregate`), with their defaults. core/config.py holds the whole Config and checks each value.
+`finetune`, `extract`, `damage`, `aggregate`), with their defaults. core/config.py holds the whole Config and
+checks each value.
 """
 
 from __future__ import annotations
@@ -183,6 +184,14 @@ class EvalSettings:
     def limit_for(self, benchmark: str) -> int | None:
         """At most this many documents of `benchmark`: its own limit, else `limit` (None: all)."""
         return self.limits.get(benchmark, self.limit)
+
+
+@dataclass
+class DamageSettings:
+    """`damage:` what a region's removal leaves. `ablation` zero sets its weights to 0; mean (neuron regions, the hf
+    backend) holds each of its neurons at its mean output over every ability's train items (stages/mean_ablation.py)."""
+
+    ablation: Literal["zero", "mean"] = "zero"
 
 
 @dataclass

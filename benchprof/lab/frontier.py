@@ -121,18 +121,24 @@ def scored(
     model: torch.nn.Module,
     tok: PreTrainedTokenizerBase,
     todo: list[tuple[Region, dict[str, SplitScores]]],
+    means: NDArray[np.float32] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """Each region of `todo` zeroed in turn and the test splits its known scores lack scored: its record (every
-    split, the known ones as they were), appended to the records file before it is yielded (a kill loses at most
-    the region being scored)."""
+    """Each region of `todo` ablated in turn (zeroed, or held at `means` under mean ablation) and the test splits its
+    known scores lack scored: its record (every split, the known ones as they were), appended to the records file
+    before it is yielded (a kill loses at most the region being scored)."""
     from tqdm import tqdm
 
     from benchprof.stages.damage import ablated
+    from benchprof.stages.mean_ablation import held_at_means
 
     log, neurons = FrontierLayout(plan.out).records_file, model_neurons(model)
     for region, known in tqdm(todo, desc="frontier", unit="region", leave=False):
         missing = {split: items for split, items in inputs.tests.items() if split not in known}
-        with ablated(model, neuron_ids_region(neurons, region.neurons)):
+        if means is None:
+            ablation = ablated(model, neuron_ids_region(neurons, region.neurons))
+        else:
+            ablation = held_at_means(model, region.neurons, means)
+        with ablation:
             new = score(model, tok, missing)
         split_scores = {split: known[split] if split in known else new[split] for split in inputs.tests}
         record = {
@@ -168,6 +174,7 @@ def measure(plan: FrontierPlan) -> Path:
 
     from benchprof.lab.frontier_cache import iterative_selections, train_statistics
     from benchprof.lab.frontier_report import write_report
+    from benchprof.stages.mean_ablation import pooled_means
 
     torch.set_num_threads(plan.threads)
     started = time.time()
@@ -185,6 +192,8 @@ def measure(plan: FrontierPlan) -> Path:
     model = AutoModelForCausalLM.from_pretrained(plan.model, dtype=torch.float32).eval()
     statistics = train_statistics(plan, inputs, model, tok)
     iterative = iterative_selections(plan, inputs, model, tok, statistics.get("attribution", {}))
+    # mean ablation: every neuron held at its mean over every train item the statistics read (float32, as they are)
+    means = pooled_means(statistics["mean"]) if plan.ablation == "mean" else None
     model = model.to(getattr(torch, plan.dtype))  # selections are made in float32; the scoring dtype from here on
     measured = list(regions(plan, model_neurons(model), statistics, iterative))
     known_splits = known_scores(read_records(layout.records_file))
@@ -198,7 +207,7 @@ def measure(plan: FrontierPlan) -> Path:
         elif key not in todo:
             todo[key] = (region, {s: v for s, v in held.items() if v is not None})
     splits_scored = sum(len(inputs.tests) - len(held) for _, held in todo.values())
-    for r in scored(plan, inputs, model, tok, list(todo.values())):
+    for r in scored(plan, inputs, model, tok, list(todo.values()), means):
         known[r["inputs"]] = {s: {"acc_norm": r["acc_norm"][s], "loglik": r["loglik"][s]} for s in inputs.tests}
     records = [
         {"option": r.option, "region": r.name, "size": r.size, "neurons": r.neurons,
@@ -233,6 +242,7 @@ def frontier(
     folder: str = "frontier",
     threads: int | None = None,
     dtype: str = "float32",
+    ablation: str = "zero",
 ) -> None:
     """The effectiveness–specificity frontier of neuron regions: for every option and size, each ability's
     region zeroed and every ability's test split scored, against random regions of the same size
@@ -264,9 +274,12 @@ def frontier(
         threads: torch threads (1 to 4096); default settings.threads (automatic: the usable cores).
         dtype: what the test splits are scored in, float32 or bfloat16 (the attribution is float32 either way);
             part of every score's identity, so the two never mix in one folder's results (docs/research/performance.md).
+        ablation: what a region's neurons output, zero or mean (their mean over the train items the attribution
+            reads, stages/mean_ablation.py); part of every ablated score's identity.
     """
     from benchprof.core.layout import Layout
     from benchprof.core.selection import select
+    from benchprof.stages.mean_ablation import ablation_kind
 
     spec = cfg.selected_models(model)[0]
     abilities = select(ability, cfg.abilities(), "--ability")
@@ -295,6 +308,7 @@ def frontier(
         else cfg.settings.thread_count(),
         seed=cfg.settings.seed,
         dtype=scoring_dtype(dtype),
+        ablation=ablation_kind(ablation, "--ablation"),
         model_given=spec.name,
         data_given=cfg.data.dir,
     )

@@ -81,13 +81,15 @@ def general_texts(
 def train_statistics(
     plan: FrontierPlan, inputs: FrontierInputs, model: torch.nn.Module, tok: PreTrainedTokenizerBase
 ) -> dict[str, dict[str, NDArray[np.float32]]]:
-    """Per statistic the plan's options read (neurons.statistics_of), each ability's values over its train items
-    and, for the general-text options, general text's (key GENERAL), each cached under the frontier's folder."""
+    """Per statistic the plan's options read (neurons.statistics_of; under mean ablation also "mean", the values
+    its neurons are held at), each ability's values over its train items and, for the general-text options, general
+    text's (key GENERAL), each cached under the frontier's folder."""
     from benchprof.stages.neurons import GENERAL, STATISTICS, general_statistic, reads_general, statistics_of
 
     layout = FrontierLayout(plan.out)
     statistics: dict[str, dict[str, NDArray[np.float32]]] = {}
-    for statistic in dict.fromkeys(s for o in plan.options for s in statistics_of(o)):
+    read = [s for o in plan.options for s in statistics_of(o)] + (["mean"] if plan.ablation == "mean" else [])
+    for statistic in dict.fromkeys(read):
         compute = STATISTICS[statistic]
         statistics[statistic] = {
             ability: cached_values(

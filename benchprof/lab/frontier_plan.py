@@ -40,6 +40,7 @@ class FrontierPlan:
     transfer_items: int = 0  # items of each transfer split scored (0: none; abilities.TRANSFER)
     seed: int = 0
     dtype: str = "float32"  # what the test splits are scored in (frontier.SCORING_DTYPES); attribution: float32
+    ablation: str = "zero"  # what a region's neurons output: zero, or their mean over the train items (mean_ablation)
     threads: int = 1
     batch_items: int = 8
     model_given: str = ""  # the model and the data folder as the config names them (plan.json, frontier.md):
@@ -149,6 +150,17 @@ class FrontierInputs:
     train: dict[str, list[dict[str, Any]]]  # every ability's (scored and contrast) first train_items items
     tests: dict[str, list[dict[str, Any]]]  # every scored ability's first test_items items
     dtype: str = "float32"  # what the test splits are scored in: part of every score's identity
+    ablation: str = "zero"  # mean_ablation.ABLATIONS: part of the identity of every score of a region under "mean"
+
+    def ablation_key(self, neurons: list[int]) -> dict[str, Any]:
+        """What a region's scores depend on beyond the neurons: under mean ablation the value each is held at, a
+        function of the model and every train item (the reference set); nothing under zero ablation or for the
+        original model, so that those keys are as they always were."""
+        from benchprof.stages.mean_ablation import MEAN_REFERENCE
+
+        if self.ablation == "zero" or not neurons:
+            return {}
+        return {"ablation": self.ablation, "reference": MEAN_REFERENCE, "items": value_hash(self.train)}
 
     def statistic_inputs(self, statistic: str, ability: str) -> dict[str, Any]:
         """A statistic (attribution or activity) of one ability's train items."""
@@ -206,6 +218,7 @@ class FrontierInputs:
                 "neurons": sorted(neurons),
                 "scorer": SCORER,
                 "dtype": self.dtype,
+                **self.ablation_key(neurons),
             }
         )
 
@@ -217,7 +230,7 @@ class FrontierInputs:
 
         return value_hash(
             {"model": self.model, "split": split, "items": self.tests[split], "neurons": sorted(neurons),
-             "scorer": SCORER, "dtype": self.dtype}
+             "scorer": SCORER, "dtype": self.dtype, **self.ablation_key(neurons)}
         )  # fmt: skip
 
     def summary(self) -> dict[str, Any]:
@@ -244,7 +257,7 @@ def load_inputs(plan: FrontierPlan, cache_dir: Path) -> FrontierInputs:
 
         for a in plan.abilities:
             tests[transfer_benchmark(a)] = read_split(plan, a, TRANSFER, plan.transfer_items, "--transfer_items")
-    return FrontierInputs(model_identity(plan.model, cache_dir), train, tests, plan.dtype)
+    return FrontierInputs(model_identity(plan.model, cache_dir), train, tests, plan.dtype, plan.ablation)
 
 
 def changed_since(recorded: dict[str, Any] | None, inputs: FrontierInputs) -> list[str]:
@@ -338,7 +351,7 @@ def recorded_plan(folder: Path) -> tuple[FrontierPlan, dict[str, Any]]:
         contrast=tuple(value("contrast", list)), train_items=value("train_items", int),
         train_from=value("train_from", int, 0), test_items=value("test_items", int),
         transfer_items=value("transfer_items", int, 0), seed=value("seed", int), dtype=value("dtype", str, "float32"),
-        model_given=value("model", str), data_given=value("data_dir", str),
+        ablation=value("ablation", str, "zero"), model_given=value("model", str), data_given=value("data_dir", str),
     )  # fmt: skip
     return plan, recorded
 

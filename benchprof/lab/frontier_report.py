@@ -334,6 +334,7 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         return f"{value:+.3f}{mark}" + (f" [{low:+.2f}, {high:+.2f}]" if not math.isnan(low) else "")
 
     transfer = f", acc_norm on {plan.transfer_items} transfer items" if plan.transfer_items else ""
+    mean = plan.ablation == "mean"
     # without transfer splits the goal counts own and specificity only (reaches_goal); the header must say so
     goal_transfer = "" if plan.transfer_items else " (no transfer split was scored: the goal here leaves it out)"
     lines = [
@@ -342,8 +343,9 @@ def markdown(plan: FrontierPlan, rows: list[dict[str, Any]], spread: dict[tuple[
         f"Abilities {', '.join(plan.abilities)}; attribution on {plan.train_items} train items each"
         + (f" (from item {plan.train_from} on)" if plan.train_from else "")
         + ", acc_norm (scored in "
-        f"{plan.dtype}) on {plan.test_items} test items each{transfer}; {plan.draws} random regions per size. "
-        "AIS = relative drop; own: "
+        f"{plan.dtype}) on {plan.test_items} test items each{transfer}; {plan.draws} random regions per size"
+        + ("; each region's neurons held at their mean over the train items (mean ablation). " if mean else ". ")
+        + "AIS = relative drop; own: "
         "the ability's test split; transfer: its transfer split (formats its train split never uses); other: mean "
         "over the other abilities' test splits, split into harm (their losses) and help (their gains); specificity = "
         "own − other, and own − harm (the others' gains set to zero); ↓chance: the region takes its own split below "

@@ -10,6 +10,7 @@ them, from the top rows' intervals.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from benchprof.core.region_names import random_draw, selection_of
 from benchprof.core.results import PerDoc
@@ -102,17 +103,31 @@ def line_noise(
 Docs = tuple[dict[str, PerDoc], SplitDocs]  # the splits' original and ablated per-document values on one metric
 
 
+NoiseCache = dict[tuple[Any, ...], "list[float] | None"]  # line_noise by what it reads (line_breadths)
+
+
 def line_breadths(
-    profile: Profile, line: list[tuple[str, str]], k: float, benchmark: str, docs: Docs, metric: str | None = None
+    profile: Profile,
+    line: list[tuple[str, str]],
+    k: float,
+    benchmark: str,
+    docs: Docs,
+    metric: str | None = None,
+    noise: NoiseCache | None = None,
 ) -> tuple[list[float], list[float] | None]:
     """The line's breadths on `metric` (default each split's primary) and the noise to correct it for: the part
     the regions do not share (line_noise) where the per-document values give it, else each top row's interval;
-    None where neither does."""
+    None where neither does. `noise` keeps line_noise per (line, k, metric, benchmark where it is a split): the
+    lines of every real benchmark at k hold the same regions over the same splits, so it is computed once."""
     splits = [b for b in ability_benchmarks(profile.benchmarks, profile.abilities) if b in profile.abilities]
     rows, tops = top_random_rows(profile, metric), top_rows(profile, metric)
     found = [region_breadth(rows, splits, ability, k, top, benchmark, tops) for ability, top in line]
     x = [value for value, _ in found]
-    shared = line_noise(line, splits, k, benchmark, *docs)
+    key = (tuple(line), k, metric, benchmark if benchmark in splits else "")
+    noise = {} if noise is None else noise
+    if key not in noise:
+        noise[key] = line_noise(line, splits, k, benchmark, *docs)
+    shared = noise[key]
     if shared is not None:
         return x, shared
     measured = all(not math.isnan(v) for value, v in found if not math.isnan(value))
@@ -130,15 +145,16 @@ def apply_breadth(profile: Profile, docs: Docs | None = None, p_docs: Docs | Non
     if not any(b in profile.abilities for b in ability_benchmarks(profile.benchmarks, profile.abilities)):
         return
     claims = top_random_rows(profile)
+    noise: dict[str, NoiseCache] = {"p_correct": {}, "primary": {}}  # one per metric's documents
     cells: dict[tuple[float, str], list[tuple[str, str]]] = {}
     for ability, k, benchmark, top in claims:
         if benchmark not in profile.at_chance:
             cells.setdefault((k, benchmark), []).append((ability, top))
     for (k, benchmark), line in cells.items():
         chosen = [claims[(a, k, benchmark, t)] for a, t in line]
-        x, x_var = line_breadths(profile, line, k, benchmark, p_docs or ({}, {}), P_CORRECT)
+        x, x_var = line_breadths(profile, line, k, benchmark, p_docs or ({}, {}), P_CORRECT, noise["p_correct"])
         if any(math.isnan(value) for value in x) or x_var is None:
-            x, x_var = line_breadths(profile, line, k, benchmark, docs or ({}, {}))
+            x, x_var = line_breadths(profile, line, k, benchmark, docs or ({}, {}), None, noise["primary"])
         groups = [a for a, _ in line]  # each line without the region's ability
         found = breadth_residuals([r.ais for r in chosen], x, groups, x_var)
         by_selection: dict[int, list[tuple[AisRow, float]]] = {}

@@ -93,17 +93,23 @@ def _design(profile: Profile) -> tuple[list[str], bool, bool]:
     return tops, placebo, any(not math.isnan(r.breadth_p) for r in profile.rows)
 
 
+def region_cells(profile: Profile) -> dict[tuple[str, float, str, str], dict[str, AisRow]]:
+    """Each (ability, k, benchmark, metric)'s rows by region, in the profile's order; the mean and the specificity
+    rows left out."""
+    cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
+    for row in profile.rows:
+        if row.benchmark != SPECIFICITY and row.ability != MEAN:
+            cells.setdefault((row.ability, row.k, row.benchmark, row.metric), {})[row.region] = row
+    return cells
+
+
 def apply_claim_rule(profile: Profile) -> None:
     """`selections`, `selections_agree`, `claim_p` and `claim_q` of every tested top − random row (after the
     q-values and the breadth control): one p-value per pair over its selections, Holm over its family's pairs at
     its k. A selection not yet evaluated (or missing a control row) counts as failing."""
     tops, placebo, breadth = _design(profile)
-    cells: dict[tuple[str, float, str, str], dict[str, AisRow]] = {}
-    for row in profile.rows:
-        if row.benchmark != SPECIFICITY and row.ability != MEAN:
-            cells.setdefault((row.ability, row.k, row.benchmark, row.metric), {})[row.region] = row
     families: dict[tuple[str, float], list[tuple[AisRow, list[float]]]] = {}
-    for rows in cells.values():
+    for rows in region_cells(profile).values():
         overall = rows.get(ADJUSTED)
         if overall is None:
             continue
@@ -128,14 +134,12 @@ def pair_tests(profile: Profile) -> list[PairTest]:
     k = profile.report_k
     tops, placebo, breadth = _design(profile)
     splits = set(ability_benchmarks(profile.benchmarks, profile.abilities))
-    cells: dict[tuple[str, str], dict[str, AisRow]] = {}
-    for row in profile.rows:
-        real = row.benchmark not in splits and row.benchmark != SPECIFICITY and row.benchmark not in profile.at_chance
-        if real and row.ability != MEAN and row.metric != P_CORRECT and math.isclose(row.k, k):
-            if row.metric == profile.metrics.get(row.benchmark, row.metric):
-                cells.setdefault((row.benchmark, row.ability), {})[row.region] = row
     tested = []
-    for (benchmark, ability), rows in cells.items():
+    for (ability, k_cell, benchmark, metric), rows in region_cells(profile).items():
+        real = benchmark not in splits and benchmark not in profile.at_chance
+        primary = metric != P_CORRECT and metric == profile.metrics.get(benchmark, metric)
+        if not (real and primary and math.isclose(k_cell, k)):
+            continue
         overall = rows.get(ADJUSTED)
         if overall is None or any(r.at_chance for r in rows.values()):
             continue

@@ -306,12 +306,14 @@ def damage(
         k: only these k values; a k that settings.k_values does not list is added to this run's.
         region: only this region (top, bottom, random).
         model: only this model (name or tag).
-        save: write checkpoints under <ability>/damaged/k<k>/<region>/.
+        save: write checkpoints under <ability>/damaged/k<k>/<region>/ (zero ablation only: damage.ablation).
         force: rewrite checkpoints that exist.
     """
     from benchprof.core.modeling import checkpoint_fingerprint, load_model, pick_device
 
     started = time.time()
+    if save and cfg.damage.ablation == "mean":
+        raise BenchprofError("--save: damage.ablation mean holds neurons with hooks, which no checkpoint can hold")
     cfg, new_k = with_new_k(cfg, k)
     todo = variants(cfg, ability, k, region)
     for spec in cfg.selected_models(model):

@@ -3,9 +3,10 @@
 A job is one (variant, benchmark) pair; `job_list` puts them in their fixed order (the original first, then
 each (ability, k, region) in config order, benchmarks inner) and `shard_jobs` keeps shard i of n. `JobInputs`
 gives a job's inputs, hashed into its result JSON: the task (`task_hash`: a generated task's YAML and data, a
-user task's files), few-shot, limit, seed, backend and scorer, the model's content identity, the dtype and the
-mask file's hash. A rerun of `evaluate` skips a job whose inputs still match; `status` compares the same.
-A `Plan` is one evaluate call's resolved jobs; `pending_jobs` are those not done.
+user task's files), few-shot, limit, seed, backend and scorer, the model's content identity, the dtype, the
+mask file's hash and, under mean ablation, what its values are computed from. A rerun of `evaluate` skips a job
+whose inputs still match; `status` compares the same. A `Plan` is one evaluate call's resolved jobs; `pending_jobs`
+are those not done.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from benchprof.core.regions import region_metadata
 from benchprof.core.selection import Selection, select
 from benchprof.core.storage import is_current
 from benchprof.stages.damage import eval_dtype, require_masks, variants
+from benchprof.stages.mean_ablation import reference_identity
 
 
 def cpu_worker_cap(asked: int, pending: int) -> int:
@@ -158,6 +160,8 @@ class JobInputs:
         self.model = model_signature(cfg, spec, update_cache)
         self.update_cache = update_cache
         self.dtype = eval_dtype(cfg, spec)
+        # what an ablated variant's scores depend on under mean ablation (nothing more under zero: keys as before)
+        self.ablation = reference_identity(cfg, spec, update_cache) if cfg.damage.ablation == "mean" else {}
         self._masks: dict[Variant, tuple[str | None, str | None]] = {}
         self._tasks: dict[str, str] = {}
 
@@ -200,6 +204,7 @@ class JobInputs:
             "variant": job.variant.label(),
             "mask": mask,
             "mask_fingerprint": mask_fingerprint,
+            **({} if job.variant.is_original else self.ablation),
         }
 
 

@@ -1,16 +1,16 @@
 """Stage `evaluate`: lm-eval on the original model and every ablated variant.
 
-The work is a list of (variant, benchmark) jobs: the original model first, then each
-(ability, k, region) in config order, each with every benchmark. A worker loads the model once,
-wraps it in one lm-eval HFLM (scoring.SharedPrefixLM, which computes a prefix shared by several
-requests once, unless evals.scorer is lm_eval), and for each variant zeroes the region in place,
-runs all of the variant's benchmarks and restores the weights (damage.ablated). `--shard i/n`
-keeps the jobs j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker
-process runs per GPU (with evals.cpu_workers, one per share of the cores). The workers evaluate spawns with
-backend hf share one queue instead (JOB_QUEUE): each walks every pending job, the original's then the longest
-first, and takes the next whose lock no other worker holds, so none sits idle while another has work left.
-A job writes `<benchmark>.samples.jsonl` first and `<benchmark>.json` last, so the JSON marks it done; it
-records a hash of its inputs and a rerun skips jobs whose hash still matches.
+The work is a list of (variant, benchmark) jobs: the original model first, then each (ability, k, region) in config
+order, each with every benchmark. A worker loads the model once, wraps it in one lm-eval HFLM
+(scoring.SharedPrefixLM, which computes a prefix shared by several requests once, unless evals.scorer is lm_eval),
+and for each variant removes the region (zeroes its weights in place, or under damage.ablation mean holds its
+neurons at their means: mean_ablation.removed), runs all of the variant's benchmarks and restores the model.
+`--shard i/n` keeps the jobs j with j % n == i; with several GPUs in settings.cuda_visible_devices one worker
+process runs per GPU (with evals.cpu_workers, one per share of the cores). The workers evaluate spawns with backend
+hf share one queue instead (JOB_QUEUE): each walks every pending job, the original's then the longest first, and
+takes the next whose lock no other worker holds, so none sits idle while another has work left. A job writes
+`<benchmark>.samples.jsonl` first and `<benchmark>.json` last, so the JSON marks it done; it records a hash of its
+inputs and a rerun skips jobs whose hash still matches.
 """
 
 from __future__ import annotations
@@ -193,7 +193,8 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     from lm_eval.models.huggingface import HFLM
 
     from benchprof.core.modeling import checkpoint_fingerprint, load_model, pick_device
-    from benchprof.stages.damage import ablated, load_region
+    from benchprof.stages.damage import load_region
+    from benchprof.stages.mean_ablation import reference_means, removed
     from benchprof.stages.prefix_scorer import SharedPrefixLM
 
     cfg, spec, layout = worker.cfg, worker.spec, worker.layout
@@ -206,10 +207,10 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
-    left = 0
+    left, means = 0, reference_means(cfg, spec)  # under mean ablation (damage.ablation); None under zero
     for variant, jobs in variant_runs(pending):
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
-        with ablated(model, region):
+        with removed(model, region, means):
             for job, inputs in jobs:
                 left += not run_job(worker, job, inputs, lm, fp)
                 progress.update(1)
@@ -493,10 +494,12 @@ def run_workers(
     processes), then the stage's summary line: `todo` jobs of them were not done."""
     from benchprof.core.loader import effective_config
     from benchprof.stages.damage import ensure_checkpoints
+    from benchprof.stages.mean_ablation import reference_means
 
-    if plan.backend == "vllm":  # checkpoints first, here: workers sharing a variant must not race
-        for spec in plan.specs:
+    for spec in plan.specs:  # checkpoints and mean ablation's values first, here: workers must not race on them
+        if plan.backend == "vllm":
             ensure_checkpoints(plan.cfg, spec, ablated_variants(plan.jobs))
+        reference_means(plan.cfg, spec)
     queue = plan.backend == "hf"  # vllm starts an engine per variant: its workers keep their shards of variants
     commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options, cpu_workers, queue)
     spawn_workers(commands, stop_on_failure=queue)
@@ -547,13 +550,8 @@ def score_models(plan: Plan, where: str, started: float, summary: bool = True, b
     (print if summary else log_line)(
         f"evaluate: {ran} jobs run, {skipped} skipped (finished)"
         + (f", {elsewhere} taken by the other workers" if elsewhere and plan.queue_since else "")
-        + (
-            f", {elsewhere} left to another process (`benchprof status` shows when they are done)"
-            if elsewhere and not plan.queue_since
-            else ""
-        )
-        + f", over {ablated} ablated variant(s)"
-        f"{' + original' if originals else ''}, "
-        f"{loads} model load(s), {where}{time.time() - started:.0f}s; "
-        f"results under {cfg.output_root}"
-    )
+        + (f", {elsewhere} left to another process (`benchprof status` shows when they are done)" if elsewhere
+           and not plan.queue_since else "")
+        + f", over {ablated} ablated variant(s){' + original' if originals else ''}, "
+        f"{loads} model load(s), {where}{time.time() - started:.0f}s; results under {cfg.output_root}"
+    )  # fmt: skip

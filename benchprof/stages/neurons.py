@@ -205,21 +205,37 @@ def neuron_activity(
     and ' ' + its correct option. How much a neuron fires on the ability's text, whatever its effect on the
     answer: the activation statistic of language-specific-neuron work. Shape (items, layers × intermediate),
     neuron ids as neuron_attribution's."""
+    sequences, pad = item_sequences(tok, records)
+    return text_activity(model, sequences, batch_items, pad)
+
+
+def neuron_mean_output(
+    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_items: int = 16
+) -> NDArray[np.float32]:
+    """The mean of h over each item's tokens (its prompt and ' ' + its correct option, as neuron_activity's): what
+    a neuron outputs on the ability's text on average, the value mean ablation holds it at (mean_ablation.py).
+    Shape (items, layers × intermediate)."""
+    sequences, pad = item_sequences(tok, records)
+    return text_activity(model, sequences, batch_items, pad, power=1)
+
+
+def item_sequences(tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]]) -> tuple[list[list[int]], int]:
+    """Each item's tokens, its prompt (what lm-eval shows before the options) and ' ' + its correct option, tokenised
+    apart as lm-eval's requests are (choices.mc_rows); and the tokenizer's pad id."""
     from benchprof.core.prompts import eval_prompt
 
     def encode(text: str) -> list[int]:
         return list(tok(text, add_special_tokens=False)["input_ids"])
 
-    # the prompt and the option tokenised apart, as lm-eval's requests (choices.mc_rows)
     sequences = [encode(eval_prompt(r)) + encode(" " + r["options"][r["label"]]) for r in records]
-    pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
-    return text_activity(model, sequences, batch_items, pad)
+    return sequences, tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
 
 
 def text_activity(
-    model: torch.nn.Module, sequences: Sequence[Sequence[int]], batch_items: int = 16, pad: int = 0
+    model: torch.nn.Module, sequences: Sequence[Sequence[int]], batch_items: int = 16, pad: int = 0, power: int = 2
 ) -> NDArray[np.float32]:
-    """The mean of h² over each token sequence's tokens, per neuron: shape (sequences, layers × intermediate)."""
+    """The mean of h^power (h² by default) over each token sequence's tokens, per neuron: shape (sequences,
+    layers × intermediate)."""
     import numpy as np
     import torch
 
@@ -229,7 +245,7 @@ def text_activity(
 
     def reduce(_module: Any, args: tuple[torch.Tensor, ...]) -> None:
         # (items, neurons) per layer, never a layer's (items, tokens, neurons) activations kept past its forward
-        per_layer.append(torch.einsum("bt,btn->bn", weight[0].to(args[0].dtype), args[0].pow(2)).float())
+        per_layer.append(torch.einsum("bt,btn->bn", weight[0].to(args[0].dtype), args[0].pow(power)).float())
 
     hooks = [m.down_proj.register_forward_pre_hook(reduce) for m in neurons.mlps]
     device = next(model.parameters()).device
@@ -306,7 +322,7 @@ def general_statistic(
 
 
 # each per-item statistic a neuron score reads, by name (statistic_of): the function that computes it
-STATISTICS = {"attribution": neuron_attribution, "activity": neuron_activity}
+STATISTICS = {"attribution": neuron_attribution, "activity": neuron_activity, "mean": neuron_mean_output}
 
 
 # every neuron score: the per-item statistic it reads, and what it holds an ability against ("": nothing,
@@ -473,4 +489,8 @@ def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
 
 ATTRIBUTION_OBJECTIVE = "sum h * d log softmax_acc_norm(correct) / dh, v1"  # what an attribution file measures
 # what each statistic's file measures (its manifest's objective)
-OBJECTIVES = {"attribution": ATTRIBUTION_OBJECTIVE, "activity": "mean h^2 over prompt + correct option tokens, v1"}
+OBJECTIVES = {
+    "attribution": ATTRIBUTION_OBJECTIVE,
+    "activity": "mean h^2 over prompt + correct option tokens, v1",
+    "mean": "mean h over prompt + correct option tokens, v1",  # mean ablation's values (mean_ablation.py)
+}
