@@ -80,6 +80,19 @@ def test_each_selection_and_placebo_region_ranks_its_own_items(tmp_path, capsys)
         alone, _ = read_region(Layout(tmp_path / "one" / "out", "demo").mask_file(ability, K, "top"))
         assert neurons_of(alone, shape.hidden, shape.intermediate) == got[(ability, "top")]
         assert got[(ability, "top")] != got[(ability, "top2")] and got[(ability, "top")] != got[(ability, "placebo")]
+    # overlap.csv's rows within one ability: each top region against its placebo region and the other selections
+    from benchprof.stages.overlap import model_overlap, overlap_summary
+
+    _, rows, _ = model_overlap(cfg, "demo", plots=False, strict=True)
+    within = {(r["ability_a"], r["region"]): r for r in rows if "~" in r["region"]}
+    pairs = [("top", "placebo"), ("top2", "placebo2"), ("top3", "placebo3"), ("top", "top2"), ("top", "top3")]
+    assert set(within) == {(a, f"{x}~{y}") for a in ABILITIES for x, y in pairs}
+    for ability in ABILITIES:
+        for x, y in pairs:
+            row = within[(ability, f"{x}~{y}")]
+            assert row["ability_b"] == ability
+            assert row["shared"] == len(got[(ability, x)] & got[(ability, y)]) * 3 * shape.hidden
+    assert "within each ability, mean shared fraction: top~placebo" in overlap_summary(rows)
     capsys.readouterr()
     extract(cfg)
     assert "0 (ability, k) region set(s), 3 up to date" in capsys.readouterr().out

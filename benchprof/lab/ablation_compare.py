@@ -38,6 +38,11 @@ def frontier_rows(folder: Path, option: str, size: int) -> dict[str, dict[str, f
         raise BenchprofError(f"{path}: a row lacks a number of {', '.join(MEASURES)} ({err})") from None
 
 
+def signed(value: float) -> str:
+    """value to three decimals with its sign, a change that rounds to zero shown as +0.000."""
+    return f"{round(value, 3) + 0.0:+.3f}"
+
+
 def compare(zero: Path, mean: Path, option: str = "act_grad_contrast_abs", size: int = 256) -> str:
     """A markdown table: per ability, each measure under zero and mean ablation and their difference (mean − zero);
     then the mean over the abilities both folders hold, with the exact sign-flip p of the differences."""
@@ -54,15 +59,15 @@ def compare(zero: Path, mean: Path, option: str = "act_grad_contrast_abs", size:
     changes = {m: [under["mean"][a][m] - under["zero"][a][m] for a in abilities] for m in MEASURES}
     for i, ability in enumerate(abilities):
         cells = [
-            f"{under['zero'][ability][m]:+.3f} / {under['mean'][ability][m]:+.3f} / {changes[m][i]:+.3f}"
+            f"{signed(under['zero'][ability][m])} / {signed(under['mean'][ability][m])} / {signed(changes[m][i])}"
             for m in MEASURES
         ]
         lines.append(f"| {ability} | {' | '.join(cells)} |")
     summary = []
     for m in MEASURES:
-        zeros, means = (np.mean([under[kind][a][m] for a in abilities]) for kind in ("zero", "mean"))
+        zeros, means = (float(np.mean([under[kind][a][m] for a in abilities])) for kind in ("zero", "mean"))
         p = sign_flip_exact_p(np.array(changes[m]))
-        summary.append(f"{zeros:+.3f} / {means:+.3f} / {means - zeros:+.3f} (p = {p:.3f})")
+        summary.append(f"{signed(zeros)} / {signed(means)} / {signed(means - zeros)} (p = {p:.3f})")
     lines.append(f"| mean of {len(abilities)} | {' | '.join(summary)} |")
     return "\n".join(lines) + "\n"
 

@@ -160,8 +160,7 @@ class JobInputs:
         self.model = model_signature(cfg, spec, update_cache)
         self.update_cache = update_cache
         self.dtype = eval_dtype(cfg, spec)
-        # what an ablated variant's scores depend on under mean ablation (nothing more under zero: keys as before)
-        self.ablation = reference_identity(cfg, spec, update_cache) if cfg.damage.ablation == "mean" else {}
+        self.spec, self._ablation = spec, dict[str, Any]()
         self._masks: dict[Variant, tuple[str | None, str | None]] = {}
         self._tasks: dict[str, str] = {}
 
@@ -204,8 +203,15 @@ class JobInputs:
             "variant": job.variant.label(),
             "mask": mask,
             "mask_fingerprint": mask_fingerprint,
-            **({} if job.variant.is_original else self.ablation),
+            **({} if job.variant.is_original else self.ablation()),
         }
+
+    def ablation(self) -> dict[str, Any]:
+        """What an ablated variant's scores depend on under mean ablation (mean_ablation.reference_identity, computed
+        once); nothing more under zero ablation, so that its keys are as they always were."""
+        if self.cfg.damage.ablation == "mean" and not self._ablation:
+            self._ablation = reference_identity(self.cfg, self.spec, self.update_cache)
+        return self._ablation
 
 
 def ablated_variants(jobs: list[Job]) -> list[Variant]:

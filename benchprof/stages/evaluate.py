@@ -207,9 +207,10 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
-    left, means = 0, reference_means(cfg, spec)  # under mean ablation (damage.ablation); None under zero
+    left, means = 0, None  # under damage.ablation mean: read at the first region
     for variant, jobs in variant_runs(pending):
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
+        means = means if means is not None or not region else reference_means(cfg, spec)
         with removed(model, region, means):
             for job, inputs in jobs:
                 left += not run_job(worker, job, inputs, lm, fp)
@@ -499,7 +500,8 @@ def run_workers(
     for spec in plan.specs:  # checkpoints and mean ablation's values first, here: workers must not race on them
         if plan.backend == "vllm":
             ensure_checkpoints(plan.cfg, spec, ablated_variants(plan.jobs))
-        reference_means(plan.cfg, spec)
+        if ablated_variants(plan.jobs):
+            reference_means(plan.cfg, spec)
     queue = plan.backend == "hf"  # vllm starts an engine per variant: its workers keep their shards of variants
     commands = worker_commands(effective_config(plan.cfg), devices, per_worker, options, cpu_workers, queue)
     spawn_workers(commands, stop_on_failure=queue)

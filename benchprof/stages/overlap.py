@@ -237,6 +237,7 @@ def model_overlap(
                 if strict:
                     raise BenchprofError(f"overlap: {err}") from None
                 notes.append(f"overlap skipped: {err}")
+    within = [(a, k, result) for k in cfg.settings.k_values for a, result in within_ability(cfg, layout, k, strict)]
     for k, kind, result in found:  # everything read: now written
         if len(set(result.scores.values())) > 1:
             notes.append(
@@ -252,6 +253,9 @@ def model_overlap(
             chance = expected_jaccard(n, n, result.eligible)
             written.append(plot_overlap(pairs, chance, layout.overlap_png(k)))
             written.append(plot_layers(rows, tag, k, layout.layers_png(k)))
+    for ability, _, result in within:  # one ability's two region kinds: a row of the ability with itself
+        first, second = result.abilities
+        overlap_rows.append({"model": tag, **result.row(first, second), "ability_a": ability, "ability_b": ability})
     if overlap_rows:
         write_csv(layout.overlap_csv, OVERLAP_COLUMNS, overlap_rows, digits=6)
         write_csv(layout.layers_csv, LAYER_COLUMNS, layers, digits=6)
@@ -259,14 +263,42 @@ def model_overlap(
     return written, overlap_rows, notes
 
 
+def within_pairs(cfg: Config) -> list[tuple[str, str]]:
+    """The region kinds compared within one ability: each selection's top region with its placebo region (do the
+    control's neurons differ from the region they control for?) and the first top region with the other selections'
+    (does a second sample of train items choose the same neurons?)."""
+    from benchprof.core.region_names import selection_name
+
+    selections = range(1, cfg.extract.selections + 1)
+    pairs = []
+    if "placebo" in cfg.extract.regions:
+        pairs += [(selection_name("top", s), selection_name("placebo", s)) for s in selections]
+    return pairs + [("top", selection_name("top", s)) for s in selections if s > 1]
+
+
+def within_ability(cfg: Config, layout: Layout, k: float, strict: bool) -> list[tuple[str, OverlapResult]]:
+    """Per ability and within_pairs pair at k, the overlap of its two regions (region named "<first>~<second>");
+    a pair with a mask missing is left out (refused in one line under `strict`)."""
+    found = []
+    for first, second in within_pairs(cfg):
+        for ability in cfg.abilities():
+            files = {r: layout.mask_file(ability, k, r) for r in (first, second)}
+            if strict and (missing := [p for p in files.values() if not p.is_file()]):
+                raise BenchprofError(f"overlap: {missing[0]}: missing (run `benchprof extract {cfg.path}` first)")
+            if all(p.is_file() for p in files.values()):
+                found.append((ability, region_overlap(files, k, f"{first}~{second}")))
+    return found
+
+
 def overlap(cfg: Config, model: str | None = None, plots: bool = True) -> None:
     """Overlap of the abilities' regions and where they lie, from the mask files only (no evaluation).
 
-    Writes under <model>/profile/: overlap.csv (per k and region, every ability pair: shared weights,
-    Jaccard, shared fraction of n, and the chance level of independent random regions of the same
-    sizes), overlap_k<k>.png (top-region Jaccard heatmap, each cell also as a multiple of chance),
-    layers.csv (selected weights per layer and module, as a fraction of the region and of the
-    eligible weights there) and layers_k<k>.png. `benchprof aggregate` writes them too.
+    Writes under <model>/profile/: overlap.csv (per k and region, every ability pair: shared weights, Jaccard,
+    shared fraction of n, and the chance level of independent random regions of the same sizes; per ability, its top
+    region against its placebo region, "top~placebo", and its other selections'), overlap_k<k>.png (top-region
+    Jaccard heatmap, each cell also as a multiple of chance), layers.csv (selected weights per layer and module, as
+    a fraction of the region and of the eligible weights there) and layers_k<k>.png. `benchprof aggregate` writes
+    them too.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
@@ -288,11 +320,15 @@ def overlap(cfg: Config, model: str | None = None, plots: bool = True) -> None:
 
 
 def overlap_summary(rows: list[dict[str, Any]]) -> str:
-    """One line per (model, k, region, score): mean off-diagonal Jaccard and shared fraction against chance."""
+    """One line per (model, k, region, score): mean off-diagonal Jaccard and shared fraction against chance; and
+    one per (model, k) for the region kinds compared within each ability (top~placebo, top~top2, ...)."""
     lines = []
     groups: dict[tuple[str, float, str], list[dict[str, Any]]] = {}
+    within: dict[tuple[str, float], dict[str, list[dict[str, Any]]]] = {}
     for r in rows:
-        if r["ability_a"] != r["ability_b"]:
+        if "~" in r["region"]:  # one ability's two region kinds: its row with itself
+            within.setdefault((r["model"], r["k"]), {}).setdefault(r["region"], []).append(r)
+        elif r["ability_a"] != r["ability_b"]:
             groups.setdefault((r["model"], r["k"], r["region"]), []).append(r)
 
     def mean(group: list[dict[str, Any]], key: str) -> float:
@@ -306,4 +342,11 @@ def overlap_summary(rows: list[dict[str, Any]]) -> str:
             + f": mean Jaccard {mean(group, 'jaccard'):.3f} (chance {mean(group, 'expected_jaccard'):.3f}), "
             f"mean shared fraction {mean(group, 'shared_fraction'):.3f}"
         )
+    for (tag, k), kinds in within.items():
+        chance = {region: mean(group, "expected_shared") / mean(group, "n") for region, group in kinds.items()}
+        shared = [
+            f"{region} {mean(group, 'shared_fraction'):.3f} (chance {chance[region]:.3f})"
+            for region, group in kinds.items()
+        ]
+        lines.append(f"{tag} k={format_k(k)} within each ability, mean shared fraction: {'; '.join(shared)}")
     return "\n".join(lines)
