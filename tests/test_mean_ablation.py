@@ -18,10 +18,15 @@ from benchprof.abilities import generate
 from benchprof.core.prompts import eval_prompt
 from benchprof.core.storage import read_records
 from benchprof.stages.damage import ablated
-from benchprof.stages.mean_ablation import held_at_means, neuron_means
-from benchprof.stages.neurons import model_neurons, neuron_ids_region
+from benchprof.stages.mean_ablation import held_at_means, pooled_means
+from benchprof.stages.neurons import model_neurons, neuron_ids_region, neuron_mean_output
 
 DEMO = Path(__file__).resolve().parents[1] / "benchprof" / "assets" / "demo-model"
+
+
+def neuron_means(model: torch.nn.Module, tok, records: list[dict], batch_items: int = 16) -> np.ndarray:
+    """μ per neuron over `records`, as the tool pools it: each item's token mean, then the mean over the items."""
+    return pooled_means({"reference": neuron_mean_output(model, tok, records, batch_items)})
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +159,10 @@ def test_frontier_under_mean_ablation_scores_each_region_held_at_the_train_items
         differs += twin["loglik"] != record["loglik"]
     assert differs == len(mean) - 1  # every region scores otherwise than zeroed
     assert "mean ablation" in (tmp_path / "out" / "demo" / "mean" / "frontier.md").read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):  # one folder, one ablation: its report says which
+        main(["frontier", str(config), *common, "--test_items", "10", "--folder", "mean"])
+    assert "measured with --ablation mean; give another --folder" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["frontier", str(config), *common, "--folder", "bad", "--ablation", "half"])
     assert "--ablation: 'half' is not one of zero, mean" in capsys.readouterr().err
@@ -216,14 +225,109 @@ def test_the_ablation_comparison_is_each_abilitys_change_and_a_sign_flip_test_ov
         "zero": {"A": (0.5, 0.4, 0.20), "B": (0.3, 0.2, 0.10), "C": (0.4, 0.1, 0.05)},
         "mean": {"A": (0.5, 0.3, 0.05), "B": (0.2, 0.2, 0.00), "C": (0.5, 0.2, 0.00)},
     }
+
+    def plan(kind: str, **changed) -> dict:
+        inputs = {"model": "m1", "train": {"A": "t1"}, "test": {"A": "e1"}, **changed.pop("inputs", {})}
+        return {
+            "model": "m", "data_dir": "d", "abilities": ["A", "B", "C"], "contrast": ["A", "B", "C"],
+            "options": ["opt", "other"] if kind == "zero" else ["opt"], "sizes": [256], "draws": 3, "seed": 0,
+            "train_items": 10, "train_from": 0, "test_items": 10, "transfer_items": 0, "dtype": "float32",
+            **({} if kind == "zero" else {"ablation": kind}), "inputs": inputs, **changed,
+        }  # fmt: skip
+
     for kind, rows in values.items():
         (tmp_path / kind).mkdir()
         lines = [header, "other,256,A,9,9,9"] + [f"opt,256,{a}," + ",".join(map(str, v)) for a, v in rows.items()]
         (tmp_path / kind / "frontier.csv").write_text("\n".join(lines) + "\n")
+        (tmp_path / kind / "plan.json").write_text(json.dumps(plan(kind)))
     table = compare(tmp_path / "zero", tmp_path / "mean", "opt", 256)
+    assert "identities differ" not in table
     assert "| A | +0.500 / +0.500 / +0.000 | +0.400 / +0.300 / -0.100 | +0.200 / +0.050 / -0.150 |" in table
     # breadth falls for all three: p = 2 of the 8 sign patterns reach |sum|; own: changes 0, -0.1, +0.1 -> p = 1
     assert "| mean of 3 | +0.400 / +0.400 / +0.000 (p = 1.000) |" in table
     assert "+0.117 / +0.017 / -0.100 (p = 0.250) |" in table
-    with pytest.raises(BenchprofError, match="no row of option opt at 128 neurons"):
+    with pytest.raises(BenchprofError, match="differ in .*no opt at 128"):
         compare(tmp_path / "zero", tmp_path / "mean", "opt", 128)
+    with pytest.raises(BenchprofError, match="measured with --ablation mean and zero, not zero and mean"):
+        compare(tmp_path / "mean", tmp_path / "zero", "opt", 256)  # swapped
+    (tmp_path / "mean" / "plan.json").write_text(json.dumps(plan("mean", inputs={"test": {"A": "e2"}}, draws=5)))
+    with pytest.raises(BenchprofError, match="not one plan; they differ in draws, test items"):
+        compare(tmp_path / "zero", tmp_path / "mean", "opt", 256)
+    (tmp_path / "mean" / "plan.json").write_text(json.dumps(plan("mean", inputs={"model": "m2"})))
+    assert "identities differ (m1, m2)" in compare(tmp_path / "zero", tmp_path / "mean", "opt", 256)
+
+
+def mean_config(tmp_path: Path, **sections) -> dict:
+    return {
+        "settings": {"output_dir": str(tmp_path / "out"), "k_values": [0.004]},
+        "models": [{"name": str(DEMO), "tag": "demo"}],
+        "datasets": [{"name": "Long_Term_Knowledge"}, {"name": "Commonsense_Causal"}],
+        "evals": {"benchmarks": ["Long_Term_Knowledge"]},
+        "extract": {"score": "act_grad_contrast_abs"},
+        "damage": {"ablation": "mean"},
+        **sections,
+    }
+
+
+@pytest.mark.parametrize(
+    "sections, match",
+    [
+        (
+            {"extract": {"score": "importance"}},
+            r"^damage\.ablation: mean holds whole neurons at their mean; .* ranks weights",
+        ),
+        (
+            {"evals": {"benchmarks": ["Long_Term_Knowledge"], "backend": "vllm"}},
+            r"^damage\.ablation: .*use evals\.backend hf",
+        ),
+        ({"damage": {"ablation": "half"}}, r"^damage\.ablation: 'half' is not one of zero, mean"),
+    ],
+)
+def test_settings_mean_ablation_cannot_serve_are_one_line(tmp_path, sections, match):
+    from benchprof.core.loader import parse_config
+    from benchprof.core.schema import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        parse_config(mean_config(tmp_path, **sections), tmp_path / "config.yml")
+
+
+def test_what_mean_ablation_cannot_hold_is_refused_before_any_work(tmp_path, demo):
+    from benchprof.core.loader import parse_config
+    from benchprof.stages.damage import damage
+    from benchprof.stages.mean_ablation import region_neuron_ids
+    from benchprof.stages.neurons import mlp_name
+
+    cfg = parse_config(mean_config(tmp_path), tmp_path / "config.yml")
+    with pytest.raises(BenchprofError, match="^--save: damage.ablation mean holds neurons with hooks"):
+        damage(cfg, save=True)
+    assert not (tmp_path / "out").exists()
+    model, _ = demo
+    neurons = model_neurons(model)
+    assert region_neuron_ids(model, neuron_ids_region(neurons, [3, neurons.intermediate + 5])) == [
+        3,
+        neurons.intermediate + 5,
+    ]
+    weights = {mlp_name(0, "down_proj"): torch.tensor([0, 1, 2])}  # three weights of a weight score's region
+    with pytest.raises(BenchprofError, match="this region is not whole neurons"):
+        region_neuron_ids(model, weights)
+
+
+def test_zero_ablation_keys_are_as_before_and_mean_keys_differ_only_for_a_region():
+    """The frontier's keys under zero ablation are the dict they always hashed (so committed results stay reused);
+    under mean the original model's key is the same and every region's another."""
+    from dataclasses import replace
+
+    from benchprof.core.storage import value_hash
+    from benchprof.lab.frontier_plan import FrontierInputs
+    from benchprof.stages.choices import SCORER
+
+    tests = {"A": [{"question": "q", "options": ["a", "b"], "label": 0}]}
+    zero = FrontierInputs({"files": {"w": "1"}}, {"A": tests["A"]}, tests)
+    before = {"model": {"files": {"w": "1"}}, "tests": tests, "neurons": [1, 2], "scorer": SCORER, "dtype": "float32"}
+    assert zero.evaluation_key([2, 1]) == value_hash(before)
+    split = {"model": {"files": {"w": "1"}}, "split": "A", "items": tests["A"], "neurons": [1, 2], "scorer": SCORER}
+    assert zero.split_key("A", [2, 1]) == value_hash({**split, "dtype": "float32"})
+    mean = replace(zero, ablation="mean")
+    assert mean.evaluation_key([]) == zero.evaluation_key([]) and mean.split_key("A", []) == zero.split_key("A", [])
+    assert mean.evaluation_key([1, 2]) != zero.evaluation_key([1, 2])
+    assert mean.split_key("A", [1, 2]) != zero.split_key("A", [1, 2])

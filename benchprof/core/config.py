@@ -312,7 +312,7 @@ def _damage(cfg: Config) -> None:
     if cfg.extract.score not in NEURON_SCORES:
         raise ConfigError(
             f"damage.ablation: mean holds whole neurons at their mean; extract.score {shown(cfg.extract.score)} "
-            "ranks weights (use a neuron score: act_grad_contrast_abs is recommended)"
+            "ranks weights (use a neuron score: docs/config.md, Selection options)"
         )
     if cfg.evals.backend != "hf":
         raise ConfigError("damage.ablation: mean holds neurons with hooks in the loaded model; use evals.backend hf")

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+    from benchprof.core.config import Config, ModelSpec
+
 # Which linear weights each `finetune.scope` makes eligible (matched on the parameter name).
 SCOPES: dict[str, tuple[str, ...]] = {
     "mlp": ("mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"),
@@ -209,6 +211,13 @@ MODEL_FILES = "model_files.json"  # in a model's outputs folder: a content_recor
 # scripts/fetch_real.py's receipt in a checkpoint it built: not a file the model loads, and it holds its files' stat
 # keys (inode, times), so each fetch writes other bytes; counted, it gave each fetch of a checkpoint another identity.
 FETCH_RECEIPT = "FETCHED.json"
+
+
+def model_signature(cfg: Config, spec: ModelSpec, update_cache: bool = True) -> dict[str, Any]:
+    """A config's model's identity from its content (model_identity), hashes cached in its outputs folder."""
+    from benchprof.core.layout import Layout
+
+    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, update_cache)
 
 
 def model_identity(source: str, cache_dir: Path | None = None, update_cache: bool = True) -> dict[str, Any]:

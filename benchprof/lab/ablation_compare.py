@@ -21,12 +21,43 @@ MEASURES = {  # what is compared: frontier.csv's column, and what it says
 }
 
 
+def checked_plans(zero: Path, mean: Path, option: str, size: int) -> list[str]:
+    """Refused in one line unless `zero` and `mean` are frontier folders measured with --ablation zero and mean on one
+    plan (dtype_agreement.SAME_PLAN but the options and sizes, which need only hold `option` and `size`; the same
+    train and test items); the notes the table adds (a model whose files' identity differs, its scores compared as
+    they are)."""
+    from benchprof.lab.dtype_agreement import SAME_PLAN
+    from benchprof.lab.frontier_plan import recorded_plan
+
+    (plan_z, json_z), (plan_m, json_m) = recorded_plan(zero), recorded_plan(mean)
+    if (plan_z.ablation, plan_m.ablation) != ("zero", "mean"):
+        raise BenchprofError(
+            f"{zero}, {mean}: measured with --ablation {plan_z.ablation} and {plan_m.ablation}, not zero and mean"
+        )
+    shared = [k for k in (*SAME_PLAN, "dtype") if k not in ("options", "sizes", "ablation")]
+    differ = [k for k in shared if json_z.get(k) != json_m.get(k)]
+    inputs_z, inputs_m = json_z.get("inputs") or {}, json_m.get("inputs") or {}
+    differ += [f"{split} items" for split in ("train", "test") if inputs_z.get(split) != inputs_m.get(split)]
+    differ += [
+        f"{f} (no {option} at {size})"
+        for f, p in ((zero, plan_z), (mean, plan_m))
+        if option not in p.options or size not in p.sizes
+    ]
+    if differ:
+        raise BenchprofError(f"{zero}, {mean}: not one plan; they differ in {', '.join(map(str, differ))}")
+    if inputs_z.get("model") != inputs_m.get("model"):
+        ids = f"{inputs_z.get('model')}, {inputs_m.get('model')}"
+        return [f"The model folders' identities differ ({ids}): one plan, its scores compared as they are."]
+    return []
+
+
 def frontier_rows(folder: Path, option: str, size: int) -> dict[str, dict[str, float]]:
     """Per ability, the MEASURES of one option and size in a frontier folder's frontier.csv; refused in one line
     naming the file when it lacks them."""
+    from benchprof.core.layout import FrontierLayout
     from benchprof.core.storage import read_csv
 
-    path = Path(folder) / "frontier.csv"
+    path = FrontierLayout(Path(folder)).report_files()[0]
     if not path.is_file():
         raise BenchprofError(f"{path}: not found; measure the frontier first (`benchprof frontier`)")
     rows = [r for r in read_csv(path) if r.get("option") == option and r.get("size") == str(size)]
@@ -50,6 +81,7 @@ def compare(zero: Path, mean: Path, option: str = "act_grad_contrast_abs", size:
 
     from benchprof.stats.paired import sign_flip_exact_p
 
+    notes = checked_plans(zero, mean, option, size)
     under = {"zero": frontier_rows(zero, option, size), "mean": frontier_rows(mean, option, size)}
     abilities = [a for a in under["zero"] if a in under["mean"]]
     if not abilities:
@@ -69,7 +101,7 @@ def compare(zero: Path, mean: Path, option: str = "act_grad_contrast_abs", size:
         p = sign_flip_exact_p(np.array(changes[m]))
         summary.append(f"{signed(zeros)} / {signed(means)} / {signed(means - zeros)} (p = {p:.3f})")
     lines.append(f"| mean of {len(abilities)} | {' | '.join(summary)} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + ["", *notes] if notes else lines) + "\n"
 
 
 def ablation_compare(

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 SAME_PLAN = (  # what two runs must share to score the same regions on the same items (the seed draws the random ones)
     "model", "data_dir", "abilities", "contrast", "options", "sizes", "draws", "seed", "train_items", "train_from",
-    "test_items", "transfer_items",
+    "test_items", "transfer_items", "ablation",
 )  # fmt: skip
 
 # what a flip does to the paired test, in both reports

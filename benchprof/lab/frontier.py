@@ -128,17 +128,12 @@ def scored(
     before it is yielded (a kill loses at most the region being scored)."""
     from tqdm import tqdm
 
-    from benchprof.stages.damage import ablated
-    from benchprof.stages.mean_ablation import held_at_means
+    from benchprof.stages.mean_ablation import removed
 
     log, neurons = FrontierLayout(plan.out).records_file, model_neurons(model)
     for region, known in tqdm(todo, desc="frontier", unit="region", leave=False):
         missing = {split: items for split, items in inputs.tests.items() if split not in known}
-        if means is None:
-            ablation = ablated(model, neuron_ids_region(neurons, region.neurons))
-        else:
-            ablation = held_at_means(model, region.neurons, means)
-        with ablation:
+        with removed(model, neuron_ids_region(neurons, region.neurons), means):
             new = score(model, tok, missing)
         split_scores = {split: known[split] if split in known else new[split] for split in inputs.tests}
         record = {
@@ -183,6 +178,12 @@ def measure(plan: FrontierPlan) -> Path:
         if path.is_symlink():
             raise link_error(path)
     recorded = read_plan(layout.plan_file)
+    if (
+        recorded and recorded.get("ablation", "zero") != plan.ablation
+    ):  # one folder, one ablation: its report says which
+        raise BenchprofError(
+            f"{layout.plan_file}: measured with --ablation {recorded.get('ablation', 'zero')}; give another --folder"
+        )
     plan = plan.grown(recorded, neuron_count(plan.model))
     inputs = load_inputs(plan, plan.out.parent)
     changed = changed_since(recorded, inputs)

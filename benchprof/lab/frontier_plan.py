@@ -156,11 +156,12 @@ class FrontierInputs:
         """What a region's scores depend on beyond the neurons: under mean ablation the value each is held at, a
         function of the model and every train item (the reference set); nothing under zero ablation or for the
         original model, so that those keys are as they always were."""
-        from benchprof.stages.mean_ablation import MEAN_REFERENCE
+        from benchprof.stages.mean_ablation import POOLED
 
         if self.ablation == "zero" or not neurons:
             return {}
-        return {"ablation": self.ablation, "reference": MEAN_REFERENCE, "items": value_hash(self.train)}
+        reference = {a: value_hash(self.statistic_inputs("mean", a)) for a in self.train}  # the cached means' own
+        return {"ablation": self.ablation, "reference": reference, "pooled": POOLED}
 
     def statistic_inputs(self, statistic: str, ability: str) -> dict[str, Any]:
         """A statistic (attribution or activity) of one ability's train items."""

@@ -20,6 +20,7 @@ from typing import Any
 from benchprof import BenchprofError
 from benchprof.core.config import Config, ModelSpec
 from benchprof.core.layout import Layout, Variant, task_yaml_file
+from benchprof.core.modeling import model_signature
 from benchprof.core.regions import region_metadata
 from benchprof.core.selection import Selection, select
 from benchprof.core.storage import is_current
@@ -68,13 +69,6 @@ def parse_shard(shard: str) -> tuple[int, int]:
 
 def shard_jobs(jobs: list[Job], i: int, n: int) -> list[Job]:
     return [job for j, job in enumerate(jobs) if j % n == i]
-
-
-def model_signature(cfg: Config, spec: ModelSpec, update_cache: bool = True) -> dict[str, Any]:
-    """The checkpoint's identity from its content (modeling.model_identity), hashes cached per model."""
-    from benchprof.core.modeling import model_identity
-
-    return model_identity(cfg.model_source(spec)[0], Layout(cfg.output_root, spec.tag).model_dir, update_cache)
 
 
 def task_hash(
@@ -160,7 +154,8 @@ class JobInputs:
         self.model = model_signature(cfg, spec, update_cache)
         self.update_cache = update_cache
         self.dtype = eval_dtype(cfg, spec)
-        self.spec, self._ablation = spec, dict[str, Any]()
+        self.spec = spec
+        self._ablation: dict[str, Any] | None = None  # mean ablation's identity, once an ablated job asks (ablation)
         self._masks: dict[Variant, tuple[str | None, str | None]] = {}
         self._tasks: dict[str, str] = {}
 
@@ -209,8 +204,9 @@ class JobInputs:
     def ablation(self) -> dict[str, Any]:
         """What an ablated variant's scores depend on under mean ablation (mean_ablation.reference_identity, computed
         once); nothing more under zero ablation, so that its keys are as they always were."""
-        if self.cfg.damage.ablation == "mean" and not self._ablation:
-            self._ablation = reference_identity(self.cfg, self.spec, self.update_cache)
+        if self._ablation is None:
+            mean = self.cfg.damage.ablation == "mean"
+            self._ablation = reference_identity(self.cfg, self.spec, self.update_cache) if mean else {}
         return self._ablation
 
 

@@ -198,6 +198,8 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     from benchprof.stages.prefix_scorer import SharedPrefixLM
 
     cfg, spec, layout = worker.cfg, worker.spec, worker.layout
+    # damage.ablation mean: the values its neurons are held at, computed (if missing) before this model is loaded
+    means = reference_means(cfg, spec) if any(not job.variant.is_original for job, _ in pending) else None
     loaded_at = time.time()
     model, tokenizer = load_model(
         *cfg.model_source(spec), dtype=eval_dtype(cfg, spec), device=pick_device(cfg.evals.device)
@@ -207,10 +209,9 @@ def run_hf(worker: Worker, pending: list[tuple[Job, dict]], progress: tqdm) -> t
     drop_model_object_warning()  # lm-eval warns about the model object it is handed here, on purpose
     scorer = SharedPrefixLM if cfg.evals.scorer == "shared_prefix" else HFLM
     lm = scorer(pretrained=model, tokenizer=tokenizer, batch_size=cfg.settings.eval_batch_size)
-    left, means = 0, None  # under damage.ablation mean: read at the first region
+    left = 0
     for variant, jobs in variant_runs(pending):
         region = {} if variant.is_original else load_region(model, layout.mask_file(*variant.parts()), fp)
-        means = means if means is not None or not region else reference_means(cfg, spec)
         with removed(model, region, means):
             for job, inputs in jobs:
                 left += not run_job(worker, job, inputs, lm, fp)

@@ -3,10 +3,11 @@ zero (Miller, Chughtai & Saunders 2024 found that what an ablation shows depends
 
 Zeroing neuron j of layer l (its gate and up rows and down column, damage.ablated) sets its activation h_lj, the
 input of down_proj, to 0 on every token. Mean ablation sets it to μ_lj instead, the mean of h_lj over the reference
-items' tokens (neuron_means): the neuron stops carrying anything about the input, but the constant it adds to the
-residual stream on average stays, so the layers after it are not moved off the inputs they were trained on. The
-reference set is the abilities' train items (the text the attribution reads), each item's prompt and correct
-option; every item weighs the same.
+items' tokens (neurons.neuron_mean_output, then pooled_means): the neuron stops carrying anything about the input
+and keeps adding its average output to the residual stream. The reference set is every ability's train items (the
+text the attribution reads), each item's prompt and correct option; every item weighs the same. Where a neuron is
+near zero on most tokens and large on a few, its mean is a value it rarely takes, added on every token
+(docs/research/frontier.md, "Zero or mean ablation", measures what that does).
 
 `held_at_means` holds the neurons at μ with a forward pre-hook on each down_proj (the weights are not touched), so
 it needs the model in process: the hf backend's evaluation and the frontier, not vLLM's saved checkpoints.
@@ -15,22 +16,24 @@ it needs the model in process: the hf backend's evaluation and the frontier, not
 from __future__ import annotations
 
 import contextlib
+import typing
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
+from benchprof.core.sections import DamageSettings
 
 if TYPE_CHECKING:
     import numpy as np
     import torch
     from numpy.typing import NDArray
-    from transformers import PreTrainedTokenizerBase
 
     from benchprof.core.config import Config, ModelSpec
     from benchprof.core.regions import Region
 
-ABLATIONS = ("zero", "mean")  # what a removed neuron outputs: 0, or its mean over the reference set
-MEAN_REFERENCE = "mean of h over each train item's prompt + correct option tokens, then over items, v1"
+# what a removed neuron outputs: 0, or its mean over the reference set (damage.ablation's values)
+ABLATIONS: tuple[str, ...] = typing.get_args(typing.get_type_hints(DamageSettings)["ablation"])
+POOLED = "the mean over every item of every reference ability, v1"  # how pooled_means joins the per-item means
 
 
 def ablation_kind(given: object, where: str) -> str:
@@ -42,23 +45,14 @@ def ablation_kind(given: object, where: str) -> str:
 
 def pooled_means(per_item: dict[str, NDArray[np.float32]]) -> NDArray[np.float32]:
     """μ per neuron from each reference ability's per-item means (neurons.neuron_mean_output, items x neurons): the
-    mean over all their items, every item weighing the same. Shape (layers × intermediate,)."""
+    mean over all their items, every item weighing the same (POOLED). Shape (layers × intermediate,)."""
     import numpy as np
 
-    rows = [values.astype(np.float64) for values in per_item.values() if len(values)]
-    if not rows:
+    items = sum(len(values) for values in per_item.values())
+    if not items:
         raise BenchprofError("mean ablation: the reference set holds no item")
-    return np.asarray(np.concatenate(rows).mean(0), dtype=np.float32)
-
-
-def neuron_means(
-    model: torch.nn.Module, tok: PreTrainedTokenizerBase, records: Sequence[dict[str, Any]], batch_items: int = 16
-) -> NDArray[np.float32]:
-    """μ per neuron (id layer × intermediate + j) over `records`: h averaged over each item's tokens (its prompt
-    and ' ' + its correct option), then over the items. Shape (layers × intermediate,)."""
-    from benchprof.stages.neurons import neuron_mean_output
-
-    return pooled_means({"reference": neuron_mean_output(model, tok, records, batch_items)})
+    total = sum(values.sum(0, dtype=np.float64) for values in per_item.values() if len(values))
+    return np.asarray(total / items, dtype=np.float32)
 
 
 @contextlib.contextmanager
@@ -99,6 +93,8 @@ def held_at_means(model: torch.nn.Module, ids: Sequence[int], means: NDArray[np.
 def region_neuron_ids(model: torch.nn.Module, region: Region) -> list[int]:
     """The neuron ids (layer × intermediate + j) of a region of whole neurons (neurons.neuron_ids_region's format),
     refused in one line when the region holds anything else (a weight score's region has no neurons to hold)."""
+    import torch
+
     from benchprof.stages.neurons import mlp_name, model_neurons, neuron_ids_region
 
     neurons = model_neurons(model)
@@ -109,7 +105,7 @@ def region_neuron_ids(model: torch.nn.Module, region: Region) -> list[int]:
         for j in set((region[mlp_name(layer, "down_proj")] % neurons.intermediate).tolist())
     )
     whole = neuron_ids_region(neurons, ids)
-    if set(whole) != set(region) or any(not bool((whole[n] == region[n].cpu()).all()) for n in whole):
+    if set(whole) != set(region) or any(not torch.equal(whole[n], region[n].cpu()) for n in whole):
         raise BenchprofError("damage.ablation: mean holds whole MLP neurons; this region is not whole neurons")
     return ids
 
@@ -133,7 +129,7 @@ def reference_identity(cfg: Config, spec: ModelSpec, update_cache: bool = True) 
     from benchprof.stages.statistic_files import attribution_inputs
 
     inputs = {a: attribution_inputs(cfg, spec, a, update_cache, statistic="mean") for a in cfg.abilities()}
-    return {"ablation": "mean", "reference": value_hash(inputs)}
+    return {"ablation": "mean", "reference": value_hash(inputs), "pooled": POOLED}
 
 
 def reference_means(cfg: Config, spec: ModelSpec) -> NDArray[np.float32] | None:

@@ -237,7 +237,8 @@ def model_overlap(
                 if strict:
                     raise BenchprofError(f"overlap: {err}") from None
                 notes.append(f"overlap skipped: {err}")
-    within = [(a, k, result) for k in cfg.settings.k_values for a, result in within_ability(cfg, layout, k, strict)]
+    kept = None if strict else notes
+    within = [(a, k, result) for k in cfg.settings.k_values for a, result in within_ability(cfg, layout, k, kept)]
     for k, kind, result in found:  # everything read: now written
         if len(set(result.scores.values())) > 1:
             notes.append(
@@ -276,17 +277,26 @@ def within_pairs(cfg: Config) -> list[tuple[str, str]]:
     return pairs + [("top", selection_name("top", s)) for s in selections if s > 1]
 
 
-def within_ability(cfg: Config, layout: Layout, k: float, strict: bool) -> list[tuple[str, OverlapResult]]:
+def within_ability(
+    cfg: Config, layout: Layout, k: float, notes: list[str] | None = None
+) -> list[tuple[str, OverlapResult]]:
     """Per ability and within_pairs pair at k, the overlap of its two regions (region named "<first>~<second>");
-    a pair with a mask missing is left out (refused in one line under `strict`)."""
+    a pair with a mask missing or not comparable is refused in one line, or, given `notes` (aggregate), left out
+    (with a note there when its masks cannot be compared)."""
     found = []
     for first, second in within_pairs(cfg):
         for ability in cfg.abilities():
             files = {r: layout.mask_file(ability, k, r) for r in (first, second)}
-            if strict and (missing := [p for p in files.values() if not p.is_file()]):
-                raise BenchprofError(f"overlap: {missing[0]}: missing (run `benchprof extract {cfg.path}` first)")
-            if all(p.is_file() for p in files.values()):
+            if missing := [p for p in files.values() if not p.is_file()]:
+                if notes is None:
+                    raise BenchprofError(f"overlap: {missing[0]}: missing (run `benchprof extract {cfg.path}` first)")
+                continue  # not extracted yet: aggregate reads what there is
+            try:
                 found.append((ability, region_overlap(files, k, f"{first}~{second}")))
+            except BenchprofError as err:
+                if notes is None:
+                    raise BenchprofError(f"overlap: {err}") from None
+                notes.append(f"overlap skipped: {err}")
     return found
 
 

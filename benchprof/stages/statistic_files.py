@@ -33,7 +33,7 @@ def attribution_inputs(
     checkpoint's content (modeling.model_identity, read without loading it), the train split and how many of its
     items, the objective; a placebo file's also how its answers were drawn (PLACEBO_LABELS). `records`: the
     ability's train_items when the caller has read them already."""
-    from benchprof.stages.eval_jobs import model_signature
+    from benchprof.core.modeling import model_signature
     from benchprof.stages.finetune import data_identity
 
     records = train_items(cfg, ability) if records is None else records
