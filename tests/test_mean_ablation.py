@@ -154,7 +154,8 @@ def test_frontier_under_mean_ablation_scores_each_region_held_at_the_train_items
     for record in mean[1:]:
         with held_at_means(model, record["neurons"], means):
             want = score(model, tok, tests)
-        assert record["loglik"] == {a: s["loglik"] for a, s in want.items()}
+        for ability, scores in want.items():  # the means summed in other batches: equal to float32's last bits
+            np.testing.assert_allclose(record["loglik"][ability], scores["loglik"], atol=1e-4)
         twin = next(r for r in zero if r["neurons"] == record["neurons"])
         differs += twin["loglik"] != record["loglik"]
     assert differs == len(mean) - 1  # every region scores otherwise than zeroed
