@@ -332,3 +332,49 @@ def test_zero_ablation_keys_are_as_before_and_mean_keys_differ_only_for_a_region
     assert mean.evaluation_key([]) == zero.evaluation_key([]) and mean.split_key("A", []) == zero.split_key("A", [])
     assert mean.evaluation_key([1, 2]) != zero.evaluation_key([1, 2])
     assert mean.split_key("A", [1, 2]) != zero.split_key("A", [1, 2])
+
+
+def test_output_shift_is_what_down_proj_writes_less_with_the_neurons_zeroed_or_held(demo):
+    """output_shift against down_proj itself applied to each token's activations as they are, with the neurons set to
+    zero and to their means: the per-token norm of the difference, summed over layers, averaged over tokens."""
+    from benchprof.lab.ablation_compare import output_shift
+
+    model, tok = demo
+    neurons = model_neurons(model)
+    records = generate("Temporal_Reasoning", 4, 1, seed=5)[0]  # unequal lengths: padded tokens must not count
+    rng = np.random.default_rng(1)
+    means = rng.normal(0, 0.3, neurons.count).astype(np.float32)
+    ids = sorted(int(i) for i in rng.choice(neurons.count, 12, replace=False))
+    got = output_shift(model, tok, records, ids, means, batch_items=3)
+    totals, tokens = {"zero": 0.0, "mean": 0.0}, 0
+    for record in records:  # one item at a time: no padding at all
+        ids_ = tok(eval_prompt(record), add_special_tokens=False)["input_ids"]
+        ids_ += tok(" " + record["options"][record["label"]], add_special_tokens=False)["input_ids"]
+        seen: list[tuple[int, torch.Tensor]] = []
+        hooks = [
+            m.down_proj.register_forward_pre_hook(lambda _m, a, i=i, seen=seen: seen.append((i, a[0][0].clone())))
+            for i, m in enumerate(neurons.mlps)
+        ]
+        with torch.no_grad():
+            model(input_ids=torch.tensor([ids_]))
+        for hook in hooks:
+            hook.remove()
+        per_token = {"zero": torch.zeros(len(ids_)), "mean": torch.zeros(len(ids_))}
+        with torch.no_grad():
+            for layer, h in seen:
+                js = [i % neurons.intermediate for i in ids if i // neurons.intermediate == layer]
+                if not js:
+                    continue
+                down = neurons.mlps[layer].down_proj
+                for kind, value in (
+                    ("zero", torch.zeros(len(js))),
+                    ("mean", torch.from_numpy(means[[layer * neurons.intermediate + j for j in js]])),
+                ):
+                    changed = h.clone()
+                    changed[:, js] = value
+                    per_token[kind] += torch.linalg.vector_norm(down(h) - down(changed), dim=-1)
+        for kind in totals:
+            totals[kind] += float(per_token[kind].sum())
+        tokens += len(ids_)
+    assert got == pytest.approx({kind: total / tokens for kind, total in totals.items()}, rel=1e-4)
+    assert got["mean"] != pytest.approx(got["zero"], rel=1e-3)

@@ -10,9 +10,17 @@ to mean is given per ability and as the mean over the abilities, with the exact 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from benchprof import BenchprofError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import torch
+    from numpy.typing import NDArray
+    from transformers import PreTrainedTokenizerBase
 
 MEASURES = {  # what is compared: frontier.csv's column, and what it says
     "own_ais": "own AIS",
@@ -123,3 +131,105 @@ def ablation_compare(
     if out:
         write_text(Path(out), table)
     print(table, end="")
+
+
+def output_shift(
+    model: torch.nn.Module,
+    tok: PreTrainedTokenizerBase,
+    records: list[dict[str, Any]],
+    ids: list[int],
+    means: NDArray[np.float32],
+    batch_items: int = 8,
+) -> dict[str, float]:
+    """How far each ablation moves what the neurons `ids` write, per token of the records (prompt and correct option):
+    Σ over their layers of ‖Σ_j h_j W_j‖ when zeroed and of ‖Σ_j (h_j − μ_j) W_j‖ when held at `means` (W_j: neuron
+    j's down_proj column), averaged over the tokens. The first-order change each ablation makes where it is made."""
+    import torch
+
+    from benchprof.stages.neurons import item_sequences, model_neurons
+
+    neurons = model_neurons(model)
+    by_layer: dict[int, list[int]] = {}
+    for i in ids:
+        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
+    columns = {layer: torch.tensor(js) for layer, js in by_layer.items()}
+    held = {
+        layer: torch.from_numpy(means[[layer * neurons.intermediate + j for j in js]].copy())
+        for layer, js in by_layer.items()
+    }
+    totals = {"zero": 0.0, "mean": 0.0}
+    tokens = 0
+    mask: list[torch.Tensor] = []
+
+    def measure(layer: int) -> Any:
+        def hook(module: Any, args: tuple[torch.Tensor, ...]) -> None:
+            h = args[0][..., columns[layer]].float()
+            weight = module.weight[:, columns[layer]].float()
+            for kind, shifted in (("zero", h), ("mean", h - held[layer])):
+                totals[kind] += float((torch.linalg.vector_norm(shifted @ weight.T, dim=-1) * mask[0]).sum())
+
+        return hook
+
+    hooks = [neurons.mlps[layer].down_proj.register_forward_pre_hook(measure(layer)) for layer in by_layer]
+    sequences, pad = item_sequences(tok, records)
+    try:
+        with torch.no_grad():
+            for start in range(0, len(sequences), batch_items):
+                batch = sequences[start : start + batch_items]
+                width = max(len(s) for s in batch)
+                ids_ = torch.tensor([list(s) + [pad] * (width - len(s)) for s in batch])
+                mask[:] = [torch.tensor([[1.0] * len(s) + [0.0] * (width - len(s)) for s in batch])]
+                model(input_ids=ids_, attention_mask=mask[0].long())
+                tokens += int(mask[0].sum())
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return {kind: total / tokens for kind, total in totals.items()}
+
+
+def ablation_shift(
+    config: str, folder: str, items: int = 50, option: str = "act_grad_contrast_abs", size: int = 256
+) -> None:
+    """Per ability's region of a frontier folder measured with --ablation mean: how far zeroing it and holding it at
+    its means move what its neurons write (output_shift), over the first `items` test items of every ability.
+
+    Arguments:
+        config: the config the frontier was measured under (its model).
+        folder: the frontier folder (--ablation mean: its cached means, its records' neurons).
+        items: test items per ability read.
+        option: the neuron option whose regions are read.
+        size: their size in neurons.
+    """
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from benchprof.core.layout import FrontierLayout
+    from benchprof.core.loader import load_config
+    from benchprof.core.storage import read_records
+    from benchprof.lab.frontier_plan import read_split, recorded_plan
+    from benchprof.stages.mean_ablation import pooled_means
+
+    cfg = load_config(config)
+    plan, _ = recorded_plan(Path(folder))
+    if plan.ablation != "mean":
+        raise BenchprofError(f"{folder}: measured with --ablation {plan.ablation}; its means are mean ablation's")
+    plan = replace(plan, data_dir=cfg.resolve(str(plan.data_dir)))
+    layout = FrontierLayout(Path(folder))
+    means = pooled_means(
+        {a: np.load(layout.statistic_output("mean", a).files[0]) for a in dict.fromkeys(plan.abilities + plan.contrast)}
+    )
+    regions = {
+        r["region"]: r["neurons"]
+        for r in read_records(layout.records_file)
+        if r["option"] == option and r["size"] == size
+    }
+    source = cfg.model_source(cfg.models[0])[0]
+    model = AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval()
+    tok = AutoTokenizer.from_pretrained(source)
+    records = [r for a in plan.abilities for r in read_split(plan, a, "test", items, "--items")]
+    print("| region of | zero: mean ‖shift‖ per token | mean: mean ‖shift‖ per token | mean / zero |")
+    print("|---|---|---|---|")
+    for ability in plan.abilities:
+        shift = output_shift(model, tok, records, regions[ability], means)
+        print(f"| {ability} | {shift['zero']:.2f} | {shift['mean']:.2f} | {shift['mean'] / shift['zero']:.2f} |")
