@@ -11,6 +11,7 @@
   benchprof status config.yml       what is done, stale and pending (no model weights loaded)
   benchprof compare a.yml --against b.yml   profiles of models from several configs side by side
   benchprof frontier                neuron regions: own-split damage against other splits and random (lab/)
+  benchprof spikes                  the claim rule's reach: benchmarks spiked with an ability's documents (lab/)
 
 Every stage is a function `stage(cfg: Config, ...)`; this layer reads config.yml once and calls it.
 Stage modules import torch and friends inside their functions, so `benchprof --help` is instant.
@@ -35,6 +36,7 @@ from benchprof.core.loader import load_config
 from benchprof.core.locks import folder_lock
 from benchprof.core.modeling import use_threads
 from benchprof.lab.frontier import frontier
+from benchprof.lab.spikes import spikes
 from benchprof.stages.aggregate import aggregate
 from benchprof.stages.compare import compare
 from benchprof.stages.damage import damage
@@ -79,6 +81,7 @@ STAGES: dict[str, Callable[..., None]] = {
     "status": status,
     "compare": compare,
     "frontier": frontier,
+    "spikes": spikes,
 }
 
 
@@ -159,6 +162,7 @@ EXAMPLES = {
     "status": "benchprof status configs/demo.yml --verbose",
     "compare": "benchprof compare configs/demo.yml --against my.yml",
     "frontier": "benchprof frontier configs/demo.yml --ability Quantitative_Reasoning,Long_Term_Knowledge",
+    "spikes": "benchprof spikes configs/demo.yml --benchmark quant_knowledge_mix --fractions 0.1,0.2",
 }
 HELP_WIDTH = 100
 

@@ -132,3 +132,34 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
     assert reach_lines(rows, "conjunction")[1] == (
         "c <- A (the conjunction form): not claimed in 80% of resamples up to f = 0.1 (0 of 5)"
     )
+
+
+def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profile_config, capsys):
+    """`benchprof spikes` on a profile aggregate wrote: arc_easy spiked with half Quantitative documents is claimed
+    to draw on Quantitative in every resample, spiked with Temporal's (the null side) never; Temporal's region does
+    nothing, so arc_easy is never claimed to draw on Temporal. Before aggregate, one line says what to run."""
+    from benchprof.cli import main
+    from benchprof.core.storage import read_csv
+
+    config = str(profile_config.path)
+    args = ["spikes", config, "--benchmark", "arc_easy", "--fractions", "0.5", "--resamples", "2"]
+    with pytest.raises(SystemExit):
+        main(args)
+    assert "documents.tar.xz: not found; run `benchprof aggregate" in capsys.readouterr().err
+    main(["aggregate", config, "--noplots"])
+    main(args)
+    out = capsys.readouterr().out
+    rows = {
+        (r["ability"], r["source"]): r for r in read_csv(profile_config.output_root / "t" / "spikes" / "spikes.csv")
+    }
+    assert {key: int(r["claimed"]) for key, r in rows.items()} == {
+        (QUANT, QUANT): 2,
+        (QUANT, TEMPORAL): 0,
+        (TEMPORAL, TEMPORAL): 0,
+        (TEMPORAL, QUANT): 0,
+    }
+    assert all(
+        r["benchmark"] == "arc_easy" and r["fraction"] == "0.5" and r["documents"] == str(N) for r in rows.values()
+    )
+    assert "t: arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2)" in out
+    assert "spikes: t: 4 rows ->" in out

@@ -245,6 +245,11 @@ class Layout:
     def profile_dir(self) -> Path:
         return self.model_dir / "profile"
 
+    @property
+    def spikes_dir(self) -> Path:
+        """`benchprof spikes`: spikes.csv, the claim rule's reach on spiked benchmarks (lab/spikes.py)."""
+        return self.model_dir / "spikes"
+
     @staticmethod
     def file_name(name: str) -> str:
         """A benchmark name or k made safe for a file name: every other character run becomes '_'."""

@@ -25,6 +25,8 @@ from benchprof.core.results import doc_id, iter_samples
 from benchprof.core.storage import write_csv
 
 if TYPE_CHECKING:
+    from benchprof.core.config import Config
+    from benchprof.core.selection import Selection
     from benchprof.profile.rows import Profile
 
 SPIKES = "spikes.csv"
@@ -242,3 +244,65 @@ def main(
     for line in reach_lines(rows) + reach_lines(rows, "conjunction") + [f"not tried: {why}" for why in skipped]:
         print(line)
     print(f"spikes: {len(rows)} rows -> {path}")
+
+
+def spikes(
+    cfg: Config,
+    model: str | None = None,
+    benchmark: Selection = None,
+    ability: Selection = None,
+    fractions: str | tuple[float, ...] = "0.05,0.1,0.2",
+    resamples: int = 5,
+    seed: int = 0,
+) -> None:
+    """Positive controls for the claim rule on this config's profile: each real benchmark B spiked with a share f of
+    ability A's test documents (scored in every variant already: no evaluation), and the rule applied unchanged;
+    the reach on B is the smallest f claimed in at least 80% of resamples. On the null side B is spiked with the next
+    ability's documents instead (the abilities in config order, the last followed by the first): how often A is
+    claimed there. Reads the profile's documents.tar.xz as `benchprof aggregate` last wrote it; writes
+    outputs/<model>/spikes/spikes.csv and prints one line per (benchmark, ability). docs/claims.md says how to read it.
+
+    Arguments:
+        cfg: the config (on the command line: the path of config.yml).
+        model: only this model (name or tag); default every model.
+        benchmark: the benchmarks spiked (comma-separated); default every benchmark that is not an ability's split.
+        ability: the abilities spiked in (comma-separated); default every ability whose test split is a benchmark.
+        fractions: the shares f of B' that are A's documents, comma-separated, each between 0 and 1.
+        resamples: draws of the mixed-in documents per share (at least 1).
+        seed: the first draw's seed (resample r uses seed + r).
+    """
+    import dataclasses
+    import shutil
+    import time
+
+    from benchprof.core.layout import Layout
+    from benchprof.core.loader import effective_config
+    from benchprof.core.selection import select
+    from benchprof.profile.documents import DOCUMENTS
+
+    started = time.time()
+    splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
+    real = [b for b in cfg.evals.benchmarks if cfg.split_of(b) is None]
+    spiked, sources = select(benchmark, real, "--benchmark"), select(ability, splits, "--ability")
+    shares = [float(f) for f in _listed(fractions)]
+    if not shares or any(not 0 < f < 1 for f in shares):
+        raise BenchprofError(f"--fractions: one share or more, each between 0 and 1 (got {fractions})")
+    if int(resamples) < 1:
+        raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
+    nulls = {a: splits[(splits.index(a) + 1) % len(splits)] for a in sources if len(splits) > 1}
+    triples = [(b, a, s) for b in spiked for a in sources for s in dict.fromkeys([a, nulls.get(a, a)])]
+    for spec in cfg.selected_models(model):
+        layout = Layout(cfg.output_root, spec.tag)
+        archive = layout.profile_dir / DOCUMENTS
+        if not archive.is_file():
+            raise BenchprofError(f"{archive}: not found; run `benchprof aggregate {cfg.path}` first")
+        with tempfile.TemporaryDirectory(prefix="benchprof-spikes-") as root:  # the folder spike_rows reads
+            folder = Path(root)
+            shutil.copyfile(effective_config(dataclasses.replace(cfg, models=[spec])), folder / "config.yml")
+            (folder / DOCUMENTS).symlink_to(archive.resolve())
+            skipped: list[str] = []
+            rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped)
+        path = write_spikes(rows, layout.spikes_dir)
+        for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
+            print(f"{spec.tag}: {line}")
+        print(f"spikes: {spec.tag}: {len(rows)} rows -> {path} ({time.time() - started:.0f}s)")
