@@ -13,7 +13,8 @@ import yaml
 from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
-from benchprof.lab.spikes import SpikeRow, claimed, reach_lines, spike_benchmark
+from benchprof.lab.spikes import claimed, spike_benchmark
+from benchprof.profile.spikes import SpikeRow, reach_lines
 from benchprof.stages.profile_scores import load_scores, rescore_benchmark
 
 K = 0.01
@@ -163,3 +164,12 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     )
     assert "t: arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2)" in out
     assert "spikes: t: 4 rows ->" in out
+    # ais.md quotes the reach while the profile is the one it was measured on, and not once its documents change
+    ais = profile_config.output_root / "t" / "profile" / "ais.md"
+    assert "Reach" not in ais.read_text()  # written before the spikes
+    main(["aggregate", config, "--noplots"])
+    reach = "- arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2); spiked with"
+    assert "**Reach**" in ais.read_text() and reach in ais.read_text()
+    write(profile_config, Variant(), "arc_easy", [int(i % 7 != 0) for i in range(N)])  # another original score
+    main(["aggregate", config, "--noplots"])
+    assert "Reach" not in ais.read_text()

@@ -16,21 +16,17 @@ from __future__ import annotations
 import json
 import random
 import tempfile
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchprof import BenchprofError
 from benchprof.core.results import doc_id, iter_samples
-from benchprof.core.storage import write_csv
+from benchprof.profile.spikes import SpikeRow, reach_lines, write_spikes
 
 if TYPE_CHECKING:
     from benchprof.core.config import Config
     from benchprof.core.selection import Selection
     from benchprof.profile.rows import Profile
-
-SPIKES = "spikes.csv"
-REACH_RATE = 0.8  # a share f is within the rule's reach when it is claimed in at least this share of resamples
 
 
 def _variant_folders(model_dir: Path, benchmark: str) -> list[Path]:
@@ -99,25 +95,6 @@ def claimed(profile: Profile, benchmark: str, ability: str, rule: str = "claims"
     )
 
 
-@dataclass(frozen=True)
-class SpikeRow:
-    """One (benchmark, tested ability, mixed-in source, share) of spikes.csv: how often the rule claimed the
-    benchmark draws on the tested ability, over resamples of the mixed-in documents."""
-
-    model: str
-    benchmark: str
-    ability: str  # the ability whose claim is tested
-    source: str  # whose documents were mixed in: the ability itself (the positive side) or another (the null)
-    fraction: float
-    documents: int  # mixed in, per resample
-    resamples: int
-    claimed: int  # under the rule as ais.md states it (profile/claims.py)
-    claimed_conjunction: int = 0  # under its conjunction form (profile/claim_tests.py)
-
-    def rate(self, rule: str = "claims") -> float:
-        return (self.claimed_conjunction if rule == "conjunction" else self.claimed) / self.resamples
-
-
 def spike_rows(
     folder: Path,
     pairs: list[tuple[str, str, str]],
@@ -164,39 +141,6 @@ def spike_rows(
                     continue
                 rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test))
     return rows
-
-
-def write_spikes(rows: list[SpikeRow], out: Path) -> Path:
-    """spikes.csv in `out`: one row per (benchmark, ability, source, share) with its claim rate."""
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / SPIKES
-    columns = [f.name for f in fields(SpikeRow)] + ["rate", "rate_conjunction"]
-    write_csv(path, columns, [asdict(r) | {"rate": r.rate(), "rate_conjunction": r.rate("conjunction")} for r in rows])
-    return path
-
-
-def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
-    """Per (benchmark, ability) spiked with its own documents: the smallest share claimed in at least REACH_RATE
-    of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source: its
-    highest claim rate."""
-    lines = []
-    for benchmark, ability in dict.fromkeys((r.benchmark, r.ability) for r in rows):
-        own = sorted((r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, ability)),
-                     key=lambda r: r.fraction)  # fmt: skip
-        null = [r for r in rows if (r.benchmark, r.ability) == (benchmark, ability) and r.source != ability]
-        reached = next((r for r in own if r.rate(rule) >= REACH_RATE), None)
-        text = f"{benchmark} <- {ability} ({'the conjunction form' if rule == 'conjunction' else 'the rule'}): "
-        count = (lambda r: r.claimed_conjunction) if rule == "conjunction" else (lambda r: r.claimed)
-        if reached is not None:
-            text += f"claimed from f = {reached.fraction:g} ({count(reached)} of {reached.resamples})"
-        elif own:
-            text += f"not claimed in {REACH_RATE:.0%} of resamples up to f = {own[-1].fraction:g}"
-            text += f" ({count(own[-1])} of {own[-1].resamples})"
-        if null:
-            worst = max(null, key=lambda r: r.rate(rule))
-            text += f"; spiked with {worst.source} instead: claimed {count(worst)} of {worst.resamples}"
-        lines.append(text)
-    return lines
 
 
 def _listed(value: object) -> list[str]:
@@ -260,7 +204,8 @@ def spikes(
     the reach on B is the smallest f claimed in at least 80% of resamples. On the null side B is spiked with the next
     ability's documents instead (the abilities in config order, the last followed by the first): how often A is
     claimed there. Reads the profile's documents.tar.xz as `benchprof aggregate` last wrote it; writes
-    outputs/<model>/spikes/spikes.csv and prints one line per (benchmark, ability). docs/claims.md says how to read it.
+    outputs/<model>/spikes/spikes.csv and prints one line per (benchmark, ability); the next `benchprof aggregate`
+    quotes them in ais.md while the profile is the one they were measured on. docs/claims.md says how to read them.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
@@ -279,6 +224,8 @@ def spikes(
     from benchprof.core.loader import effective_config
     from benchprof.core.selection import select
     from benchprof.profile.documents import DOCUMENTS
+    from benchprof.profile.spikes import spikes_inputs
+    from benchprof.stages.profile_scores import profile_inputs
 
     started = time.time()
     splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
@@ -302,7 +249,7 @@ def spikes(
             (folder / DOCUMENTS).symlink_to(archive.resolve())
             skipped: list[str] = []
             rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped)
-        path = write_spikes(rows, layout.spikes_dir)
+        path = write_spikes(rows, layout.spikes_dir, spikes_inputs(archive, profile_inputs(cfg)))
         for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")
         print(f"spikes: {spec.tag}: {len(rows)} rows -> {path} ({time.time() - started:.0f}s)")

@@ -234,6 +234,20 @@ def scored_in(dtype: str) -> str:
     return "the checkpoint's own dtype (`auto`)" if dtype == "auto" else f"`{dtype}`"
 
 
+def reach_markdown(profile: Profile) -> list[str]:
+    """The rule's reach under the claims, where a spikes.csv measured on this profile is current (profile.reach)."""
+    if not profile.reach:
+        return []
+    return [
+        "",
+        "**Reach** (`benchprof spikes`, spikes/spikes.csv): each benchmark B spiked with a share f of ability A's test "
+        "documents, the rule applied unchanged; the smallest f claimed in 80% of resamples, and how often A is "
+        "claimed when the next ability's documents are mixed in instead:",
+        "",
+        *[f"- {line}" for line in profile.reach],
+    ]
+
+
 def render_markdown(profile: Profile) -> str:
     """ais.md: the claims in words (claims.py), headline tables at the report k, the k sweep per benchmark, region
     specificity, what is missing, and the notes, each said once."""
@@ -243,6 +257,7 @@ def render_markdown(profile: Profile) -> str:
         f"# Benchmark profile: {profile.name} (`{profile.model}`)",
         "",
         *claims_markdown(profile),
+        *reach_markdown(profile),
         "",
         READING,
         "",

@@ -267,6 +267,7 @@ class Profile:
     # what placebo regions alone would claim (profile/controls.py): [starred, tested] rows on real benchmarks
     placebo_stars: list[int] = field(default_factory=list)
     overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
+    reach: list[str] = field(default_factory=list)  # reach lines of a current spikes.csv (profile/spikes.py)
     alpha: float = 0.05  # aggregate.alpha: every star's level (Holm in the claim family, Benjamini-Hochberg elsewhere)
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level
     chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"
