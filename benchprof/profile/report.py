@@ -242,7 +242,8 @@ def reach_markdown(profile: Profile) -> list[str]:
         "",
         "**Reach** (`benchprof spikes`, spikes/spikes.csv): each benchmark B spiked with a share f of ability A's test "
         "documents, the rule applied unchanged; the smallest f claimed in 80% of resamples, and how often A is "
-        "claimed when the next ability's documents are mixed in instead:",
+        "claimed when the next ability's documents are mixed in instead (a false claim only where B itself is not "
+        "claimed to draw on A):",
         "",
         *[f"- {line}" for line in profile.reach],
     ]
