@@ -200,12 +200,13 @@ def spikes(
     seed: int = 0,
 ) -> None:
     """Positive controls for the claim rule on this config's profile: each real benchmark B spiked with a share f of
-    ability A's test documents (scored in every variant already: no evaluation), and the rule applied unchanged;
-    the reach on B is the smallest f claimed in at least 80% of resamples. On the null side B is spiked with the next
+    ability A's test documents (scored in every variant already: no evaluation), and the rule applied unchanged; the
+    reach on B is the smallest f claimed in at least 80% of resamples. On the null side B is spiked with the next
     ability's documents instead (the abilities in config order, the last followed by the first): how often A is
-    claimed there, a false claim only where B itself is not claimed to draw on A. Reads the profile's documents.tar.xz as `benchprof aggregate` last wrote it; writes
-    outputs/<model>/spikes/spikes.csv and prints one line per (benchmark, ability); the next `benchprof aggregate`
-    quotes them in ais.md while the profile is the one they were measured on. docs/claims.md says how to read them.
+    claimed there, a false claim only where B itself is not claimed to draw on A. Reads the profile's
+    documents.tar.xz as `benchprof aggregate` last wrote it; writes outputs/<model>/spikes/spikes.csv and prints one
+    line per (benchmark, ability); the next `benchprof aggregate` quotes them in ais.md while the profile is the one
+    they were measured on. docs/claims.md says how to read them.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
