@@ -146,7 +146,7 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     args = ["spikes", config, "--benchmark", "arc_easy", "--fractions", "0.5", "--resamples", "2"]
     with pytest.raises(SystemExit):
         main(args)
-    assert "documents.tar.xz: not found; run `benchprof aggregate" in capsys.readouterr().err
+    assert "documents.tar.xz: no complete profile; run `benchprof aggregate" in capsys.readouterr().err
     main(["aggregate", config, "--noplots"])
     main(args)
     out = capsys.readouterr().out

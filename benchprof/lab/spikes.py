@@ -39,7 +39,8 @@ def _rows(path: Path) -> list[dict]:
 
 
 class TooFew(BenchprofError):
-    """A share the source's documents cannot make: it has fewer than the spike needs."""
+    """A spike that cannot be made: no evaluation of the benchmark or no scores of the source to mix in, a share
+    the source's documents cannot make, or one that mixes in no document. Said, not tried."""
 
 
 def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
@@ -49,7 +50,7 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
     Returns how many documents were mixed in. A variant without `source`'s scores, or too few of them, is refused."""
     folders = _variant_folders(model_dir, benchmark)
     if not folders:
-        raise BenchprofError(f"{model_dir}: no evaluation of {benchmark!r} to spike")
+        raise TooFew(f"{model_dir}: no evaluation of {benchmark!r} to spike")
     chosen: list[tuple[str, int | str]] | None = None
     for folder in folders:
         samples, kept = folder / f"{benchmark}.samples.jsonl", folder / f"{benchmark}.unspiked.samples.jsonl"
@@ -58,10 +59,12 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
         own = _rows(kept)
         source_file = folder / f"{source}.samples.jsonl"
         if not source_file.is_file():
-            raise BenchprofError(f"{folder}: no per-document scores of {source!r} to mix into {benchmark!r}")
+            raise TooFew(f"{folder}: no per-document scores of {source!r} to mix into {benchmark!r}")
         theirs = {doc_id(row): row for row in _rows(source_file)}
         if chosen is None:
             count = round(fraction / (1 - fraction) * len(own))
+            if count < 1:
+                raise TooFew(f"{benchmark} spiked to {fraction:g} with {source} mixes in no document of its {len(own)}")
             if count > len(theirs):
                 raise TooFew(
                     f"{benchmark} spiked to {fraction:g} with {source} needs {count} of its documents; it has "
@@ -135,7 +138,7 @@ def spike_rows(
                         hits += claimed(profile, benchmark, ability)
                         one_test += claimed(profile, benchmark, ability, "conjunction")
                         bar.update()
-                except TooFew as err:  # a larger share than the source can make: said, not tried
+                except TooFew as err:  # a spike that cannot be made: said, not tried
                     skipped.append(str(err))
                     bar.update(resamples)
                     continue
@@ -216,6 +219,8 @@ def spikes(
         fractions: the shares f of B' that are A's documents, comma-separated, each between 0 and 1.
         resamples: draws of the mixed-in documents per share (at least 1).
         seed: the first draw's seed (resample r uses seed + r).
+
+    spikes.csv holds this run's pairs only: a run narrowed by --benchmark or --ability replaces a wider one.
     """
     import dataclasses
     import shutil
@@ -224,9 +229,9 @@ def spikes(
     from benchprof.core.layout import Layout
     from benchprof.core.loader import effective_config
     from benchprof.core.selection import select
+    from benchprof.core.storage import read_json
     from benchprof.profile.documents import DOCUMENTS
     from benchprof.profile.spikes import spikes_inputs
-    from benchprof.stages.profile_scores import profile_inputs
 
     started = time.time()
     splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
@@ -239,18 +244,30 @@ def spikes(
         raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
     nulls = {a: splits[(splits.index(a) + 1) % len(splits)] for a in sources if len(splits) > 1}
     triples = [(b, a, s) for b in spiked for a in sources for s in dict.fromkeys([a, nulls.get(a, a)])]
+    if not triples:
+        raise BenchprofError("spikes: no real benchmark and ability split to spike (evals.benchmarks names both)")
     for spec in cfg.selected_models(model):
         layout = Layout(cfg.output_root, spec.tag)
         archive = layout.profile_dir / DOCUMENTS
-        if not archive.is_file():
-            raise BenchprofError(f"{archive}: not found; run `benchprof aggregate {cfg.path}` first")
+        recorded = read_json(layout.profile_dir / "manifest.json") if archive.is_file() else None
+        if not isinstance(recorded, dict) or not isinstance(recorded.get("inputs"), dict):
+            raise BenchprofError(f"{archive}: no complete profile; run `benchprof aggregate {cfg.path}` first")
+        if recorded.get("missing"):  # its archive may hold evaluations aggregate judged stale: not that profile
+            raise BenchprofError(
+                f"{layout.profile_dir}: the profile lists {recorded['missing']} missing or stale evaluation(s); "
+                "spikes read a complete profile (evaluate, then aggregate)"
+            )
+        profile = recorded["inputs"]  # as aggregate computed it, at its report k
+        measured = dataclasses.replace(
+            cfg, models=[spec], aggregate=dataclasses.replace(cfg.aggregate, report_k=profile.get("report_k"))
+        )
         with tempfile.TemporaryDirectory(prefix="benchprof-spikes-") as root:  # the folder spike_rows reads
             folder = Path(root)
-            shutil.copyfile(effective_config(dataclasses.replace(cfg, models=[spec])), folder / "config.yml")
+            shutil.copyfile(effective_config(measured), folder / "config.yml")
             (folder / DOCUMENTS).symlink_to(archive.resolve())
             skipped: list[str] = []
             rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped)
-        path = write_spikes(rows, layout.spikes_dir, spikes_inputs(archive, profile_inputs(cfg)))
+        path = write_spikes(rows, layout.spikes_dir, spikes_inputs(archive, profile))
         for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")
         print(f"spikes: {spec.tag}: {len(rows)} rows -> {path} ({time.time() - started:.0f}s)")

@@ -50,7 +50,7 @@ def write_spikes(rows: list[SpikeRow], out: Path, inputs: dict[str, Any] | None 
     columns = [f.name for f in fields(SpikeRow)] + ["rate", "rate_conjunction"]
     write_csv(path, columns, [asdict(r) | {"rate": r.rate(), "rate_conjunction": r.rate("conjunction")} for r in rows])
     if inputs is not None:
-        write_manifest(out, inputs, files=[path])
+        write_manifest(out, inputs, extra={"command": "spikes"}, files=[path])
     return path
 
 
@@ -94,6 +94,8 @@ def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
         elif own:
             text += f"not claimed in {REACH_RATE:.0%} of resamples up to f = {own[-1].fraction:g}"
             text += f" ({count(own[-1])} of {own[-1].resamples})"
+        else:
+            text += "not tried (too few documents to mix in)"
         if null:
             worst = max(null, key=lambda r: r.rate(rule))
             text += f"; spiked with {worst.source} instead: claimed {count(worst)} of {worst.resamples}"
