@@ -120,7 +120,9 @@ def test_means_of_another_model_are_refused_in_one_line(demo):
         pass
 
 
-def test_frontier_under_mean_ablation_scores_each_region_held_at_the_train_items_means(tmp_path, demo, capsys):
+def test_frontier_under_mean_ablation_scores_each_region_held_at_the_train_items_means(
+    tmp_path, demo, capsys, demo_frontier_config
+):
     """`benchprof frontier --ablation mean`: the records of the original model equal a zero-ablation run's, every
     region's equal its neurons held at the means of every train item scored by hand, and the report says so."""
     from benchprof.cli import main
@@ -128,16 +130,7 @@ def test_frontier_under_mean_ablation_scores_each_region_held_at_the_train_items
     from benchprof.stages.data import read_jsonl
 
     abilities = ["Commonsense_Causal", "Long_Term_Knowledge"]
-    config = tmp_path / "demo.yml"
-    config.write_text(
-        json.dumps({
-            "settings": {"output_dir": str(tmp_path / "out"), "seed": 3},
-            "models": [{"name": str(DEMO), "tag": "demo"}],
-            "datasets": [{"name": a} for a in abilities],
-            "data": {"dir": str(tmp_path / "data"), "train_size": 12, "test_size": 10},
-        })
-    )  # fmt: skip
-    main(["data", str(config)])
+    config = demo_frontier_config  # 12 train and 30 test items per ability under tmp_path/data, outputs tmp_path/out
     common = ["--sizes", "4", "--draws", "3", "--options", "act_grad_contrast_abs", "--train_items", "12"]
     main(["frontier", str(config), *common, "--test_items", "10", "--folder", "zero"])
     main(["frontier", str(config), *common, "--test_items", "10", "--folder", "mean", "--ablation", "mean"])
