@@ -173,3 +173,13 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     write(profile_config, Variant(), "arc_easy", [int(i % 7 != 0) for i in range(N)])  # another original score
     main(["aggregate", config, "--noplots"])
     assert "Reach" not in ais.read_text()
+
+
+@pytest.mark.parametrize("fractions", ["abc", "0", "0.1,1.5"])
+def test_shares_that_are_not_shares_are_one_line_before_any_work(profile_config, capsys, fractions):
+    from benchprof.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["spikes", str(profile_config.path), "--fractions", fractions])
+    assert "--fractions: " in capsys.readouterr().err
+    assert not (profile_config.output_root / "t" / "spikes").exists()

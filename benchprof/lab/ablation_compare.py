@@ -149,9 +149,7 @@ def output_shift(
     from benchprof.stages.neurons import item_sequences, model_neurons
 
     neurons = model_neurons(model)
-    by_layer: dict[int, list[int]] = {}
-    for i in ids:
-        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
+    by_layer = neurons.by_layer(ids)
     columns = {layer: torch.tensor(js) for layer, js in by_layer.items()}
     held = {
         layer: torch.from_numpy(means[[layer * neurons.intermediate + j for j in js]].copy())

@@ -178,9 +178,8 @@ def measure(plan: FrontierPlan) -> Path:
         if path.is_symlink():
             raise link_error(path)
     recorded = read_plan(layout.plan_file)
-    if (
-        recorded and recorded.get("ablation", "zero") != plan.ablation
-    ):  # one folder, one ablation: its report says which
+    # one folder, one ablation: its report says which
+    if recorded and recorded.get("ablation", "zero") != plan.ablation:
         raise BenchprofError(
             f"{layout.plan_file}: measured with --ablation {recorded.get('ablation', 'zero')}; give another --folder"
         )

@@ -152,6 +152,17 @@ def _listed(value: object) -> list[str]:
     return [str(item).strip() for item in items if str(item).strip()]
 
 
+def _shares(fractions: object) -> list[float]:
+    """--fractions: one share or more, each between 0 and 1, refused in one line otherwise."""
+    try:
+        shares = [float(f) for f in _listed(fractions)]
+    except ValueError:
+        raise BenchprofError(f"--fractions: {fractions!r} is not a comma-separated list of shares") from None
+    if not shares or any(not 0 < f < 1 for f in shares):
+        raise BenchprofError(f"--fractions: one share or more, each between 0 and 1 (got {fractions})")
+    return shares
+
+
 def main(
     folder: str,
     pairs: str | tuple[str, ...],
@@ -182,9 +193,7 @@ def main(
         triples.append((benchmark, ability, ability))
         if null:
             triples.append((benchmark, ability, null))
-    shares = [float(f) for f in _listed(fractions)]
-    if any(not 0 < f < 1 for f in shares):
-        raise BenchprofError(f"--fractions: each share is between 0 and 1 (got {fractions})")
+    shares = _shares(fractions)
     skipped: list[str] = []
     rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped)
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
@@ -237,9 +246,7 @@ def spikes(
     splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
     real = [b for b in cfg.evals.benchmarks if cfg.split_of(b) is None]
     spiked, sources = select(benchmark, real, "--benchmark"), select(ability, splits, "--ability")
-    shares = [float(f) for f in _listed(fractions)]
-    if not shares or any(not 0 < f < 1 for f in shares):
-        raise BenchprofError(f"--fractions: one share or more, each between 0 and 1 (got {fractions})")
+    shares = _shares(fractions)
     if int(resamples) < 1:
         raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
     nulls = {a: splits[(splits.index(a) + 1) % len(splits)] for a in sources if len(splits) > 1}

@@ -66,9 +66,6 @@ def held_at_means(model: torch.nn.Module, ids: Sequence[int], means: NDArray[np.
     neurons = model_neurons(model)
     if len(means) != neurons.count:
         raise BenchprofError(f"mean ablation: {len(means)} neuron means for a model of {neurons.count} neurons")
-    by_layer: dict[int, list[int]] = {}
-    for i in sorted(set(ids)):
-        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
 
     def hold(columns: torch.Tensor, values: torch.Tensor) -> Any:
         def pre_hook(_module: Any, args: tuple[torch.Tensor, ...]) -> tuple[torch.Tensor, ...]:
@@ -80,7 +77,7 @@ def held_at_means(model: torch.nn.Module, ids: Sequence[int], means: NDArray[np.
 
     hooks = []
     try:
-        for layer, js in by_layer.items():
+        for layer, js in neurons.by_layer(ids).items():
             columns = torch.tensor(js, dtype=torch.int64)
             values = torch.from_numpy(means[[layer * neurons.intermediate + j for j in js]].copy())
             hooks.append(neurons.mlps[layer].down_proj.register_forward_pre_hook(hold(columns, values)))

@@ -106,6 +106,13 @@ class Neurons:
         """Weights in a region of n neurons: a gate row, an up row and a down column each."""
         return 3 * self.hidden * n
 
+    def by_layer(self, ids: Sequence[int]) -> dict[int, list[int]]:
+        """Neuron ids (layer × intermediate + j) as layer -> its sorted j, each id once."""
+        layers: dict[int, list[int]] = {}
+        for i in sorted(set(ids)):
+            layers.setdefault(i // self.intermediate, []).append(i % self.intermediate)
+        return layers
+
 
 def model_neurons(model: torch.nn.Module) -> Neurons:
     """The decoder's MLP blocks (each with gate_proj, up_proj and down_proj), refused in one line if absent."""
@@ -481,10 +488,7 @@ def random_neurons(count: int, n: int, seed: int) -> list[int]:
 def neuron_ids_region(neurons: Neurons, ids: Sequence[int]) -> Region:
     """The weights of these neuron ids (layer × intermediate + j) in the region format: gate and up rows, the down
     column (neuron_region), so that damage.ablated zeroes and restores them like any region."""
-    by_layer: dict[int, list[int]] = {}
-    for i in ids:
-        by_layer.setdefault(i // neurons.intermediate, []).append(i % neurons.intermediate)
-    return neuron_region(by_layer, neurons.hidden, neurons.intermediate)
+    return neuron_region(neurons.by_layer(ids), neurons.hidden, neurons.intermediate)
 
 
 ATTRIBUTION_OBJECTIVE = "sum h * d log softmax_acc_norm(correct) / dh, v1"  # what an attribution file measures
