@@ -13,8 +13,8 @@ import yaml
 from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
-from benchprof.lab.spikes import claimed, spike_benchmark
-from benchprof.profile.spikes import SpikeRow, reach_lines
+from benchprof.lab.spikes import claimed, plant_effect, spike_benchmark
+from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, SpikeRow, planted_reach, reach_lines
 from benchprof.stages.profile_scores import load_scores, rescore_benchmark
 
 K = 0.01
@@ -138,12 +138,14 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
 def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profile_config, capsys):
     """`benchprof spikes` on a profile aggregate wrote: arc_easy spiked with half Quantitative documents is claimed
     to draw on Quantitative in every resample, spiked with Temporal's (the null side) never; Temporal's region does
-    nothing, so arc_easy is never claimed to draw on Temporal. Before aggregate, one line says what to run."""
+    nothing, so arc_easy is never claimed to draw on Temporal. An AIS of 0.3 planted in an ability's top region is
+    claimed to be that ability's, planted in every region never; ais.md's no-claim line quotes that reach. Before
+    aggregate, one line says what to run."""
     from benchprof.cli import main
     from benchprof.core.storage import read_csv
 
     config = str(profile_config.path)
-    args = ["spikes", config, "--benchmark", "arc_easy", "--fractions", "0.5", "--resamples", "2"]
+    args = ["spikes", config, "--benchmark", "arc_easy", "--fractions", "0.5", "--resamples", "2", "--planted", "0.3"]
     with pytest.raises(SystemExit):
         main(args)
     assert "documents.tar.xz: no complete profile; run `benchprof aggregate" in capsys.readouterr().err
@@ -158,18 +160,28 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
         (QUANT, TEMPORAL): 0,
         (TEMPORAL, TEMPORAL): 0,
         (TEMPORAL, QUANT): 0,
+        (QUANT, PLANTED): 2,
+        (TEMPORAL, PLANTED): 2,
+        (QUANT, PLANTED_EVERYWHERE): 0,
+        (TEMPORAL, PLANTED_EVERYWHERE): 0,
     }
     assert all(
-        r["benchmark"] == "arc_easy" and r["fraction"] == "0.5" and r["documents"] == str(N) for r in rows.values()
-    )
+        r["benchmark"] == "arc_easy" and (r["fraction"], r["documents"]) == (("0.5", str(N)) if r["source"] in
+        (QUANT, TEMPORAL) else ("0.3", "18")) for r in rows.values()
+    )  # fmt: skip
     assert "t: arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2)" in out
-    assert "spikes: t: 4 rows ->" in out
+    assert "spikes: t: 8 rows ->" in out
     # ais.md quotes the reach while the profile is the one it was measured on, and not once its documents change
     ais = profile_config.output_root / "t" / "profile" / "ais.md"
     assert "Reach" not in ais.read_text()  # written before the spikes
     main(["aggregate", config, "--noplots"])
     reach = "- arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2); spiked with"
     assert "**Reach**" in ais.read_text() and reach in ais.read_text()
+    line = next(x for x in ais.read_text().splitlines() if x.startswith("- arc_easy: no claim"))
+    assert line.endswith(
+        "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.3 for "
+        "Quantitative_Reasoning, Temporal_Reasoning."
+    )
     write(profile_config, Variant(), "arc_easy", [int(i % 7 != 0) for i in range(N)])  # another original score
     main(["aggregate", config, "--noplots"])
     assert "Reach" not in ais.read_text()
@@ -183,3 +195,75 @@ def test_shares_that_are_not_shares_are_one_line_before_any_work(profile_config,
         main(["spikes", str(profile_config.path), "--fractions", fractions])
     assert "--fractions: " in capsys.readouterr().err
     assert not (profile_config.output_root / "t" / "spikes").exists()
+
+
+def read_rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_planted_effect_makes_that_share_of_the_original_score_wrong_in_the_planted_regions_only(profile_config):
+    """An AIS of 0.2 planted in two top regions: each loses 12 of the original's 60 right documents on the primary
+    metric (acc untouched), the same 12 where the two were right on the same documents; every other variant keeps
+    its rows, and a later plant starts from B's own rows."""
+    layout = Layout(profile_config.output_root, "t")
+    tops = [Variant(QUANT, K, "top"), Variant(TEMPORAL, K, "top")]
+    same = [int((7 * i + 5) % 13 != 0) for i in range(N)]
+    for variant in tops:  # right on the same documents
+        write(profile_config, variant, "arc_easy", same)
+    before = {p: read_rows(p) for p in layout.model_dir.glob("**/arc_easy.samples.jsonl")}
+    assert plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.2, 1, tops) == 12
+    lost = []
+    for path, rows in before.items():
+        after = read_rows(path)
+        changed = [a["doc_id"] for a, b in zip(after, rows, strict=True) if a != b]
+        if path.parent in {layout.eval_dir(v) for v in tops}:
+            assert len(changed) == 12 and all(after[d]["acc_norm"] == 0 and rows[d]["acc_norm"] == 1 for d in changed)
+            assert [a["acc"] for a in after] == [b["acc"] for b in rows]
+            lost.append(set(changed))
+        else:
+            assert not changed
+    assert lost[0] == lost[1]
+    plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.1, 2, tops[:1])
+    counts = {p: sum(r["acc_norm"] == 0 for r in read_rows(p)) for p in before}
+    assert counts[layout.samples_file(tops[0], "arc_easy")] == sum(1 - c for c in same) + 6
+    assert counts[layout.samples_file(tops[1], "arc_easy")] == sum(1 - c for c in same)
+    with pytest.raises(BenchprofError, match=r"an AIS of 0.95 needs 57 documents right in .*; it has 55"):
+        plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.95, 1, tops)
+
+
+def test_the_rule_claims_an_effect_planted_in_the_top_region_and_not_one_planted_everywhere(profile_config):
+    """Planted in Quantitative's top region, an AIS of 0.3 on arc_easy is claimed to be Quantitative's in every
+    draw; planted in every region alike (what any region of the size does), or in Temporal's top region, it is
+    never claimed to be Quantitative's, over 10 draws each."""
+    layout = Layout(profile_config.output_root, "t")
+    runs = []
+    load_scores(profile_config, "t", progress=False, run_out=runs)
+    regions = ("top", "random", "random2")
+    everywhere = [Variant(a, K, r) for a in (QUANT, TEMPORAL) for r in regions]
+    hits = {"top": 0, "everywhere": 0, "other": 0}
+    for seed in range(10):
+        for name, planted in (("top", [Variant(QUANT, K, "top")]), ("everywhere", everywhere),
+                              ("other", [Variant(TEMPORAL, K, "top")])):  # fmt: skip
+            plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.3, seed, planted)
+            hits[name] += claimed(rescore_benchmark(runs[0], "arc_easy"), "arc_easy", QUANT)
+    assert hits == {"top": 10, "everywhere": 0, "other": 0}
+
+
+def test_a_no_claim_line_quotes_the_planted_reach_by_ability():
+    rows = [
+        SpikeRow("m", "b", "A", PLANTED, 0.05, 3, 5, 2),
+        SpikeRow("m", "b", "A", PLANTED, 0.1, 6, 5, 5),
+        SpikeRow("m", "b", "C", PLANTED, 0.05, 3, 5, 4),
+        SpikeRow("m", "b", "D", PLANTED, 0.05, 3, 5, 0),
+        SpikeRow("m", "b", "D", PLANTED, 0.1, 6, 5, 3),
+        SpikeRow("m", "b", "A", PLANTED_EVERYWHERE, 0.1, 6, 5, 1),
+        SpikeRow("m", "c", "A", "A", 0.1, 6, 5, 5),
+    ]
+    assert planted_reach(rows) == {
+        "b": "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.05 "
+        "for C; from 0.1 for A; not up to 0.1 for D."
+    }
+    assert reach_lines(rows)[0] == (
+        "b <- A (the rule): an AIS planted in its top regions: claimed from 0.1 (5 of 5); planted in every region: "
+        "claimed 1 of 5"
+    )

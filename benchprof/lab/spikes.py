@@ -20,13 +20,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from benchprof import BenchprofError
+from benchprof.core.layout import Layout, Variant
 from benchprof.core.results import doc_id, iter_samples
-from benchprof.profile.spikes import SpikeRow, reach_lines, write_spikes
+from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, SpikeRow, reach_lines, write_spikes
 
 if TYPE_CHECKING:
+    from tqdm import tqdm
+
     from benchprof.core.config import Config
     from benchprof.core.selection import Selection
     from benchprof.profile.rows import Profile
+    from benchprof.stages.profile_scores import ScoreRun
 
 
 def _variant_folders(model_dir: Path, benchmark: str) -> list[Path]:
@@ -43,6 +47,24 @@ class TooFew(BenchprofError):
     the source's documents cannot make, or one that mixes in no document. Said, not tried."""
 
 
+def _own_rows(folder: Path, benchmark: str) -> list[dict]:
+    """The benchmark's own rows in one variant's folder, as evaluate wrote them: kept beside, as
+    `<benchmark>.unspiked.samples.jsonl`, the first time a spike or plant replaces them."""
+    samples, kept = folder / f"{benchmark}.samples.jsonl", folder / f"{benchmark}.unspiked.samples.jsonl"
+    if not kept.is_file():
+        kept.write_bytes(samples.read_bytes())
+    return _rows(kept)
+
+
+def _put(folder: Path, benchmark: str, rows: list[dict]) -> None:
+    """`rows` in place of the benchmark's samples file in one variant's folder."""
+    (folder / f"{benchmark}.samples.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = folder / f"{benchmark}.json"
+    payload = json.loads(result.read_text())
+    payload.pop("files", None)  # the samples file is B' now: the record of B's would call it damaged
+    result.write_text(json.dumps(payload))
+
+
 def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
     """Put B' in place of `benchmark` in every variant under `model_dir`: B's own rows (kept beside, as
     `<benchmark>.unspiked.samples.jsonl`, from the first call on) plus the rows of the same round(f / (1 - f) * n)
@@ -53,10 +75,7 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
         raise TooFew(f"{model_dir}: no evaluation of {benchmark!r} to spike")
     chosen: list[tuple[str, int | str]] | None = None
     for folder in folders:
-        samples, kept = folder / f"{benchmark}.samples.jsonl", folder / f"{benchmark}.unspiked.samples.jsonl"
-        if not kept.is_file():
-            kept.write_bytes(samples.read_bytes())
-        own = _rows(kept)
+        own = _own_rows(folder, benchmark)
         source_file = folder / f"{source}.samples.jsonl"
         if not source_file.is_file():
             raise TooFew(f"{folder}: no per-document scores of {source!r} to mix into {benchmark!r}")
@@ -74,13 +93,45 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
         missing = [d for d in chosen if d not in theirs]
         if missing:
             raise BenchprofError(f"{source_file}: document {missing[0]} of the original's is not scored here")
-        mixed = own + [theirs[d] for d in chosen]
-        samples.write_text("".join(json.dumps(row) + "\n" for row in mixed))
-        result = folder / f"{benchmark}.json"
-        payload = json.loads(result.read_text())
-        payload.pop("files", None)  # the samples file is B' now: the record of B's would call it damaged
-        result.write_text(json.dumps(payload))
+        _put(folder, benchmark, own + [theirs[d] for d in chosen])
     return len(chosen or [])
+
+
+def plant_effect(
+    model_dir: Path, benchmark: str, metric_key: str, effect: float, seed: int, planted: list[Variant]
+) -> int:
+    """Plant an AIS of `effect` on `benchmark` in the `planted` variants under `model_dir` (an ability's top
+    regions, every selection; or every region, the null side): each loses round(effect × the original's total
+    score) more documents on `metric_key` (0/1, higher is better), the first ones still right there in one order
+    drawn by `seed`, so that its AIS rises by `effect` (to rounding) and the planted regions lose mostly the same
+    documents. Every other variant keeps its own rows. Returns how many documents a planted variant loses."""
+    from benchprof.core.results import split_key
+
+    layout = Layout(model_dir.parent, model_dir.name)
+    metric, filter_name = split_key(metric_key)
+    original = [r for r in _own_rows(layout.eval_dir(Variant()), benchmark) if r.get("filter", "none") == filter_name]
+    if any(r.get(metric) not in (0, 1) for r in original):
+        raise TooFew(f"{benchmark}: {metric_key} is not a 0/1 metric on every document; no effect planted")
+    count = round(effect * sum(r[metric] for r in original))
+    if count < 1:
+        raise TooFew(f"{benchmark}: an AIS of {effect:g} moves no document of its {len(original)}")
+    order = {d: i for i, d in enumerate(random.Random(seed).sample(sorted({doc_id(r) for r in original}, key=str),
+                                                                    len(original)))}  # fmt: skip
+    chosen = {layout.eval_dir(v): v for v in planted if not v.is_original}
+    for folder in _variant_folders(model_dir, benchmark):
+        own = _own_rows(folder, benchmark)
+        variant = chosen.get(folder)
+        if variant is None:
+            _put(folder, benchmark, own)
+            continue
+        right = sorted((r for r in own if r.get("filter", "none") == filter_name and r.get(metric) == 1),
+                       key=lambda r: order.get(doc_id(r), len(order)))  # fmt: skip
+        if len(right) < count:
+            raise TooFew(f"{benchmark}: an AIS of {effect:g} needs {count} documents right in {variant.label()}; it "
+                         f"has {len(right)}")  # fmt: skip
+        lost = {id(r) for r in right[:count]}
+        _put(folder, benchmark, [r | {metric: 0.0} if id(r) in lost else r for r in own])
+    return count
 
 
 def claimed(profile: Profile, benchmark: str, ability: str, rule: str = "claims") -> bool:
@@ -105,22 +156,27 @@ def spike_rows(
     resamples: int,
     seed: int = 0,
     skipped: list[str] | None = None,
+    effects: list[float] | None = None,
 ) -> list[SpikeRow]:
     """spikes.csv's rows for a profile folder (documents.tar.xz and config.yml, lab/rederive.py): for each
     (benchmark, ability, source) and share, the rule applied to the profile with the spiked benchmark in place,
-    `resamples` times (each its own draw of documents). A share the source cannot make is left out, and why is
-    added to `skipped`."""
+    `resamples` times (each its own draw of documents); with `effects`, for each of the pairs' (benchmark, ability)
+    and effect, the same with that AIS planted in the ability's top regions (source PLANTED) and, the null side, in
+    every region (PLANTED_EVERYWHERE). A share or effect that cannot be made is left out, and why is added to
+    `skipped`."""
     skipped = [] if skipped is None else skipped
     from tqdm import tqdm
 
     from benchprof.lab.rederive import folder_config
     from benchprof.profile.documents import DOCUMENTS, unpack_documents
-    from benchprof.stages.profile_scores import ScoreRun, load_scores, rescore_benchmark
+    from benchprof.stages.profile_scores import load_scores, rescore_benchmark
 
     archive = folder / DOCUMENTS
     if not archive.is_file():
         raise BenchprofError(f"{archive}: no per-document scores to spike")
-    rows = []
+    rows: list[SpikeRow] = []
+    tested = {b: list(dict.fromkeys(a for b2, a, _ in pairs if b2 == b)) for b, _, _ in pairs}
+    effects = effects or []
     with tempfile.TemporaryDirectory(prefix="benchprof-spikes-") as root:
         cfg = folder_config(folder, Path(root))
         tag = cfg.models[0].tag
@@ -128,7 +184,8 @@ def spike_rows(
         runs: list[ScoreRun] = []
         load_scores(cfg, tag, progress=False, run_out=runs)  # every other benchmark's rows, computed once
         todo = [(pair, f) for pair in pairs for f in fractions]
-        with tqdm(total=len(todo) * resamples, desc="spikes", unit="profile") as bar:
+        planted = sum(len(a) + 1 for a in tested.values()) * len(effects)
+        with tqdm(total=(len(todo) + planted) * resamples, desc="spikes", unit="profile") as bar:
             for (benchmark, ability, source), fraction in todo:
                 hits = one_test = documents = 0
                 try:
@@ -143,6 +200,58 @@ def spike_rows(
                     bar.update(resamples)
                     continue
                 rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test))
+            for benchmark, abilities in tested.items():
+                for effect in effects:
+                    rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect, (resamples, seed),
+                                     skipped, bar)  # fmt: skip
+    return rows
+
+
+def _planted(
+    run: ScoreRun,
+    model_dir: Path,
+    benchmark: str,
+    abilities: list[str],
+    effect: float,
+    draws: tuple[int, int],
+    skipped: list[str],
+    bar: tqdm,
+) -> list[SpikeRow]:
+    """One benchmark's rows at one planted effect: per ability, planted in its top regions at the profile's report
+    k (must be claimed), and planted in every region (must not be: what every region of the size does alike)."""
+    from benchprof.profile.rows import is_top
+    from benchprof.stages.profile_scores import rescore_benchmark
+
+    resamples, seed = draws
+    profile, k = run.profile, run.profile.report_k
+    metric_key = profile.metrics.get(benchmark)
+    if metric_key is None:
+        skipped.append(f"{benchmark}: no original evaluation to plant an effect in")
+        bar.update(resamples * (len(abilities) + 1))
+        return []
+    everywhere = [Variant(a, k, r) for a in profile.abilities for r in profile.regions]
+    plans = [(a, PLANTED, [Variant(a, k, r) for r in profile.regions if is_top(r)]) for a in abilities]
+    plans.append(("", PLANTED_EVERYWHERE, everywhere))
+    rows = []
+    for ability, source, variants in plans:
+        tested = abilities if source == PLANTED_EVERYWHERE else [ability]
+        hits, one_test = dict.fromkeys(tested, 0), dict.fromkeys(tested, 0)
+        try:
+            for r in range(resamples):
+                documents = plant_effect(model_dir, benchmark, metric_key, effect, seed + r, variants)
+                spiked = rescore_benchmark(run, benchmark)
+                for a in tested:
+                    hits[a] += claimed(spiked, benchmark, a)
+                    one_test[a] += claimed(spiked, benchmark, a, "conjunction")
+                bar.update()
+        except TooFew as err:
+            skipped.append(str(err))
+            bar.update(resamples)
+            continue
+        rows += [
+            SpikeRow(model_dir.name, benchmark, a, source, effect, documents, resamples, hits[a], one_test[a])
+            for a in tested
+        ]
     return rows
 
 
@@ -152,14 +261,15 @@ def _listed(value: object) -> list[str]:
     return [str(item).strip() for item in items if str(item).strip()]
 
 
-def _shares(fractions: object) -> list[float]:
-    """--fractions: one share or more, each between 0 and 1, refused in one line otherwise."""
+def _shares(values: object, option: str = "--fractions", empty: bool = False) -> list[float]:
+    """A comma-separated option of shares (--fractions) or effects (--planted): each between 0 and 1, refused in one
+    line otherwise; none only where `empty` allows it ("" leaves that part out)."""
     try:
-        shares = [float(f) for f in _listed(fractions)]
+        shares = [float(f) for f in _listed(values)]
     except ValueError:
-        raise BenchprofError(f"--fractions: {fractions!r} is not a comma-separated list of shares") from None
-    if not shares or any(not 0 < f < 1 for f in shares):
-        raise BenchprofError(f"--fractions: one share or more, each between 0 and 1 (got {fractions})")
+        raise BenchprofError(f"{option}: {values!r} is not a comma-separated list of numbers") from None
+    if (not shares and not empty) or any(not 0 < f < 1 for f in shares):
+        raise BenchprofError(f"{option}: one value or more, each between 0 and 1 (got {values!r})")
     return shares
 
 
@@ -171,6 +281,7 @@ def main(
     null: str = "",
     out: str = "",
     seed: int = 0,
+    planted: str | tuple[float, ...] = "",
 ) -> None:
     """The claim rule's reach on spiked benchmarks of a profile folder: spikes.csv and one line per pair.
 
@@ -183,6 +294,8 @@ def main(
         null: an ability whose documents are mixed in instead, at the same shares (is A claimed all the same?).
         out: the folder spikes.csv goes to (default: a new folder spikes-<profile folder's name> here).
         seed: the first draw's seed (resample r uses seed + r).
+        planted: AIS values planted in each pair's top regions, and in every region (the null side),
+            comma-separated; default none.
     """
     source = Path(folder)
     triples = []
@@ -193,9 +306,10 @@ def main(
         triples.append((benchmark, ability, ability))
         if null:
             triples.append((benchmark, ability, null))
-    shares = _shares(fractions)
+    effects = _shares(planted, "--planted", empty=True)
+    shares = _shares(fractions, empty=bool(effects))
     skipped: list[str] = []
-    rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped)
+    rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped, effects)
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
     for line in reach_lines(rows) + reach_lines(rows, "conjunction") + [f"not tried: {why}" for why in skipped]:
         print(line)
@@ -210,12 +324,16 @@ def spikes(
     fractions: str | tuple[float, ...] = "0.05,0.1,0.2",
     resamples: int = 5,
     seed: int = 0,
+    planted: str | tuple[float, ...] = "0.02,0.05,0.1,0.2",
 ) -> None:
     """Positive controls for the claim rule on this config's profile: each real benchmark B spiked with a share f of
     ability A's test documents (scored in every variant already: no evaluation), and the rule applied unchanged; the
     reach on B is the smallest f claimed in at least 80% of resamples. On the null side B is spiked with the next
     ability's documents instead (the abilities in config order, the last followed by the first): how often A is
-    claimed there, a false claim only where B itself is not claimed to draw on A. Reads the profile's
+    claimed there, a false claim only where B itself is not claimed to draw on A. The reach in AIS: an effect planted
+    in A's top regions on B (each loses that AIS more of B's documents, mostly the same ones across the selections),
+    the smallest claimed in 80% of resamples, which ais.md's "no claim" lines quote; planted in every region alike
+    (what any region of the size does), it must not be claimed. Reads the profile's
     documents.tar.xz as `benchprof aggregate` last wrote it; writes outputs/<model>/spikes/spikes.csv and prints one
     line per (benchmark, ability); the next `benchprof aggregate` quotes them in ais.md while the profile is the one
     they were measured on. docs/claims.md says how to read them.
@@ -225,9 +343,11 @@ def spikes(
         model: only this model (name or tag); default every model.
         benchmark: the benchmarks spiked (comma-separated); default every benchmark that is not an ability's split.
         ability: the abilities spiked in (comma-separated); default every ability whose test split is a benchmark.
-        fractions: the shares f of B' that are A's documents, comma-separated, each between 0 and 1.
-        resamples: draws of the mixed-in documents per share (at least 1).
+        fractions: the shares f of B' that are A's documents, comma-separated, each between 0 and 1 ("": none,
+            where --planted is given).
+        resamples: draws of the mixed-in documents per share, and of the planted documents per AIS (at least 1).
         seed: the first draw's seed (resample r uses seed + r).
+        planted: the AIS values planted, comma-separated, each between 0 and 1; "" plants none.
 
     spikes.csv holds this run's pairs only: a run narrowed by --benchmark or --ability replaces a wider one.
     """
@@ -246,7 +366,8 @@ def spikes(
     splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
     real = [b for b in cfg.evals.benchmarks if cfg.split_of(b) is None]
     spiked, sources = select(benchmark, real, "--benchmark"), select(ability, splits, "--ability")
-    shares = _shares(fractions)
+    effects = _shares(planted, "--planted", empty=True)
+    shares = _shares(fractions, empty=bool(effects))  # "" spikes no documents where effects are planted
     if int(resamples) < 1:
         raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
     nulls = {a: splits[(splits.index(a) + 1) % len(splits)] for a in sources if len(splits) > 1}
@@ -273,7 +394,7 @@ def spikes(
             shutil.copyfile(effective_config(measured), folder / "config.yml")
             (folder / DOCUMENTS).symlink_to(archive.resolve())
             skipped: list[str] = []
-            rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped)
+            rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped, effects)
         path = write_spikes(rows, layout.spikes_dir, spikes_inputs(archive, profile))
         for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")

@@ -263,7 +263,12 @@ def specificity_line(profile: Profile) -> str:
 def claim_lines(profile: Profile) -> list[str]:
     """The Claims' lines: one per benchmark (those without a test in one line), then the specificity line."""
     claims = benchmark_claims(profile)
-    lines = [claim_line(c) for c in claims if c.kind != "untested"]
+    reach = profile.planted_reach  # what the rule would have seen, where `benchprof spikes` measured it
+    lines = [
+        claim_line(c) + (f" {reach[c.benchmark]}" if c.kind == "none" and c.benchmark in reach else "")
+        for c in claims
+        if c.kind != "untested"
+    ]
     untested = [c.benchmark for c in claims if c.kind == "untested"]
     if untested:
         lines.append(f"{', '.join(untested)}: {UNTESTED}.")

@@ -1,6 +1,6 @@
 """spikes.csv, the claim rule's reach on spiked benchmarks: its rows (`SpikeRow`), the file with the manifest that
-ties it to the profile it was measured on (`write_spikes`), and the reach lines ais.md and the terminal quote
-(`reach_lines`, `current_reach`). lab/spikes.py measures it (`benchprof spikes`); aggregate quotes it in ais.md
+ties it to the profile it was measured on (`write_spikes`, `current_spikes`), and the reach ais.md and the terminal
+quote (`reach_lines`, `planted_reach`). lab/spikes.py measures it (`benchprof spikes`); aggregate quotes it in ais.md
 while its manifest's inputs (the profile's per-document scores and settings) still hold.
 """
 
@@ -14,6 +14,8 @@ from benchprof.core.layout import Output
 from benchprof.core.storage import clear_manifest, file_hash, is_current, read_csv, write_csv, write_manifest
 
 SPIKES = "spikes.csv"
+PLANTED = "planted"  # source of a row whose effect is planted in the ability's top regions; fraction: the AIS planted
+PLANTED_EVERYWHERE = "planted everywhere"  # the same AIS planted in every region alike: the null side
 REACH_RATE = 0.8  # a share f is within the rule's reach when it is claimed in at least this share of resamples
 
 
@@ -25,9 +27,10 @@ class SpikeRow:
     model: str
     benchmark: str
     ability: str  # the ability whose claim is tested
-    source: str  # whose documents were mixed in: the ability itself (the positive side) or another (the null)
-    fraction: float
-    documents: int  # mixed in, per resample
+    source: str  # whose documents were mixed in: the ability itself (the positive side) or another (the null); or
+    # PLANTED, PLANTED_EVERYWHERE: an effect planted in the ability's top regions (every region) instead
+    fraction: float  # the share of B' mixed in; the AIS planted
+    documents: int  # mixed in, per resample; made wrong in each planted region
     resamples: int
     claimed: int  # under the rule as ais.md states it (profile/claims.py)
     claimed_conjunction: int = 0  # under its conjunction form (profile/claim_tests.py)
@@ -69,35 +72,78 @@ def spikes_inputs(documents: Path, profile: dict[str, Any]) -> dict[str, Any]:
     return {"documents": file_hash(documents), "profile": profile}
 
 
-def current_reach(folder: Path, inputs: dict[str, Any]) -> list[str]:
-    """The reach lines of `folder`'s spikes.csv while its manifest holds exactly `inputs` (the profile as it is
-    now); none where it is missing or was measured on another profile."""
+def current_spikes(folder: Path, inputs: dict[str, Any]) -> list[SpikeRow]:
+    """The rows of `folder`'s spikes.csv while its manifest holds exactly `inputs` (the profile as it is now); none
+    where it is missing or was measured on another profile."""
     if not is_current(spikes_output(folder), inputs):
         return []
-    return reach_lines(read_spikes(folder / SPIKES))
+    return read_spikes(folder / SPIKES)
+
+
+def _reached(rows: list[SpikeRow], rule: str, what: str) -> str:
+    """The smallest level (share or AIS, `what`) claimed in at least REACH_RATE of resamples, or the largest tried."""
+    rows = sorted(rows, key=lambda r: r.fraction)
+    reached = next((r for r in rows if r.rate(rule) >= REACH_RATE), None)
+    if reached is not None:
+        return f"claimed from {what}{reached.fraction:g} ({_count(reached, rule)} of {reached.resamples})"
+    last = rows[-1]
+    tried = f"{what}{last.fraction:g} ({_count(last, rule)} of {last.resamples})"
+    return f"not claimed in {REACH_RATE:.0%} of resamples up to {tried}"
+
+
+def _count(row: SpikeRow, rule: str) -> int:
+    return row.claimed_conjunction if rule == "conjunction" else row.claimed
 
 
 def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
-    """Per (benchmark, ability) spiked with its own documents: the smallest share claimed in at least REACH_RATE
-    of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source: its
-    highest claim rate."""
+    """Per (benchmark, ability): spiked with its own documents, the smallest share claimed in at least REACH_RATE
+    of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source, its highest
+    claim rate; then, where measured, the same for an AIS planted in its top regions and in every region."""
     lines = []
     for benchmark, ability in dict.fromkeys((r.benchmark, r.ability) for r in rows):
-        own = sorted((r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, ability)),
-                     key=lambda r: r.fraction)  # fmt: skip
-        null = [r for r in rows if (r.benchmark, r.ability) == (benchmark, ability) and r.source != ability]
-        reached = next((r for r in own if r.rate(rule) >= REACH_RATE), None)
-        text = f"{benchmark} <- {ability} ({'the conjunction form' if rule == 'conjunction' else 'the rule'}): "
-        count = (lambda r: r.claimed_conjunction) if rule == "conjunction" else (lambda r: r.claimed)
-        if reached is not None:
-            text += f"claimed from f = {reached.fraction:g} ({count(reached)} of {reached.resamples})"
-        elif own:
-            text += f"not claimed in {REACH_RATE:.0%} of resamples up to f = {own[-1].fraction:g}"
-            text += f" ({count(own[-1])} of {own[-1].resamples})"
-        else:
-            text += "not tried (too few documents to mix in)"
+        pair = [r for r in rows if (r.benchmark, r.ability) == (benchmark, ability)]
+        own = [r for r in pair if r.source == ability]
+        planted = [r for r in pair if r.source == PLANTED]
+        everywhere = [r for r in pair if r.source == PLANTED_EVERYWHERE]
+        null = [r for r in pair if r.source not in (ability, PLANTED, PLANTED_EVERYWHERE)]
+        parts = []
+        if own:
+            parts.append(_reached(own, rule, "f = "))
+        elif not planted:
+            parts.append("not tried (too few documents to mix in)")
         if null:
             worst = max(null, key=lambda r: r.rate(rule))
-            text += f"; spiked with {worst.source} instead: claimed {count(worst)} of {worst.resamples}"
-        lines.append(text)
+            parts.append(f"spiked with {worst.source} instead: claimed {_count(worst, rule)} of {worst.resamples}")
+        if planted:
+            parts.append("an AIS planted in its top regions: " + _reached(planted, rule, ""))
+        if everywhere:
+            worst = max(everywhere, key=lambda r: r.rate(rule))
+            parts.append(f"planted in every region: claimed {_count(worst, rule)} of {worst.resamples}")
+        form = "the conjunction form" if rule == "conjunction" else "the rule"
+        lines.append(f"{benchmark} <- {ability} ({form}): " + "; ".join(parts))
     return lines
+
+
+def planted_reach(rows: list[SpikeRow]) -> dict[str, str]:
+    """Per benchmark, the planted AIS (top − random) the rule claims in at least REACH_RATE of resamples, by
+    ability, or the largest tried where none is: what its "no claim" line quotes. Benchmarks without planted rows
+    have none."""
+    reach = {}
+    for benchmark in dict.fromkeys(r.benchmark for r in rows if r.source == PLANTED):
+        found: dict[float, list[str]] = {}
+        missed: dict[float, list[str]] = {}
+        for ability in dict.fromkeys(r.ability for r in rows if r.benchmark == benchmark and r.source == PLANTED):
+            mine = sorted((r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, PLANTED)),
+                          key=lambda r: r.fraction)  # fmt: skip
+            hit = next((r.fraction for r in mine if r.rate() >= REACH_RATE), None)
+            if hit is None:
+                missed.setdefault(mine[-1].fraction, []).append(ability)
+            else:
+                found.setdefault(hit, []).append(ability)
+        parts = [f"from {level:g} for {', '.join(names)}" for level, names in sorted(found.items())]
+        parts += [f"not up to {level:g} for {', '.join(names)}" for level, names in sorted(missed.items())]
+        reach[benchmark] = (
+            f"Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in {REACH_RATE:.0%} of "
+            "resamples " + "; ".join(parts) + "."
+        )
+    return reach

@@ -23,7 +23,7 @@ from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
 from benchprof.profile.report import write_tables
 from benchprof.profile.rows import Profile
-from benchprof.profile.spikes import current_reach, spikes_inputs
+from benchprof.profile.spikes import current_spikes, planted_reach, reach_lines, spikes_inputs
 from benchprof.profile.terminal import print_profile
 from benchprof.stages.overlap import model_overlap, overlap_summary
 from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores, never_evaluated, profile_inputs
@@ -78,7 +78,8 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     profile.notes += overlap_notes
     profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
     documents = write_documents(layout, profile)  # first: ais.md quotes a spikes.csv measured on these documents
-    profile.reach = current_reach(layout.spikes_dir, spikes_inputs(documents, profile_inputs(cfg, k)))
+    spiked = current_spikes(layout.spikes_dir, spikes_inputs(documents, profile_inputs(cfg, k)))
+    profile.reach, profile.planted_reach = reach_lines(spiked), planted_reach(spiked)
     written = write_profile(profile, layout, plots=plots) + overlap_files + [documents]
     remove_unwritten(folder, previous, written)  # e.g. the plots of an ability no longer profiled
     write_manifest(
