@@ -267,3 +267,33 @@ def test_a_no_claim_line_quotes_the_planted_reach_by_ability():
         "b <- A (the rule): an AIS planted in its top regions: claimed from 0.1 (5 of 5); planted in every region: "
         "claimed 1 of 5"
     )
+
+
+def test_a_planned_size_draws_the_same_documents_in_every_variant_before_planting(profile_config):
+    """Planning: arc_easy resampled to 150 documents (with replacement) from its 60, the same draw in every variant,
+    each copy keeping its variant's own scores of the document it copies; the planted region then loses 15 (a
+    tenth of the original's 150 right) beyond its copies' own losses."""
+    layout = Layout(profile_config.output_root, "t")
+    top = Variant(QUANT, K, "top")
+    before = {p: {r["doc_id"]: r for r in read_rows(p)} for p in layout.model_dir.glob("**/arc_easy.samples.jsonl")}
+    assert plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.1, 3, [top], size=150) == 15
+    drawn = set()
+    for path, own in before.items():
+        rows = read_rows(path)
+        assert [r["doc_id"].split("~")[1] for r in rows] == [str(j) for j in range(150)]
+        drawn.add(tuple(r["doc_id"] for r in rows))
+        copies = [own[int(r["doc_id"].split("~")[0])] | {"doc_id": r["doc_id"]} for r in rows]
+        lost = sum(c["acc_norm"] - r["acc_norm"] for c, r in zip(copies, rows, strict=True))
+        assert lost == (15 if path == layout.samples_file(top, "arc_easy") else 0)
+    assert len(drawn) == 1 and len({d.split("~")[0] for d in next(iter(drawn))}) < 60
+
+
+@pytest.mark.parametrize(("option", "value"), [("--planted", "0.1,2"), ("--documents", "-5"), ("--documents", "x")])
+def test_planted_effects_and_planned_sizes_that_are_not_are_one_line_before_any_work(profile_config, capsys, option,
+                                                                                     value):  # fmt: skip
+    from benchprof.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["spikes", str(profile_config.path), option, value])
+    assert f"{option}: " in capsys.readouterr().err
+    assert not (profile_config.output_root / "t" / "spikes").exists()

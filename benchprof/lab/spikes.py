@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
-from benchprof.core.results import doc_id, iter_samples
+from benchprof.core.results import DocId, doc_id, iter_samples
 from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, SpikeRow, reach_lines, write_spikes
 
 if TYPE_CHECKING:
@@ -97,29 +97,51 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
     return len(chosen or [])
 
 
+def _resampled(rows: list[dict], drawn: list[DocId] | None) -> list[dict]:
+    """`rows` as they are; or, for a planned size, the rows of the `drawn` documents in order, each copy its own
+    document (doc_id `<id>~<copy>`)."""
+    if drawn is None:
+        return rows
+    by_doc: dict[DocId, list[dict]] = {}
+    for row in rows:
+        by_doc.setdefault(doc_id(row), []).append(row)
+    return [row | {"doc_id": f"{d[1]}~{j}"} for j, d in enumerate(drawn) for row in by_doc.get(d, [])]
+
+
 def plant_effect(
-    model_dir: Path, benchmark: str, metric_key: str, effect: float, seed: int, planted: list[Variant]
+    model_dir: Path,
+    benchmark: str,
+    metric_key: str,
+    effect: float,
+    seed: int,
+    planted: list[Variant],
+    size: int | None = None,
 ) -> int:
     """Plant an AIS of `effect` on `benchmark` in the `planted` variants under `model_dir` (an ability's top
     regions, every selection; or every region, the null side): each loses round(effect × the original's total
     score) more documents on `metric_key` (0/1, higher is better), the first ones still right there in one order
     drawn by `seed`, so that its AIS rises by `effect` (to rounding) and the planted regions lose mostly the same
-    documents. Every other variant keeps its own rows. Returns how many documents a planted variant loses."""
+    documents. Every other variant keeps its own rows. With `size` (planning), the benchmark is first `size`
+    documents drawn with replacement from its own (by `seed`, the same in every variant): what a benchmark of that
+    size would give, this profile standing as the pilot. Returns how many documents a planted variant loses."""
     from benchprof.core.results import split_key
 
     layout = Layout(model_dir.parent, model_dir.name)
     metric, filter_name = split_key(metric_key)
-    original = [r for r in _own_rows(layout.eval_dir(Variant()), benchmark) if r.get("filter", "none") == filter_name]
+    draw = random.Random(seed)
+    original = _own_rows(layout.eval_dir(Variant()), benchmark)
+    drawn = None if size is None else draw.choices(sorted({doc_id(r) for r in original}, key=str), k=size)
+    original = [r for r in _resampled(original, drawn) if r.get("filter", "none") == filter_name]
     if any(r.get(metric) not in (0, 1) for r in original):
         raise TooFew(f"{benchmark}: {metric_key} is not a 0/1 metric on every document; no effect planted")
     count = round(effect * sum(r[metric] for r in original))
     if count < 1:
         raise TooFew(f"{benchmark}: an AIS of {effect:g} moves no document of its {len(original)}")
-    order = {d: i for i, d in enumerate(random.Random(seed).sample(sorted({doc_id(r) for r in original}, key=str),
-                                                                    len(original)))}  # fmt: skip
+    documents = sorted({doc_id(r) for r in original}, key=str)
+    order = {d: i for i, d in enumerate(draw.sample(documents, len(documents)))}
     chosen = {layout.eval_dir(v): v for v in planted if not v.is_original}
     for folder in _variant_folders(model_dir, benchmark):
-        own = _own_rows(folder, benchmark)
+        own = _resampled(_own_rows(folder, benchmark), drawn)
         variant = chosen.get(folder)
         if variant is None:
             _put(folder, benchmark, own)
@@ -157,13 +179,14 @@ def spike_rows(
     seed: int = 0,
     skipped: list[str] | None = None,
     effects: list[float] | None = None,
+    size: int | None = None,
 ) -> list[SpikeRow]:
     """spikes.csv's rows for a profile folder (documents.tar.xz and config.yml, lab/rederive.py): for each
     (benchmark, ability, source) and share, the rule applied to the profile with the spiked benchmark in place,
     `resamples` times (each its own draw of documents); with `effects`, for each of the pairs' (benchmark, ability)
     and effect, the same with that AIS planted in the ability's top regions (source PLANTED) and, the null side, in
-    every region (PLANTED_EVERYWHERE). A share or effect that cannot be made is left out, and why is added to
-    `skipped`."""
+    every region (PLANTED_EVERYWHERE), with B resampled to `size` documents first where given (planning: plant_effect).
+    A share or effect that cannot be made is left out, and why is added to `skipped`."""
     skipped = [] if skipped is None else skipped
     from tqdm import tqdm
 
@@ -202,7 +225,7 @@ def spike_rows(
                 rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test))
             for benchmark, abilities in tested.items():
                 for effect in effects:
-                    rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect, (resamples, seed),
+                    rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect, (resamples, seed, size),
                                      skipped, bar)  # fmt: skip
     return rows
 
@@ -213,7 +236,7 @@ def _planted(
     benchmark: str,
     abilities: list[str],
     effect: float,
-    draws: tuple[int, int],
+    draws: tuple[int, int, int | None],
     skipped: list[str],
     bar: tqdm,
 ) -> list[SpikeRow]:
@@ -222,7 +245,7 @@ def _planted(
     from benchprof.profile.rows import is_top
     from benchprof.stages.profile_scores import rescore_benchmark
 
-    resamples, seed = draws
+    resamples, seed, size = draws
     profile, k = run.profile, run.profile.report_k
     metric_key = profile.metrics.get(benchmark)
     if metric_key is None:
@@ -238,7 +261,7 @@ def _planted(
         hits, one_test = dict.fromkeys(tested, 0), dict.fromkeys(tested, 0)
         try:
             for r in range(resamples):
-                documents = plant_effect(model_dir, benchmark, metric_key, effect, seed + r, variants)
+                documents = plant_effect(model_dir, benchmark, metric_key, effect, seed + r, variants, size)
                 spiked = rescore_benchmark(run, benchmark)
                 for a in tested:
                     hits[a] += claimed(spiked, benchmark, a)
@@ -249,7 +272,9 @@ def _planted(
             bar.update(resamples)
             continue
         rows += [
-            SpikeRow(model_dir.name, benchmark, a, source, effect, documents, resamples, hits[a], one_test[a])
+            SpikeRow(
+                model_dir.name, benchmark, a, source, effect, documents, resamples, hits[a], one_test[a], size or 0
+            )
             for a in tested
         ]
     return rows
@@ -273,6 +298,13 @@ def _shares(values: object, option: str = "--fractions", empty: bool = False) ->
     return shares
 
 
+def _size(documents: object) -> int | None:
+    """--documents: a planned number of documents (None for 0: the benchmark as it is); else one line."""
+    if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
+        raise BenchprofError(f"--documents: a number of documents, 0 or more (got {documents!r})")
+    return documents or None
+
+
 def main(
     folder: str,
     pairs: str | tuple[str, ...],
@@ -282,6 +314,7 @@ def main(
     out: str = "",
     seed: int = 0,
     planted: str | tuple[float, ...] = "",
+    documents: int = 0,
 ) -> None:
     """The claim rule's reach on spiked benchmarks of a profile folder: spikes.csv and one line per pair.
 
@@ -296,6 +329,7 @@ def main(
         seed: the first draw's seed (resample r uses seed + r).
         planted: AIS values planted in each pair's top regions, and in every region (the null side),
             comma-separated; default none.
+        documents: planning: each benchmark resampled to this many documents before an AIS is planted (0: as it is).
     """
     source = Path(folder)
     triples = []
@@ -309,7 +343,7 @@ def main(
     effects = _shares(planted, "--planted", empty=True)
     shares = _shares(fractions, empty=bool(effects))
     skipped: list[str] = []
-    rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped, effects)
+    rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped, effects, _size(documents))
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
     for line in reach_lines(rows) + reach_lines(rows, "conjunction") + [f"not tried: {why}" for why in skipped]:
         print(line)
@@ -325,6 +359,7 @@ def spikes(
     resamples: int = 5,
     seed: int = 0,
     planted: str | tuple[float, ...] = "0.02,0.05,0.1,0.2",
+    documents: int = 0,
 ) -> None:
     """Positive controls for the claim rule on this config's profile: each real benchmark B spiked with a share f of
     ability A's test documents (scored in every variant already: no evaluation), and the rule applied unchanged; the
@@ -348,6 +383,9 @@ def spikes(
         resamples: draws of the mixed-in documents per share, and of the planted documents per AIS (at least 1).
         seed: the first draw's seed (resample r uses seed + r).
         planted: the AIS values planted, comma-separated, each between 0 and 1; "" plants none.
+        documents: planning: each benchmark first resampled to this many documents (with replacement, the same in
+            every variant) before an AIS is planted, this profile standing as the pilot; 0 (default): as it is.
+            ais.md's no-claim lines quote the reach at the benchmark's own size only.
 
     spikes.csv holds this run's pairs only: a run narrowed by --benchmark or --ability replaces a wider one.
     """
@@ -370,6 +408,7 @@ def spikes(
     shares = _shares(fractions, empty=bool(effects))  # "" spikes no documents where effects are planted
     if int(resamples) < 1:
         raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
+    size = _size(documents)
     nulls = {a: splits[(splits.index(a) + 1) % len(splits)] for a in sources if len(splits) > 1}
     triples = [(b, a, s) for b in spiked for a in sources for s in dict.fromkeys([a, nulls.get(a, a)])]
     if not triples:
@@ -394,7 +433,7 @@ def spikes(
             shutil.copyfile(effective_config(measured), folder / "config.yml")
             (folder / DOCUMENTS).symlink_to(archive.resolve())
             skipped: list[str] = []
-            rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped, effects)
+            rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped, effects, size)
         path = write_spikes(rows, layout.spikes_dir, spikes_inputs(archive, profile))
         for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")

@@ -323,7 +323,14 @@ def claims_markdown(profile: Profile) -> list[str]:
         + _counted(profile, family)
         + f" is at most {profile.alpha:g} (docs/statistics.md). **No claim**: no ability's "
         "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
-        "smallest effect its test would likely have seen, and nothing can be said of smaller ones. **At chance**: the "
+        "smallest effect its test would likely have seen, and nothing can be said of smaller ones"
+        + (
+            "; its Reach, the smallest AIS planted in an ability's top regions that the whole rule claims in 80% "
+            "of resamples, is that figure for the rule as a whole (docs/claims.md)"
+            if profile.planted_reach
+            else ""
+        )
+        + ". **At chance**: the "
         "model does not score above chance there, so its AIS is noise. Every cell is in the tables below and in "
         "ais.csv. "
         + (

@@ -34,6 +34,7 @@ class SpikeRow:
     resamples: int
     claimed: int  # under the rule as ais.md states it (profile/claims.py)
     claimed_conjunction: int = 0  # under its conjunction form (profile/claim_tests.py)
+    size: int = 0  # planning: B resampled to this many documents before the effect is planted; 0: B as it is
 
     def rate(self, rule: str = "claims") -> float:
         return (self.claimed_conjunction if rule == "conjunction" else self.claimed) / self.resamples
@@ -100,8 +101,8 @@ def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
     of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source, its highest
     claim rate; then, where measured, the same for an AIS planted in its top regions and in every region."""
     lines = []
-    for benchmark, ability in dict.fromkeys((r.benchmark, r.ability) for r in rows):
-        pair = [r for r in rows if (r.benchmark, r.ability) == (benchmark, ability)]
+    for benchmark, ability, size in dict.fromkeys((r.benchmark, r.ability, r.size) for r in rows):
+        pair = [r for r in rows if (r.benchmark, r.ability, r.size) == (benchmark, ability, size)]
         own = [r for r in pair if r.source == ability]
         planted = [r for r in pair if r.source == PLANTED]
         everywhere = [r for r in pair if r.source == PLANTED_EVERYWHERE]
@@ -120,14 +121,16 @@ def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
             worst = max(everywhere, key=lambda r: r.rate(rule))
             parts.append(f"planted in every region: claimed {_count(worst, rule)} of {worst.resamples}")
         form = "the conjunction form" if rule == "conjunction" else "the rule"
-        lines.append(f"{benchmark} <- {ability} ({form}): " + "; ".join(parts))
+        planned = f" at {size} documents (planned)" if size else ""
+        lines.append(f"{benchmark}{planned} <- {ability} ({form}): " + "; ".join(parts))
     return lines
 
 
 def planted_reach(rows: list[SpikeRow]) -> dict[str, str]:
     """Per benchmark, the planted AIS (top − random) the rule claims in at least REACH_RATE of resamples, by
     ability, or the largest tried where none is: what its "no claim" line quotes. Benchmarks without planted rows
-    have none."""
+    have none, and so do planned sizes (SpikeRow.size)."""
+    rows = [r for r in rows if not r.size]
     reach = {}
     for benchmark in dict.fromkeys(r.benchmark for r in rows if r.source == PLANTED):
         found: dict[float, list[str]] = {}
