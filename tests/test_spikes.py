@@ -130,6 +130,7 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
         "b <- A (the rule): claimed from f = 0.2 (4 of 5); spiked with C instead: claimed 1 of 5",
         "c <- A (the rule): not claimed in 80% of resamples up to f = 0.1 (3 of 5)",
     ]
+    assert reach_lines(rows, unspiked=frozenset({("c", "A")}))[1].startswith("c <- A (the rule): claimed unspiked; not")
     assert reach_lines(rows, "conjunction")[1] == (
         "c <- A (the conjunction form): not claimed in 80% of resamples up to f = 0.1 (0 of 5)"
     )

@@ -242,8 +242,10 @@ def reach_markdown(profile: Profile) -> list[str]:
         "",
         "**Reach** (`benchprof spikes`, spikes/spikes.csv): each benchmark B spiked with a share f of ability A's test "
         "documents, the rule applied unchanged; the smallest f claimed in 80% of resamples, and how often A is "
-        "claimed when the next ability's documents are mixed in instead (a false claim only where B itself is not "
-        "claimed to draw on A):",
+        "claimed when the next ability's documents are mixed in instead; then the smallest AIS planted in A's top "
+        "regions claimed in 80%, and how often the same AIS planted in every region alike is. A null side's claim is "
+        "false only where B neither is claimed unspiked nor draws on A (regions that lose the same documents make a "
+        "difference already there easier to see):",
         "",
         *[f"- {line}" for line in profile.reach],
     ]

@@ -96,10 +96,13 @@ def _count(row: SpikeRow, rule: str) -> int:
     return row.claimed_conjunction if rule == "conjunction" else row.claimed
 
 
-def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
+def reach_lines(
+    rows: list[SpikeRow], rule: str = "claims", unspiked: frozenset[tuple[str, str]] = frozenset()
+) -> list[str]:
     """Per (benchmark, ability): spiked with its own documents, the smallest share claimed in at least REACH_RATE
     of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source, its highest
-    claim rate; then, where measured, the same for an AIS planted in its top regions and in every region."""
+    claim rate; then, where measured, the same for an AIS planted in its top regions and in every region. A pair in
+    `unspiked` (claimed on the profile as it is) says so first: its spikes and null sides measure nothing."""
     lines = []
     for benchmark, ability, size in dict.fromkeys((r.benchmark, r.ability, r.size) for r in rows):
         pair = [r for r in rows if (r.benchmark, r.ability, r.size) == (benchmark, ability, size)]
@@ -107,7 +110,7 @@ def reach_lines(rows: list[SpikeRow], rule: str = "claims") -> list[str]:
         planted = [r for r in pair if r.source == PLANTED]
         everywhere = [r for r in pair if r.source == PLANTED_EVERYWHERE]
         null = [r for r in pair if r.source not in (ability, PLANTED, PLANTED_EVERYWHERE)]
-        parts = []
+        parts = ["claimed unspiked"] if (benchmark, ability) in unspiked else []
         if own:
             parts.append(_reached(own, rule, "f = "))
         elif not planted:
