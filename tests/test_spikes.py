@@ -166,10 +166,10 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
         (QUANT, PLANTED_EVERYWHERE): 0,
         (TEMPORAL, PLANTED_EVERYWHERE): 0,
     }
-    assert all(
-        r["benchmark"] == "arc_easy" and (r["fraction"], r["documents"]) == (("0.5", str(N)) if r["source"] in
-        (QUANT, TEMPORAL) else ("0.3", "18")) for r in rows.values()
-    )  # fmt: skip
+    mixed = [r for r in rows.values() if r["source"] in (QUANT, TEMPORAL)]
+    planted = [r for r in rows.values() if r["source"] not in (QUANT, TEMPORAL)]
+    assert {(r["benchmark"], r["fraction"], r["documents"]) for r in mixed} == {("arc_easy", "0.5", str(N))}
+    assert {(r["benchmark"], r["fraction"], r["documents"]) for r in planted} == {("arc_easy", "0.3", "18")}
     assert "t: arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2)" in out
     assert "spikes: t: 8 rows ->" in out
     # ais.md quotes the reach while the profile is the one it was measured on, and not once its documents change
@@ -183,6 +183,11 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
         "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.3 for "
         "Quantitative_Reasoning, Temporal_Reasoning."
     )
+    quoted = (profile_config.output_root / "t" / "spikes" / "spikes.csv").read_bytes()
+    main([*args[:5], "", "--resamples", "1", "--planted", "0.3", "--documents", "120"])  # planning: beside, unquoted
+    planned = read_csv(profile_config.output_root / "t" / "spikes" / "plan-120" / "spikes.csv")
+    assert {r["size"] for r in planned} == {"120"} and {r["documents"] for r in planned} == {"36"}
+    assert (profile_config.output_root / "t" / "spikes" / "spikes.csv").read_bytes() == quoted
     write(profile_config, Variant(), "arc_easy", [int(i % 7 != 0) for i in range(N)])  # another original score
     main(["aggregate", config, "--noplots"])
     assert "Reach" not in ais.read_text()
@@ -235,22 +240,31 @@ def test_a_planted_effect_makes_that_share_of_the_original_score_wrong_in_the_pl
 def test_the_rule_claims_an_effect_planted_in_the_top_region_and_not_one_planted_everywhere(profile_config):
     """Planted in Quantitative's top region, an AIS of 0.3 on arc_easy is claimed to be Quantitative's in every
     draw; planted in every region alike (what any region of the size does), or in Temporal's top region, it is
-    never claimed to be Quantitative's, over 10 draws each."""
+    never claimed to be Quantitative's, over 10 draws each. Each plant took 18 (0.3 of the original's 60 right)
+    more documents from every region it names, and none from the others."""
     layout = Layout(profile_config.output_root, "t")
     runs = []
     load_scores(profile_config, "t", progress=False, run_out=runs)
     regions = ("top", "random", "random2")
     everywhere = [Variant(a, K, r) for a in (QUANT, TEMPORAL) for r in regions]
+    own = {v: sum(r["acc_norm"] == 0 for r in read_rows(layout.samples_file(v, "arc_easy"))) for v in everywhere}
     hits = {"top": 0, "everywhere": 0, "other": 0}
     for seed in range(10):
         for name, planted in (("top", [Variant(QUANT, K, "top")]), ("everywhere", everywhere),
                               ("other", [Variant(TEMPORAL, K, "top")])):  # fmt: skip
             plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.3, seed, planted)
+            for v in everywhere:
+                wrong = sum(r["acc_norm"] == 0 for r in read_rows(layout.samples_file(v, "arc_easy")))
+                assert wrong == own[v] + (18 if v in planted else 0)
             hits[name] += claimed(rescore_benchmark(runs[0], "arc_easy"), "arc_easy", QUANT)
     assert hits == {"top": 10, "everywhere": 0, "other": 0}
+    with pytest.raises(BenchprofError, match=r"^arc_easy: no evaluation of it in Quantitative_Reasoning/k0.01/top2"):
+        plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.3, 0, [Variant(QUANT, K, "top2")])
 
 
 def test_a_no_claim_line_quotes_the_planted_reach_by_ability():
+    """Per benchmark, each ability at the smallest AIS claimed in 4 of 5 (or not up to the largest tried), from the
+    benchmark's own size only; the Reach block's line names the planted and the everywhere rows."""
     rows = [
         SpikeRow("m", "b", "A", PLANTED, 0.05, 3, 5, 2),
         SpikeRow("m", "b", "A", PLANTED, 0.1, 6, 5, 5),
@@ -259,7 +273,11 @@ def test_a_no_claim_line_quotes_the_planted_reach_by_ability():
         SpikeRow("m", "b", "D", PLANTED, 0.1, 6, 5, 3),
         SpikeRow("m", "b", "A", PLANTED_EVERYWHERE, 0.1, 6, 5, 1),
         SpikeRow("m", "c", "A", "A", 0.1, 6, 5, 5),
+        SpikeRow("m", "b", "D", PLANTED, 0.02, 6, 5, 5, size=2000),  # planned: never quoted as the reach
     ]
+    assert reach_lines(rows)[-1] == (
+        "b at 2000 documents (planned) <- D (the rule): an AIS planted in its top regions: claimed from 0.02 (5 of 5)"
+    )
     assert planted_reach(rows) == {
         "b": "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.05 "
         "for C; from 0.1 for A; not up to 0.1 for D."
@@ -284,8 +302,9 @@ def test_a_planned_size_draws_the_same_documents_in_every_variant_before_plantin
         assert [r["doc_id"].split("~")[1] for r in rows] == [str(j) for j in range(150)]
         drawn.add(tuple(r["doc_id"] for r in rows))
         copies = [own[int(r["doc_id"].split("~")[0])] | {"doc_id": r["doc_id"]} for r in rows]
-        lost = sum(c["acc_norm"] - r["acc_norm"] for c, r in zip(copies, rows, strict=True))
-        assert lost == (15 if path == layout.samples_file(top, "arc_easy") else 0)
+        changed = [(c, r) for c, r in zip(copies, rows, strict=True) if c != r]
+        assert all(c == r | {"acc_norm": 1.0} and r["acc_norm"] == 0 for c, r in changed)  # only right -> wrong
+        assert len(changed) == (15 if path == layout.samples_file(top, "arc_easy") else 0)
     assert len(drawn) == 1 and len({d.split("~")[0] for d in next(iter(drawn))}) < 60
 
 

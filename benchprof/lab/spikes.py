@@ -5,7 +5,9 @@ scored in every variant the profile holds: each variant's B' rows are its own B 
 A documents, so B' is what evaluating that mixture would have given. The rule, applied unchanged to the profile with
 B' in B's place (the same family, controls and selections), must claim B' <- A; with another ability's documents
 mixed in instead (the null side) it must not claim A. How often it claims, over resamples of which A documents are
-mixed in, is the rule's reach on B: the smallest f claimed in at least 80% of resamples.
+mixed in, is the rule's reach on B: the smallest f claimed in at least 80% of resamples. Its reach in AIS: an effect
+planted in A's top regions (`plant_effect`: round(AIS × the original's right answers) more of B's documents wrong in
+each), and on the null side the same effect planted in every region; `--documents N` plans, B first resampled to N.
 
 .venv/bin/python scripts/spike_profile.py docs/results/profile-qwen2.5-0.5b-claims \\
     --pairs arc_easy:Quantitative_Reasoning --null Temporal_Reasoning
@@ -140,7 +142,10 @@ def plant_effect(
     documents = sorted({doc_id(r) for r in original}, key=str)
     order = {d: i for i, d in enumerate(draw.sample(documents, len(documents)))}
     chosen = {layout.eval_dir(v): v for v in planted if not v.is_original}
-    for folder in _variant_folders(model_dir, benchmark):
+    folders = _variant_folders(model_dir, benchmark)
+    if absent := [v.label() for d, v in chosen.items() if d not in folders]:  # never a plant that does nothing
+        raise TooFew(f"{benchmark}: no evaluation of it in {absent[0]} to plant an effect in")
+    for folder in folders:
         own = _resampled(_own_rows(folder, benchmark), drawn)
         variant = chosen.get(folder)
         if variant is None:
@@ -151,7 +156,7 @@ def plant_effect(
         if len(right) < count:
             raise TooFew(f"{benchmark}: an AIS of {effect:g} needs {count} documents right in {variant.label()}; it "
                          f"has {len(right)}")  # fmt: skip
-        lost = {id(r) for r in right[:count]}
+        lost = {id(r) for r in right[:count]}  # these very rows (a document has one row per filter)
         _put(folder, benchmark, [r | {metric: 0.0} if id(r) in lost else r for r in own])
     return count
 
@@ -259,9 +264,10 @@ def _planted(
     for ability, source, variants in plans:
         tested = abilities if source == PLANTED_EVERYWHERE else [ability]
         hits, one_test = dict.fromkeys(tested, 0), dict.fromkeys(tested, 0)
+        done = documents = 0
         try:
-            for r in range(resamples):
-                documents = plant_effect(model_dir, benchmark, metric_key, effect, seed + r, variants, size)
+            for done in range(resamples):
+                documents = plant_effect(model_dir, benchmark, metric_key, effect, seed + done, variants, size)
                 spiked = rescore_benchmark(run, benchmark)
                 for a in tested:
                     hits[a] += claimed(spiked, benchmark, a)
@@ -269,7 +275,7 @@ def _planted(
                 bar.update()
         except TooFew as err:
             skipped.append(str(err))
-            bar.update(resamples)
+            bar.update(resamples - done)
             continue
         rows += [
             SpikeRow(
@@ -342,6 +348,8 @@ def main(
             triples.append((benchmark, ability, null))
     effects = _shares(planted, "--planted", empty=True)
     shares = _shares(fractions, empty=bool(effects))
+    if int(resamples) < 1:
+        raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
     skipped: list[str] = []
     rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped, effects, _size(documents))
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
@@ -385,7 +393,7 @@ def spikes(
         planted: the AIS values planted, comma-separated, each between 0 and 1; "" plants none.
         documents: planning: each benchmark first resampled to this many documents (with replacement, the same in
             every variant) before an AIS is planted, this profile standing as the pilot; 0 (default): as it is.
-            ais.md's no-claim lines quote the reach at the benchmark's own size only.
+            A planning run writes spikes/plan-<N>/spikes.csv, which ais.md does not quote.
 
     spikes.csv holds this run's pairs only: a run narrowed by --benchmark or --ability replaces a wider one.
     """
@@ -434,7 +442,9 @@ def spikes(
             (folder / DOCUMENTS).symlink_to(archive.resolve())
             skipped: list[str] = []
             rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped, effects, size)
-        path = write_spikes(rows, layout.spikes_dir, spikes_inputs(archive, profile))
+        # a planning run goes beside, never in place of the reach ais.md quotes
+        out = layout.spikes_dir / f"plan-{size}" if size else layout.spikes_dir
+        path = write_spikes(rows, out, spikes_inputs(archive, profile))
         for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")
         print(f"spikes: {spec.tag}: {len(rows)} rows -> {path} ({time.time() - started:.0f}s)")

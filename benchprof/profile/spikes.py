@@ -114,7 +114,7 @@ def reach_lines(
         if own:
             parts.append(_reached(own, rule, "f = "))
         elif not planted:
-            parts.append("not tried (too few documents to mix in)")
+            parts.append("not tried (too few documents to mix in)" if not everywhere else "not planted")
         if null:
             worst = max(null, key=lambda r: r.rate(rule))
             parts.append(f"spiked with {worst.source} instead: claimed {_count(worst, rule)} of {worst.resamples}")
