@@ -19,7 +19,7 @@ import json
 import random
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
@@ -42,6 +42,15 @@ def _variant_folders(model_dir: Path, benchmark: str) -> list[Path]:
 
 def _rows(path: Path) -> list[dict]:
     return [row for _, row in iter_samples(path)]
+
+
+class Draws(NamedTuple):
+    """How a spike or plant is drawn: `resamples` draws from seed `seed` on (draw r: seed + r); `size`, a planned
+    number of documents the benchmark is resampled to first (None: as it is)."""
+
+    resamples: int
+    seed: int
+    size: int | None = None
 
 
 class TooFew(BenchprofError):
@@ -230,8 +239,8 @@ def spike_rows(
                 rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test))
             for benchmark, abilities in tested.items():
                 for effect in effects:
-                    rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect, (resamples, seed, size),
-                                     skipped, bar)  # fmt: skip
+                    rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect,
+                                     Draws(resamples, seed, size), skipped, bar)  # fmt: skip
     return rows
 
 
@@ -241,7 +250,7 @@ def _planted(
     benchmark: str,
     abilities: list[str],
     effect: float,
-    draws: tuple[int, int, int | None],
+    draws: Draws,
     skipped: list[str],
     bar: tqdm,
 ) -> list[SpikeRow]:
@@ -304,6 +313,13 @@ def _shares(values: object, option: str = "--fractions", empty: bool = False) ->
     return shares
 
 
+def _resamples(resamples: int) -> int:
+    """--resamples: at least 1, refused in one line otherwise."""
+    if int(resamples) < 1:
+        raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
+    return int(resamples)
+
+
 def _size(documents: object) -> int | None:
     """--documents: a planned number of documents (None for 0: the benchmark as it is); else one line."""
     if isinstance(documents, bool) or not isinstance(documents, int) or documents < 0:
@@ -348,10 +364,9 @@ def main(
             triples.append((benchmark, ability, null))
     effects = _shares(planted, "--planted", empty=True)
     shares = _shares(fractions, empty=bool(effects))
-    if int(resamples) < 1:
-        raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
+    resamples = _resamples(resamples)
     skipped: list[str] = []
-    rows = spike_rows(source, triples, shares, int(resamples), int(seed), skipped, effects, _size(documents))
+    rows = spike_rows(source, triples, shares, resamples, int(seed), skipped, effects, _size(documents))
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
     for line in reach_lines(rows) + reach_lines(rows, "conjunction") + [f"not tried: {why}" for why in skipped]:
         print(line)
@@ -414,9 +429,7 @@ def spikes(
     spiked, sources = select(benchmark, real, "--benchmark"), select(ability, splits, "--ability")
     effects = _shares(planted, "--planted", empty=True)
     shares = _shares(fractions, empty=bool(effects))  # "" spikes no documents where effects are planted
-    if int(resamples) < 1:
-        raise BenchprofError(f"--resamples: at least 1 (got {resamples})")
-    size = _size(documents)
+    resamples, size = _resamples(resamples), _size(documents)
     nulls = {a: splits[(splits.index(a) + 1) % len(splits)] for a in sources if len(splits) > 1}
     triples = [(b, a, s) for b in spiked for a in sources for s in dict.fromkeys([a, nulls.get(a, a)])]
     if not triples:
@@ -441,7 +454,7 @@ def spikes(
             shutil.copyfile(effective_config(measured), folder / "config.yml")
             (folder / DOCUMENTS).symlink_to(archive.resolve())
             skipped: list[str] = []
-            rows = spike_rows(folder, triples, shares, int(resamples), int(seed), skipped, effects, size)
+            rows = spike_rows(folder, triples, shares, resamples, int(seed), skipped, effects, size)
         # a planning run goes beside, never in place of the reach ais.md quotes
         out = layout.spikes_dir / f"plan-{size}" if size else layout.spikes_dir
         path = write_spikes(rows, out, spikes_inputs(archive, profile))

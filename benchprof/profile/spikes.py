@@ -81,13 +81,17 @@ def current_spikes(folder: Path, inputs: dict[str, Any]) -> list[SpikeRow]:
     return read_spikes(folder / SPIKES)
 
 
+def _first_reached(rows: list[SpikeRow], rule: str = "claims") -> SpikeRow | None:
+    """The row of the smallest level (share or AIS) claimed in at least REACH_RATE of resamples under `rule`."""
+    return next((r for r in sorted(rows, key=lambda r: r.fraction) if r.rate(rule) >= REACH_RATE), None)
+
+
 def _reached(rows: list[SpikeRow], rule: str, what: str) -> str:
     """The smallest level (share or AIS, `what`) claimed in at least REACH_RATE of resamples, or the largest tried."""
-    rows = sorted(rows, key=lambda r: r.fraction)
-    reached = next((r for r in rows if r.rate(rule) >= REACH_RATE), None)
+    reached = _first_reached(rows, rule)
     if reached is not None:
         return f"claimed from {what}{reached.fraction:g} ({_count(reached, rule)} of {reached.resamples})"
-    last = rows[-1]
+    last = max(rows, key=lambda r: r.fraction)
     tried = f"{what}{last.fraction:g} ({_count(last, rule)} of {last.resamples})"
     return f"not claimed in {REACH_RATE:.0%} of resamples up to {tried}"
 
@@ -139,13 +143,12 @@ def planted_reach(rows: list[SpikeRow]) -> dict[str, str]:
         found: dict[float, list[str]] = {}
         missed: dict[float, list[str]] = {}
         for ability in dict.fromkeys(r.ability for r in rows if r.benchmark == benchmark and r.source == PLANTED):
-            mine = sorted((r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, PLANTED)),
-                          key=lambda r: r.fraction)  # fmt: skip
-            hit = next((r.fraction for r in mine if r.rate() >= REACH_RATE), None)
+            mine = [r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, PLANTED)]
+            hit = _first_reached(mine)
             if hit is None:
-                missed.setdefault(mine[-1].fraction, []).append(ability)
+                missed.setdefault(max(r.fraction for r in mine), []).append(ability)
             else:
-                found.setdefault(hit, []).append(ability)
+                found.setdefault(hit.fraction, []).append(ability)
         parts = [f"from {level:g} for {', '.join(names)}" for level, names in sorted(found.items())]
         parts += [f"not up to {level:g} for {', '.join(names)}" for level, names in sorted(missed.items())]
         reach[benchmark] = (
