@@ -6,6 +6,7 @@ ability's documents, must not. The spiked files hold exactly B's rows and the sa
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
@@ -32,7 +33,8 @@ def write(cfg, variant: Variant, benchmark: str, correct: list[int]) -> None:
     path.write_text(json.dumps(payload | {"limit": None, "num_fewshot": 0}))
     rows = [  # four options, the right one first: at chance 0.25, so above chance
         {"task": benchmark, "doc_id": i, "filter": "none", "acc_norm": float(c), "acc": float(c),
-         "loglikelihoods": [0.0, -1.0, -2.0, -3.0] if c else [-3.0, 0.0, -1.0, -2.0], "target": 0}
+         "loglikelihoods": [0.0, -1.0, -2.0, -3.0] if c else [-3.0, 0.0, -1.0, -2.0], "target": 0,
+         "option_lengths": [1, 1, 1, 1]}
         for i, c in enumerate(correct)
     ]  # fmt: skip
     layout.samples_file(variant, benchmark).write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -87,9 +89,12 @@ def test_the_rule_claims_a_strong_spike_and_not_a_null_one(profile_config):
     spike_benchmark(model_dir, "arc_easy", TEMPORAL, 0.5, seed=0)  # another ability's documents: the null side
     profile = load_scores(profile_config, "t", progress=False)
     assert not claimed(profile, "arc_easy", QUANT) and not claimed(profile, "arc_easy", QUANT, "conjunction")
+    assert not claimed(profile, "arc_easy", QUANT, "p_correct")
     spike_benchmark(model_dir, "arc_easy", QUANT, 0.5, seed=0)
     profile = load_scores(profile_config, "t", progress=False)
     assert claimed(profile, "arc_easy", QUANT) and claimed(profile, "arc_easy", QUANT, "conjunction")
+    # the spiked documents carry their own log-likelihoods in each variant: the rule on p_correct claims B' too
+    assert claimed(profile, "arc_easy", QUANT, "p_correct") and not claimed(profile, "arc_easy", TEMPORAL, "p_correct")
 
 
 def test_one_benchmark_scored_again_equals_the_whole_profile_scored_again(profile_config):
@@ -134,6 +139,12 @@ def test_the_reach_line_names_the_smallest_share_claimed_in_most_resamples():
     assert reach_lines(rows, "conjunction")[1] == (
         "c <- A (the conjunction form): not claimed in 80% of resamples up to f = 0.1 (0 of 5)"
     )
+    on_p = [replace(r, claimed_p_correct=n) for r, n in zip(rows, [4, 5, 5, 0, 1], strict=True)]
+    on_p.append(SpikeRow("m", "b", "A", PLANTED, 0.05, 3, 5, 5, claimed_p_correct=5))  # a plant moves accuracy only
+    assert reach_lines(on_p, "p_correct") == [
+        "b <- A (the rule on p_correct): claimed from f = 0.1 (4 of 5); spiked with C instead: claimed 0 of 5",
+        "c <- A (the rule on p_correct): not claimed in 80% of resamples up to f = 0.1 (1 of 5)",
+    ]
 
 
 def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profile_config, capsys):

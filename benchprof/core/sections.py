@@ -209,3 +209,5 @@ class AggregateSettings:
     # items right before an AIS ratio means anything (with 3 right, 2 lost items are an AIS of +0.667)
     min_correct: int = 10
     clusters: bool = True  # resample items by their `cluster` and a group's subtasks as strata, where present
+    # the claim rule on p_correct too, beside the primary metric: a family of its own (docs/claims.md)
+    p_correct_claims: bool = True

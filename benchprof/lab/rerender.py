@@ -19,7 +19,7 @@ from benchprof.core.storage import read_csv, write_text
 from benchprof.profile.claims import claims_markdown
 from benchprof.profile.controls import placebo_stars
 from benchprof.profile.report import READING, merged_notes
-from benchprof.profile.rows import HOLM_FAMILIES, SPECIFICITY, AisRow, Profile
+from benchprof.profile.rows import HOLM_FAMILIES, P_CORRECT, SPECIFICITY, AisRow, Profile
 
 NOTES = "## Notes"
 MORE = "- ... and "  # the line that counts the notes ais.md did not show
@@ -55,7 +55,7 @@ def folder_profile(folder: Path) -> Profile:
         rows=rows,
         alpha=float(aggregate.get("alpha", defaults.alpha)),
         # each benchmark's primary metric (its claim rows') and whether it is at chance, as the rows say
-        metrics={row.benchmark: row.metric for row in rows if row.family in HOLM_FAMILIES},
+        metrics={row.benchmark: row.metric for row in rows if row.family in HOLM_FAMILIES and row.metric != P_CORRECT},
         chance_p={row.benchmark: 1.0 if row.at_chance else 0.0 for row in rows if row.benchmark != SPECIFICITY},
     )
     profile.placebo_stars = list(placebo_stars(profile))  # what ais.md's Claims say of the placebo regions

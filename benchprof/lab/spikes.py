@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.results import DocId, doc_id, iter_samples
-from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, SpikeRow, reach_lines, write_spikes
+from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, RULES, SpikeRow, reach_lines, write_spikes
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -172,17 +172,14 @@ def plant_effect(
 
 def claimed(profile: Profile, benchmark: str, ability: str, rule: str = "claims") -> bool:
     """Whether the profile claims `benchmark` draws on `ability`: under the rule as ais.md states it
-    (profile/claims.py; `rule` "claims") or its conjunction form, every rule in one test (profile/claim_tests.py;
-    "conjunction")."""
+    (profile/claims.py; `rule` "claims"), its conjunction form, every rule in one test (profile/claim_tests.py;
+    "conjunction"), or the rule on p_correct ("p_correct")."""
     from benchprof.profile.claim_tests import conjunction_claims
-    from benchprof.profile.claims import benchmark_claims
+    from benchprof.profile.claims import claimed_pairs
 
     if rule == "conjunction":
         return (benchmark, ability) in conjunction_claims(profile)
-    return any(
-        c.benchmark == benchmark and c.kind == "claims" and ability in {r.ability for r in c.draws_on}
-        for c in benchmark_claims(profile)
-    )
+    return (benchmark, ability) in claimed_pairs(profile, on_p=rule == "p_correct")
 
 
 def spike_rows(
@@ -224,19 +221,23 @@ def spike_rows(
         planted = sum(len(a) + 1 for a in tested.values()) * len(effects)
         with tqdm(total=(len(todo) + planted) * resamples, desc="spikes", unit="profile") as bar:
             for (benchmark, ability, source), fraction in todo:
-                hits = one_test = documents = 0
+                hits = one_test = on_p = documents = 0
                 try:
                     for r in range(resamples):
                         documents = spike_benchmark(Path(root) / tag, benchmark, source, fraction, seed + r)
                         profile = rescore_benchmark(runs[0], benchmark)
                         hits += claimed(profile, benchmark, ability)
                         one_test += claimed(profile, benchmark, ability, "conjunction")
+                        on_p += claimed(profile, benchmark, ability, "p_correct")
                         bar.update()
                 except TooFew as err:  # a spike that cannot be made: said, not tried
                     skipped.append(str(err))
                     bar.update(resamples)
                     continue
-                rows.append(SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test))
+                rows.append(
+                    SpikeRow(tag, benchmark, ability, source, fraction, documents, resamples, hits, one_test,
+                             claimed_p_correct=on_p)
+                )  # fmt: skip
             for benchmark, abilities in tested.items():
                 for effect in effects:
                     rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect,
@@ -368,8 +369,11 @@ def main(
     skipped: list[str] = []
     rows = spike_rows(source, triples, shares, resamples, int(seed), skipped, effects, _size(documents))
     path = write_spikes(rows, Path(out) if out else Path(f"spikes-{source.resolve().name}"))
-    for line in reach_lines(rows) + reach_lines(rows, "conjunction") + [f"not tried: {why}" for why in skipped]:
-        print(line)
+    for rule in RULES:
+        for line in reach_lines(rows, rule):
+            print(line)
+    for why in skipped:
+        print(f"not tried: {why}")
     print(f"spikes: {len(rows)} rows -> {path}")
 
 
@@ -393,8 +397,10 @@ def spikes(
     the smallest claimed in 80% of resamples, which ais.md's "no claim" lines quote; planted in every region alike
     (what any region of the size does), it must not be claimed. Reads the profile's
     documents.tar.xz as `benchprof aggregate` last wrote it; writes outputs/<model>/spikes/spikes.csv and prints one
-    line per (benchmark, ability); the next `benchprof aggregate` quotes them in ais.md while the profile is the one
-    they were measured on. docs/claims.md says how to read them.
+    line per (benchmark, ability), and one more under the rule on p_correct (aggregate.p_correct_claims: the
+    mixed-in documents carry their own p_correct; a planted effect moves accuracy only); the next `benchprof
+    aggregate` quotes them in ais.md while the profile is the one they were measured on. docs/claims.md says how to
+    read them.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
@@ -458,6 +464,7 @@ def spikes(
         # a planning run goes beside, never in place of the reach ais.md quotes
         out = layout.spikes_dir / f"plan-{size}" if size else layout.spikes_dir
         path = write_spikes(rows, out, spikes_inputs(archive, profile))
-        for line in reach_lines(rows) + [f"not tried: {why}" for why in skipped]:
+        on_p = reach_lines(rows, "p_correct") if cfg.aggregate.p_correct_claims else []
+        for line in reach_lines(rows) + on_p + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")
         print(f"spikes: {spec.tag}: {len(rows)} rows -> {path} ({time.time() - started:.0f}s)")

@@ -14,7 +14,16 @@ from typing import Any
 
 from benchprof.core.region_names import random_draw, selection_of
 from benchprof.core.results import PerDoc
-from benchprof.profile.rows import P_CORRECT, SPECIFICITY, AisRow, Profile, ability_benchmarks, control_of, is_top
+from benchprof.profile.rows import (
+    P_CLAIM,
+    P_CORRECT,
+    SPECIFICITY,
+    AisRow,
+    Profile,
+    ability_benchmarks,
+    control_of,
+    is_top,
+)
 from benchprof.stats.breadth import breadth_residuals, unshared_variance
 from benchprof.stats.multitest import holm
 
@@ -144,8 +153,17 @@ def apply_breadth(profile: Profile, docs: Docs | None = None, p_docs: Docs | Non
     (`docs`). The line is corrected for the noise its regions do not share (line_noise)."""
     if not any(b in profile.abilities for b in ability_benchmarks(profile.benchmarks, profile.abilities)):
         return
-    claims = top_random_rows(profile)
     noise: dict[str, NoiseCache] = {"p_correct": {}, "primary": {}}  # one per metric's documents
+    on_p = {key: row for key, row in top_random_rows(profile, P_CORRECT).items() if row.family == P_CLAIM}
+    for claims in (top_random_rows(profile), on_p):  # the claims on each benchmark's primary metric, on p_correct
+        _apply_lines(profile, claims, docs, p_docs, noise)
+
+
+def _apply_lines(
+    profile: Profile, claims: RowsByRegion, docs: Docs | None, p_docs: Docs | None, noise: dict[str, NoiseCache]
+) -> None:
+    """apply_breadth on one metric's top − random rows (`claims`): one line per benchmark and k; the regions'
+    breadths are the same whichever metric the benchmark's side is read on."""
     cells: dict[tuple[float, str], list[tuple[str, str]]] = {}
     for ability, k, benchmark, top in claims:
         if benchmark not in profile.at_chance:

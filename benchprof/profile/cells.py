@@ -26,6 +26,7 @@ from benchprof.profile.rows import (
     HOLM_FAMILIES,
     MEAN,
     OWN,
+    P_CLAIM,
     P_CORRECT,
     PRIMARY,
     SECONDARY,
@@ -107,7 +108,7 @@ def joint_cell(
     )
 
 
-def family_of(row: AisRow, splits: frozenset[str] = frozenset()) -> str:
+def family_of(row: AisRow, splits: frozenset[str] = frozenset(), p_claims: bool = False) -> str:
     """The multiplicity family a tested row belongs to (AisRow.family), declared before any result is seen.
 
     claim: what a profile is read for, on each real benchmark's primary metric: does ability a's top region do more
@@ -124,8 +125,9 @@ def family_of(row: AisRow, splits: frozenset[str] = frozenset()) -> str:
     never starred: a region that hurts every split a little differs from 0 on one split more than another by chance, and
     with the damage rows beside it Benjamini-Hochberg starred that in 20% of simulated profiles with no ability
     (docs/research/statistics-simulations.md); the specificity a star may claim is top-random's. secondary: everything
-    else with a p-value (p_correct rows, bottom regions). The mean top-random specificity is in none: the pool cancels
-    in it, so it equals the mean top specificity.
+    else with a p-value (p_correct rows, bottom regions). claim_p_correct (`p_claims`: aggregate.p_correct_claims):
+    the claim family's rows on p_correct, a family of their own, so neither metric's claims pay for the other's.
+    The mean top-random specificity is in none: the pool cancels in it, so it equals the mean top specificity.
     """
     if math.isnan(row.p_value) or row.at_chance:
         return ""
@@ -133,10 +135,12 @@ def family_of(row: AisRow, splits: frozenset[str] = frozenset()) -> str:
         return CONTROL
     if row.ability == MEAN and row.region == ADJUSTED:
         return ""
+    claim_shaped = row.region == ADJUSTED or (row.benchmark != SPECIFICITY and control_of(row.region) is not None)
+    real = row.benchmark not in splits and row.benchmark != SPECIFICITY
     if row.metric == P_CORRECT:
-        return SECONDARY
-    if row.region == ADJUSTED or (row.benchmark != SPECIFICITY and control_of(row.region)):
-        return OWN if row.benchmark in splits or row.benchmark == SPECIFICITY else PRIMARY
+        return P_CLAIM if p_claims and claim_shaped and real else SECONDARY
+    if claim_shaped:
+        return PRIMARY if real else OWN
     if row.benchmark == SPECIFICITY and row.region == "top":
         return CONTROL
     return DAMAGE if is_top(row.region) else SECONDARY
@@ -163,14 +167,15 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     splits_at_chance = at_chance & splits
     for row in profile.rows:  # a specificity row compares every ability split: one at chance makes it noise too
         row.at_chance = bool(splits_at_chance) if row.benchmark == SPECIFICITY else row.benchmark in at_chance
-        row.family = family_of(row, splits)
+        row.family = family_of(row, splits, profile.p_correct_claims)
         if not math.isnan(row.p_value) and row.family in ("", CONTROL):
             row.significant = False
-    names = (PRIMARY, OWN, DAMAGE, SECONDARY, CONTROL)
+    names = (PRIMARY, OWN, P_CLAIM, DAMAGE, SECONDARY, CONTROL)
     families = {name: [row for row in profile.rows if row.family == name] for name in names}
     profile.family_size, profile.family_size_damage = len(families[PRIMARY]), len(families[DAMAGE])
     profile.family_size_own = len(families[OWN])
     profile.family_size_secondary = len(families[SECONDARY])
+    profile.family_size_p = len(families[P_CLAIM])
     discordance: dict[str, list[float]] = {}
     for name, family in families.items():
         if not family:

@@ -23,6 +23,7 @@ from benchprof.profile.rows import (
     HOLM_FAMILIES,
     MEAN,
     OWN,
+    P_CLAIM,
     P_CORRECT,
     PRIMARY,
     SPECIFICITY,
@@ -51,13 +52,14 @@ class Claim:
     unfigured: list[str] = field(default_factory=list)
     original: float = math.nan  # kind "chance": the original score and the chance level
     chance: float = math.nan
+    on: str = ""  # the metric named in its line: "p_correct" for the claims on p_correct, "" for the primary one
 
 
-def _is_claim_row(row: AisRow, k: float) -> bool:
-    """A top-random row of one ability on a benchmark's primary metric at k, tested or not."""
+def _is_claim_row(row: AisRow, k: float, on_p: bool = False) -> bool:
+    """A top-random row of one ability on a benchmark's primary metric (`on_p`: on p_correct) at k, tested or not."""
     return (
         row.region == ADJUSTED
-        and row.metric != P_CORRECT
+        and (row.metric == P_CORRECT) == on_p
         and row.ability != MEAN
         and row.benchmark != SPECIFICITY
         and math.isclose(row.k, k)
@@ -99,26 +101,34 @@ def _first_step(profile: Profile, tested: list[AisRow]) -> float:
     claim's p (claim_tests.py) is S − m + 1 times a selection's one-sided p, over the family's pairs at the report
     k; before statistics 10, alpha over the family's rows."""
     family = tested[0].family
-    pairs = [r for r in profile.rows if r.family == family and _is_claim_row(r, profile.report_k)]
+    on_p = tested[0].metric == P_CORRECT
+    pairs = [r for r in profile.rows if r.family == family and _is_claim_row(r, profile.report_k, on_p)]
     if any(math.isnan(r.claim_p) for r in pairs) or not pairs:
         return profile.alpha / max(1, len(_claim_family(profile)))
     selections = max(1, tested[0].selections)
     return 2 * profile.alpha / ((selections - selections // 2) * len(pairs))
 
 
-def benchmark_claims(profile: Profile) -> list[Claim]:
-    """One Claim per benchmark with rows at the report k, in the profile's order."""
+def benchmark_claims(profile: Profile, on_p: bool = False) -> list[Claim]:
+    """One Claim per benchmark with rows at the report k, in the profile's order; with `on_p`, on p_correct (the
+    benchmarks whose claim rows are in the claim_p_correct family: aggregate.p_correct_claims)."""
     k = profile.report_k
     out = []
     for benchmark in _benchmarks(profile):
-        rows = [r for r in profile.rows if r.benchmark == benchmark and math.isclose(r.k, k) and r.metric != P_CORRECT]
+        rows = [
+            r
+            for r in profile.rows
+            if r.benchmark == benchmark and math.isclose(r.k, k) and (r.metric == P_CORRECT) == on_p
+        ]
+        if on_p and not any(r.family == P_CLAIM for r in rows):
+            continue
         if not rows:
             continue
         if any(r.at_chance for r in rows):
             scored = next((r for r in rows if not math.isnan(r.chance)), rows[0])
             out.append(Claim(benchmark, "chance", original=scored.score_original, chance=scored.chance))
             continue
-        tested = claim_rows(profile, benchmark)
+        tested = claim_rows(profile, benchmark, on_p)
         if not tested:
             out.append(Claim(benchmark, "untested"))
             continue
@@ -143,17 +153,24 @@ def benchmark_claims(profile: Profile) -> list[Claim]:
             beyond = minimum_detectable_beyond_control(statistics.stdev(placebos), len(placebos), level)
         median = statistics.median(mdes) if mdes else math.nan
         out.append(Claim(benchmark, "none", mde=median, mde_placebo=beyond, unfigured=unfigured))
+    for claim in out:
+        claim.on = P_CORRECT if on_p else ""
     return out
 
 
-def claim_rows(profile: Profile, benchmark: str) -> list[AisRow]:
+def claimed_pairs(profile: Profile, on_p: bool = False) -> frozenset[tuple[str, str]]:
+    """The (benchmark, ability) pairs the profile claims "draws on", on the primary metric (`on_p`: p_correct)."""
+    return frozenset((c.benchmark, r.ability) for c in benchmark_claims(profile, on_p) for r in c.draws_on)
+
+
+def claim_rows(profile: Profile, benchmark: str, on_p: bool = False) -> list[AisRow]:
     """The tested top-random rows a benchmark's claims are read from: one per ability, at the report k, on the
-    benchmark's primary metric."""
+    benchmark's primary metric (`on_p`: on p_correct)."""
     return [
         r
         for r in profile.rows
         if r.benchmark == benchmark
-        and _is_claim_row(r, profile.report_k)
+        and _is_claim_row(r, profile.report_k, on_p)
         and r.family in HOLM_FAMILIES
         and not math.isnan(r.p_value)
     ]
@@ -204,7 +221,7 @@ UNTESTED = (
 def claim_line(claim: Claim) -> str:
     """One benchmark's verdict in words (one line; said the same way in ais.md and on the terminal). What "draws
     on", "no claim" and "at chance" mean is said once, in the lead above the lines."""
-    b = claim.benchmark
+    b = claim.benchmark + (f" ({claim.on})" if claim.on else "")
     if claim.kind == "chance":
         against = "" if math.isnan(claim.chance) else f" against {claim.chance:.3f}"
         return f"{b}: at chance ({claim.original:.3f}{against}); no claim."
@@ -272,8 +289,26 @@ def claim_lines(profile: Profile) -> list[str]:
     untested = [c.benchmark for c in claims if c.kind == "untested"]
     if untested:
         lines.append(f"{', '.join(untested)}: {UNTESTED}.")
+    lines += p_correct_lines(profile)
     if spec := specificity_line(profile):
         lines.append(spec)
+    return lines
+
+
+def p_correct_lines(profile: Profile) -> list[str]:
+    """The claims on p_correct (aggregate.p_correct_claims): a line per benchmark with one, then one line for the
+    benchmarks with none; [] where the profile declares none."""
+    claims = [c for c in benchmark_claims(profile, on_p=True) if c.kind != "chance"]
+    if not claims:
+        return []
+    lines = [claim_line(c) for c in claims if c.kind == "claims"]
+    rest = {kind: [c.benchmark for c in claims if c.kind == kind] for kind in ("none", "untested")}
+    said = [
+        f"no claim on {_and(rest['none'])}" if rest["none"] else "",
+        f"no test on {_and(rest['untested'])}" if rest["untested"] else "",
+    ]
+    if any(said):
+        lines.append("On p_correct: " + "; ".join(s for s in said if s) + ".")
     return lines
 
 
@@ -355,4 +390,12 @@ def claims_markdown(profile: Profile) -> list[str]:
             "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."
         )
     )
+    p_pairs = [r for r in profile.rows if r.family == P_CLAIM and _is_claim_row(r, k, on_p=True)]
+    if p_pairs:
+        lead += (
+            f" Lines marked (p_correct) apply the same rule to each item's probability of the right option "
+            f"(aggregate.p_correct_claims), which registers damage that flips no answer: Holm over its own "
+            f"{len(p_pairs)} pairs, a family apart, so the chance of any false claim on either metric is at most "
+            f"{2 * profile.alpha:g}."
+        )
     return ["## Claims", "", lead, ""] + [f"- {line}" for line in claim_lines(profile)]

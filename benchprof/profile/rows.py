@@ -22,9 +22,11 @@ MEAN = "mean"  # the ability name of the rows holding the mean specificity over 
 P_CORRECT = "p_correct"  # the metric of rows computed on each item's probability of the correct option
 # AisRow.family (cells.family_of): the claim rows (does the ability's region do more than a region of no ability, on
 # a real benchmark?), the same question on the ability splits and specificity (own), the damage rows (does zeroing
-# the region hurt at all?), the other tested rows, and the random controls
+# the region hurt at all?), the other tested rows, and the random controls; the claim rows on p_correct, where
+# aggregate.p_correct_claims declares them, are a claim family of their own
 PRIMARY, OWN, DAMAGE, SECONDARY, CONTROL = "claim", "own", "damage", "secondary", "control"
-HOLM_FAMILIES = (PRIMARY, OWN)  # the families whose stars are claims: Holm, each on its own
+P_CLAIM = "claim_p_correct"
+HOLM_FAMILIES = (PRIMARY, OWN, P_CLAIM)  # the families whose stars are claims: Holm, each on its own
 SAME_MIXTURE = 0.9  # two ability profiles "measure the same mixture" when their cosine's 95% interval lies above
 
 
@@ -277,6 +279,8 @@ class Profile:
     family_size_own: int = 0  # rows in the own family
     family_size_damage: int = 0  # rows in the damage family
     family_size_secondary: int = 0  # rows in the secondary family
+    family_size_p: int = 0  # rows in the claim family on p_correct
+    p_correct_claims: bool = False  # aggregate.p_correct_claims: the claim rule applied on p_correct too
     null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool
     k_steps: list[KStep] = field(default_factory=list)  # per (benchmark, ability, neighbouring k): tested changes
     breadth: list[Breadth] = field(default_factory=list)  # per (benchmark, k): benchmarks.csv

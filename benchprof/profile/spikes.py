@@ -17,6 +17,9 @@ SPIKES = "spikes.csv"
 PLANTED = "planted"  # source of a row whose effect is planted in the ability's top regions; fraction: the AIS planted
 PLANTED_EVERYWHERE = "planted everywhere"  # the same AIS planted in every region alike: the null side
 REACH_RATE = 0.8  # a share f is within the rule's reach when it is claimed in at least this share of resamples
+# how a claim is counted -> its columns' suffix: the rule as ais.md states it, its conjunction form, on p_correct
+RULES = {"claims": "", "conjunction": "_conjunction", "p_correct": "_p_correct"}
+RULE_NAMES = {"claims": "the rule", "conjunction": "the conjunction form", "p_correct": "the rule on p_correct"}
 
 
 @dataclass(frozen=True)
@@ -35,9 +38,11 @@ class SpikeRow:
     claimed: int  # under the rule as ais.md states it (profile/claims.py)
     claimed_conjunction: int = 0  # under its conjunction form (profile/claim_tests.py)
     size: int = 0  # planning: B resampled to this many documents before the effect is planted; 0: B as it is
+    # under the rule on p_correct (aggregate.p_correct_claims); a planted effect moves accuracy only: 0 there
+    claimed_p_correct: int = 0
 
     def rate(self, rule: str = "claims") -> float:
-        return (self.claimed_conjunction if rule == "conjunction" else self.claimed) / self.resamples
+        return _count(self, rule) / self.resamples
 
 
 def spikes_output(folder: Path) -> Output:
@@ -51,8 +56,8 @@ def write_spikes(rows: list[SpikeRow], out: Path, inputs: dict[str, Any] | None 
     out.mkdir(parents=True, exist_ok=True)
     path = out / SPIKES
     clear_manifest(out)  # a kill between the two files leaves no manifest vouching for another table
-    columns = [f.name for f in fields(SpikeRow)] + ["rate", "rate_conjunction"]
-    write_csv(path, columns, [asdict(r) | {"rate": r.rate(), "rate_conjunction": r.rate("conjunction")} for r in rows])
+    columns = [f.name for f in fields(SpikeRow)] + [f"rate{RULES[rule]}" for rule in RULES]
+    write_csv(path, columns, [asdict(r) | {f"rate{RULES[rule]}": r.rate(rule) for rule in RULES} for r in rows])
     if inputs is not None:
         write_manifest(out, inputs, extra={"command": "spikes"}, files=[path])
     return path
@@ -97,7 +102,7 @@ def _reached(rows: list[SpikeRow], rule: str, what: str) -> str:
 
 
 def _count(row: SpikeRow, rule: str) -> int:
-    return row.claimed_conjunction if rule == "conjunction" else row.claimed
+    return int(getattr(row, f"claimed{RULES[rule]}"))
 
 
 def reach_lines(
@@ -105,9 +110,12 @@ def reach_lines(
 ) -> list[str]:
     """Per (benchmark, ability): spiked with its own documents, the smallest share claimed in at least REACH_RATE
     of resamples under `rule` (SpikeRow.rate), or the largest share tried, not reached; per null source, its highest
-    claim rate; then, where measured, the same for an AIS planted in its top regions and in every region. A pair in
-    `unspiked` (claimed on the profile as it is) says so first: its spikes and null sides measure nothing."""
+    claim rate; then, where measured, the same for an AIS planted in its top regions and in every region (not under
+    the rule on p_correct: a plant moves accuracy only). A pair in `unspiked` (claimed on the profile as it is) says
+    so first: its spikes and null sides measure nothing."""
     lines = []
+    if rule == "p_correct":
+        rows = [r for r in rows if r.source not in (PLANTED, PLANTED_EVERYWHERE)]
     for benchmark, ability, size in dict.fromkeys((r.benchmark, r.ability, r.size) for r in rows):
         pair = [r for r in rows if (r.benchmark, r.ability, r.size) == (benchmark, ability, size)]
         own = [r for r in pair if r.source == ability]
@@ -127,7 +135,7 @@ def reach_lines(
         if everywhere:
             worst = max(everywhere, key=lambda r: r.rate(rule))
             parts.append(f"planted in every region: claimed {_count(worst, rule)} of {worst.resamples}")
-        form = "the conjunction form" if rule == "conjunction" else "the rule"
+        form = RULE_NAMES[rule]
         planned = f" at {size} documents (planned)" if size else ""
         lines.append(f"{benchmark}{planned} <- {ability} ({form}): " + "; ".join(parts))
     return lines

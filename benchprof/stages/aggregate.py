@@ -18,7 +18,7 @@ from benchprof.core.ownership import recorded_files, remove_unwritten
 from benchprof.core.results import evaluation_hashes
 from benchprof.core.storage import clear_manifest, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
-from benchprof.profile.claims import benchmark_claims
+from benchprof.profile.claims import claimed_pairs
 from benchprof.profile.documents import write_documents
 from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
@@ -80,8 +80,9 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
     documents = write_documents(layout, profile)  # first: ais.md quotes a spikes.csv measured on these documents
     spiked = current_spikes(layout.spikes_dir, spikes_inputs(documents, profile_inputs(cfg, k)))
-    unspiked = frozenset((c.benchmark, r.ability) for c in benchmark_claims(profile) for r in c.draws_on)
-    profile.reach, profile.planted_reach = reach_lines(spiked, unspiked=unspiked), planted_reach(spiked)
+    profile.reach, profile.planted_reach = reach_lines(spiked, unspiked=claimed_pairs(profile)), planted_reach(spiked)
+    if profile.p_correct_claims:  # the same spikes read under the rule on p_correct
+        profile.reach += reach_lines(spiked, "p_correct", unspiked=claimed_pairs(profile, on_p=True))
     written = write_profile(profile, layout, plots=plots) + overlap_files + [documents]
     remove_unwritten(folder, previous, written)  # e.g. the plots of an ability no longer profiled
     write_manifest(

@@ -76,15 +76,14 @@ Judged = dict[tuple[Variant, str], tuple[str, str]]
 # computed by an earlier benchprof reads as stale and is recomputed (seconds), never reported with old stars.
 # 2: the revised mean and clustered tests, hull intervals, predictive top-random, declared families. 3: specificity
 # rows on the Wald test of their bootstrap se; k steps tested. 4: the clustered McNemar test exact at every size.
-# 5: the claim family (top-random rows, top-random specificity against the random draws' specificity) apart
-#    from the damage family (top against the original), Holm within the claim; no control test without spread.
-# 6: no mean test (continuous rows) below the size its differences' skewness needs (paired.mean_test_units).
-# 7: per-selection top-random and top-placebo rows, the breadth control, selections_agree, documents.tar.gz.
-# 8: the claim's figure over selections (selections_ais, its interval and p), required by the rule; .tar.xz.
-# 9: p_correct where a multiple-choice target is text (results.gold_indices: COPA, WinoGrande, CommonsenseQA).
+# 5: the claim family apart from the damage family, Holm within the claim; no control test without spread. 6: no
+# mean test below the size its differences' skewness needs. 7: per-selection top-random and top-placebo rows, the
+# breadth control, selections_agree, documents.tar.gz.
+# 8: the claim's figure over selections, required by the rule; .tar.xz. 9: p_correct where a target is text.
 # 10: one test per claim (claim_p, claim_q: Holm over the real benchmarks' pairs), the ability splits' rows a
 #     family apart (own); breadth on the splits' p_correct, corrected for the item noise its regions do not share.
-STATISTICS_VERSION = 10
+# 11: the claim rule on p_correct too (aggregate.p_correct_claims), a claim family of its own (claim_p_correct).
+STATISTICS_VERSION = 11
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
@@ -475,6 +474,7 @@ def load_scores(
         threshold=settings.threshold,
         bootstrap=resamples,
         alpha=settings.alpha,
+        p_correct_claims=settings.p_correct_claims,
         dtype=eval_dtype(cfg, spec),
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
