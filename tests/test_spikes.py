@@ -189,6 +189,11 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     main(["aggregate", config, "--noplots"])
     reach = "- arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2); spiked with"
     assert "**Reach**" in ais.read_text() and reach in ais.read_text()
+    assert (
+        "- arc_easy <- Quantitative_Reasoning (the rule on p_correct): claimed from f = 0.5 (2 of 2)" in ais.read_text()
+    )
+    main(["status", config])
+    assert "done     spikes      t: spikes.csv" in capsys.readouterr().out
     line = next(x for x in ais.read_text().splitlines() if x.startswith("- arc_easy: no claim"))
     assert line.endswith(
         "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.3 for "
@@ -202,6 +207,11 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     write(profile_config, Variant(), "arc_easy", [int(i % 7 != 0) for i in range(N)])  # another original score
     main(["aggregate", config, "--noplots"])
     assert "Reach" not in ais.read_text()
+    capsys.readouterr()
+    main(["status", config])
+    assert "stale    spikes      t: spikes.csv  (measured on another profile; ais.md does not quote it" in (
+        capsys.readouterr().out
+    )
 
 
 @pytest.mark.parametrize("fractions", ["abc", "0", "0.1,1.5"])

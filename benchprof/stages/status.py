@@ -310,6 +310,25 @@ def profile_item(cfg: Config, spec: ModelSpec, evals: list[Item]) -> Item:
     return Item("profile", spec.tag, output.label, state, why)
 
 
+def spikes_items(cfg: Config, spec: ModelSpec) -> list[Item]:
+    """The model's spikes.csv (`benchprof spikes`), where one was written: done while it was measured on the profile
+    as it is now (ais.md quotes it), else stale. None where spikes never ran: they are not a stage of `run`."""
+    from benchprof.core.layout import Layout
+    from benchprof.profile.documents import DOCUMENTS
+    from benchprof.profile.spikes import SPIKES, spikes_inputs, spikes_output
+    from benchprof.stages.profile_scores import profile_inputs
+
+    layout = Layout(cfg.output_root, spec.tag)
+    if not (layout.spikes_dir / SPIKES).is_file():
+        return []
+    documents = layout.profile_dir / DOCUMENTS
+    expected = spikes_inputs(documents, profile_inputs(cfg)) if documents.is_file() else None
+    state, why = judge(spikes_output(layout.spikes_dir), expected)
+    if state == "stale":
+        why = f"measured on another profile; ais.md does not quote it ({why})"
+    return [Item("spikes", spec.tag, "spikes.csv", state, why)]
+
+
 def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
     """Every output of the config's run, in stage order, with its state."""
     from benchprof.core.layout import Layout
@@ -331,9 +350,8 @@ def plan_status(cfg: Config, fingerprint: bool = False) -> list[Item]:
         importance, masks = region_items(cfg, spec, data, fp)
         evals = eval_items(cfg, spec, masks, data)
         checkpoints = checkpoint_items(cfg, spec, masks)
-        items += (
-            list(importance.values()) + list(masks.values()) + checkpoints + evals + [profile_item(cfg, spec, evals)]
-        )
+        items += list(importance.values()) + list(masks.values()) + checkpoints + evals
+        items += [profile_item(cfg, spec, evals), *spikes_items(cfg, spec)]
     return items
 
 
