@@ -9,16 +9,19 @@ few answers, it must find the claim that the rule on accuracy mostly misses.
 """
 
 import math
+import shutil
 
 import numpy as np
 import pytest
 import yaml
 from test_aggregate import write_eval
 
-from benchprof.core.layout import Variant
+from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
+from benchprof.lab.rerender import folder_profile
 from benchprof.profile.cells import family_of
-from benchprof.profile.claims import benchmark_claims, claim_lines, claims_markdown
+from benchprof.profile.claims import benchmark_claims, claim_lines, claimed_pairs, claims_markdown
+from benchprof.profile.report import write_tables
 from benchprof.profile.rows import ADJUSTED, P_CLAIM, P_CORRECT, PRIMARY, SECONDARY, AisRow
 from benchprof.stages.aggregate import load_scores
 
@@ -82,10 +85,6 @@ def simulate(tmp_path, rng: np.random.Generator, effect: float, centre: float = 
     return load_scores(cfg, progress=False)
 
 
-def claimed(profile, on_p: bool) -> set[tuple[str, str]]:
-    return {(c.benchmark, r.ability) for c in benchmark_claims(profile, on_p) for r in c.draws_on}
-
-
 @pytest.mark.parametrize(("centre", "effect"), [(1.0, 0.0), (4.0, 0.0), (4.0, 1.0)])
 def test_the_rule_on_p_correct_holds_false_claims_at_alpha_and_sees_what_accuracy_misses(tmp_path, centre, effect):
     """centre 1: accuracy about 0.74; centre 4: about 0.99, where the true effect (margins 1.0 lower) flips few
@@ -95,10 +94,10 @@ def test_the_rule_on_p_correct_holds_false_claims_at_alpha_and_sees_what_accurac
     false_p, false_acc, found_p, found_acc = [], [], [], []
     for i in range(PROFILES):
         profile = simulate(tmp_path / str(i), rng, effect, centre)
-        on_p, on_acc = claimed(profile, True), claimed(profile, False)
+        on_p, on_acc = claimed_pairs(profile, True), claimed_pairs(profile, False)
         real = {(b, a) for b, a in on_p | on_acc if b not in ABILITIES}
-        false_p.append(any(c != true_claim for c in on_p if c in real))
-        false_acc.append(any(c != true_claim for c in on_acc if c in real))
+        false_p.append(any(c != true_claim or not effect for c in on_p if c in real))
+        false_acc.append(any(c != true_claim or not effect for c in on_acc if c in real))
         found_p.append(true_claim in on_p)
         found_acc.append(true_claim in on_acc)
     error = math.sqrt(0.05 * 0.95 / PROFILES)
@@ -131,7 +130,7 @@ def test_p_correct_claims_are_a_holm_family_of_their_own_and_say_so(tmp_path):
     order = np.argsort(cp)
     by_hand = np.minimum(1, np.maximum.accumulate((len(cp) - np.arange(len(cp))) * cp[order]))
     assert [pairs[i].claim_q for i in order] == pytest.approx(by_hand, rel=1e-12)
-    assert claimed(profile, True) == {(TARGET, ABILITIES[0])}
+    assert claimed_pairs(profile, True) == {(TARGET, ABILITIES[0])}
     lines = claim_lines(profile)
     assert any(line.startswith(f"{TARGET} (p_correct) draws on {ABILITIES[0]} (AIS +") for line in lines)
     assert "On p_correct: no claim on piqa_like." in lines
@@ -141,6 +140,19 @@ def test_p_correct_claims_are_a_holm_family_of_their_own_and_say_so(tmp_path):
     primary = [(r.ability, r.benchmark, r.region, r.q_value) for r in profile.rows if r.family == PRIMARY]
     assert primary == [(r.ability, r.benchmark, r.region, r.q_value) for r in off.rows if r.family == PRIMARY]
     assert not any("p_correct" in line for line in claim_lines(off))
+
+
+def test_a_profile_read_back_from_ais_csv_says_the_same_claims_on_both_metrics(tmp_path):
+    """ais.csv's family column carries the declaration: the Claims of a profile read back from it (lab/rerender.py,
+    as for a committed folder) are the ones aggregate computed, the p_correct rows never taken for the primary
+    metric."""
+    profile = simulate(tmp_path, np.random.default_rng(5), 0.5)
+    layout = Layout(load_config(tmp_path / "config.yml").output_root, "t")
+    write_tables(profile, layout)
+    shutil.copy(tmp_path / "config.yml", layout.profile_dir / "config.yml")
+    back = folder_profile(layout.profile_dir)
+    assert {b: back.metrics[b] for b in BENCHMARKS} == {b: "acc,none" for b in BENCHMARKS}
+    assert claim_lines(back) == claim_lines(profile) and claimed_pairs(back, True) == {(TARGET, ABILITIES[0])}
 
 
 def test_a_p_correct_row_is_a_claim_row_only_where_declared_and_on_a_real_benchmark():

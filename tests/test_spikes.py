@@ -181,6 +181,7 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     planted = [r for r in rows.values() if r["source"] not in (QUANT, TEMPORAL)]
     assert {(r["benchmark"], r["fraction"], r["documents"]) for r in mixed} == {("arc_easy", "0.5", str(N))}
     assert {(r["benchmark"], r["fraction"], r["documents"]) for r in planted} == {("arc_easy", "0.3", "18")}
+    assert {r["claimed_p_correct"] for r in planted} == {""} and {r["claimed_p_correct"] for r in mixed} == {"2", "0"}
     assert "t: arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (2 of 2)" in out
     assert "spikes: t: 8 rows ->" in out
     # ais.md quotes the reach while the profile is the one it was measured on, and not once its documents change

@@ -152,8 +152,8 @@ def correct_for_multiplicity(profile: Profile, row_spread: dict[int, float]) -> 
     Rows of a benchmark at chance (Profile.at_chance) are marked `at_chance`, keep their p-value and get no
     q-value and no star: an ablation of a model that cannot do the task measures noise. Every other row with a
     p-value is put in its family (`family_of`): Holm-adjusted p-values within the claim family and, apart, within the
-    own family, so the chance of any false claim star on the real benchmarks (on the ability splits) in a profile is
-    at most alpha whatever the damage rows and the true claims do;
+    own family (and the claim rows on p_correct, a family apart), so the chance of any false claim star in one family
+    is at most alpha whatever the damage rows and the true claims do;
     Benjamini–Hochberg q-values within the damage and the secondary families, so the expected share of false
     stars among a family's stars is at most alpha. `significant` = adjusted p (column q_value) < aggregate.alpha.
     Control rows keep their p-value and get neither q-value nor star. The minimum detectable AIS of a row uses

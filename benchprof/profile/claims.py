@@ -324,7 +324,7 @@ def _counted(profile: Profile, family: list[AisRow]) -> str:
         return (
             f"A claim is one test over its selections, Holm's correction over the {len(pairs)} (benchmark, ability) "
             "pairs of the claim family (claim_q; the ability splits' pairs are a family apart), so the chance of any "
-            "false claim on a real benchmark in this profile"
+            "false claim on a real benchmark's primary metric in this profile"
         )
     if any(r.family == OWN for r in profile.rows):
         return (

@@ -165,13 +165,15 @@ def statistics_markdown(profile: Profile) -> list[str]:
         "within its family, declared before any result (column `family`). **claim** "
         f"({profile.family_size} rows: each ability's top-random and top-placebo rows per real benchmark, k and "
         "selection): does the ability's region do more than random (placebo) regions of its size, tested against "
-        "the draws at that k (predictive t); Holm, so the chance of any false claim star on the real benchmarks is "
-        f"at most {profile.alpha:g}. **own** ({profile.family_size_own} rows: the same on the ability splits, and "
-        "each ability's top-random specificity): does a region do its own ability; Holm apart. **damage** "
-        f"({profile.family_size_damage} rows: top against the original): does "
+        "the draws at that k (predictive t); Holm, so the chance of any false claim star on the real benchmarks' "
+        f"primary metric is at most {profile.alpha:g}. **own** ({profile.family_size_own} rows: the same on the "
+        "ability splits, and each ability's top-random specificity): does a region do its own ability; Holm apart. "
+        f"**damage** ({profile.family_size_damage} rows: top against the original): does "
         "zeroing it hurt at all; on a real LLM nearly every region of the paper's size does, so these rows say "
         "little about an ability; Benjamini-Hochberg. The other tested rows "
-        f"({profile.family_size_secondary}: p_correct, other regions) are a secondary family (BH). Random regions "
+        f"({profile.family_size_secondary}: p_correct, other regions) are a secondary family (BH); the "
+        f"{profile.family_size_p} claim rows on p_correct are claim_p_correct (Holm apart: the Claims lead). Random "
+        "regions "
         "and the top region's specificity against 0 are controls: tested, never starred (a random region belongs "
         "to no ability; a region that hurts every split a little differs from 0 on one split by chance). "
         "p-values: exact McNemar on the documents that flipped (0/1 metrics; exact clustered sign-flip where "
@@ -315,7 +317,8 @@ def render_markdown(profile: Profile) -> str:
             "",
             "The same cells on each item's probability of the correct option (softmax over the options' "
             "log-likelihoods, length-normalised where the metric is acc_norm): a continuous per-item score "
-            "with narrower intervals than 0/1 accuracy, its own family of q-values (docs/statistics.md).",
+            "with narrower intervals than 0/1 accuracy; its claim rows are the claim_p_correct family, the others "
+            "secondary (docs/statistics.md).",
         ]
         for region in ("top", ADJUSTED) if ADJUSTED in regions else ("top",):
             parts += ["", f"{region}:", "", ais_table(profile, region=region, p_correct=True)]

@@ -6,6 +6,7 @@ while its manifest's inputs (the profile's per-document scores and settings) sti
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -38,11 +39,13 @@ class SpikeRow:
     claimed: int  # under the rule as ais.md states it (profile/claims.py)
     claimed_conjunction: int = 0  # under its conjunction form (profile/claim_tests.py)
     size: int = 0  # planning: B resampled to this many documents before the effect is planted; 0: B as it is
-    # under the rule on p_correct (aggregate.p_correct_claims); a planted effect moves accuracy only: 0 there
-    claimed_p_correct: int = 0
+    # under the rule on p_correct (aggregate.p_correct_claims); None (blank) where not measured: a planted effect
+    # moves accuracy only
+    claimed_p_correct: int | None = None
 
     def rate(self, rule: str = "claims") -> float:
-        return _count(self, rule) / self.resamples
+        count = getattr(self, f"claimed{RULES[rule]}")
+        return math.nan if count is None else count / self.resamples
 
 
 def spikes_output(folder: Path) -> Output:
@@ -65,10 +68,11 @@ def write_spikes(rows: list[SpikeRow], out: Path, inputs: dict[str, Any] | None 
 
 def read_spikes(path: Path) -> list[SpikeRow]:
     """spikes.csv's rows as write_spikes wrote them."""
-    kinds = {f.name: f.type for f in fields(SpikeRow)}
+    kinds = {f.name: str(f.type).removesuffix(" | None") for f in fields(SpikeRow)}
     cast = {"float": float, "int": int}
     return [
-        SpikeRow(**{k: cast.get(str(kinds[k]), str)(v) for k, v in r.items() if k in kinds}) for r in read_csv(path)
+        SpikeRow(**{k: cast.get(kinds[k], str)(v) for k, v in r.items() if k in kinds and v != ""})
+        for r in read_csv(path)
     ]
 
 
@@ -102,7 +106,7 @@ def _reached(rows: list[SpikeRow], rule: str, what: str) -> str:
 
 
 def _count(row: SpikeRow, rule: str) -> int:
-    return int(getattr(row, f"claimed{RULES[rule]}"))
+    return int(getattr(row, f"claimed{RULES[rule]}") or 0)
 
 
 def reach_lines(

@@ -324,8 +324,10 @@ def spikes_items(cfg: Config, spec: ModelSpec) -> list[Item]:
     documents = layout.profile_dir / DOCUMENTS
     expected = spikes_inputs(documents, profile_inputs(cfg)) if documents.is_file() else None
     state, why = judge(spikes_output(layout.spikes_dir), expected)
-    if state == "stale":
-        why = f"measured on another profile; ais.md does not quote it ({why})"
+    if state == "stale":  # `run` does not redo them: say what does
+        why = f"measured on another profile; ais.md does not quote it; rerun `benchprof spikes` ({why})"
+    if expected is None:
+        state, why = "stale", f"{documents.name} missing: no profile to have measured it on"
     return [Item("spikes", spec.tag, "spikes.csv", state, why)]
 
 
