@@ -75,7 +75,7 @@ def claims_terminal(profile: Profile) -> list[str]:
     entries = [
         f"{profile.model}: claims at k = {format_k(profile.report_k)} (draws on: the ability's region lowers the "
         "benchmark more than random regions of its size, top AIS then top − random [95% interval], Holm p < "
-        f"{profile.alpha:g} over its family, claim or own; no claim: none does, with the smallest AIS its test would "
-        "likely have seen; ais.md opens with the same lines)"
+        f"{profile.alpha:g} over its family, claim or own, and on p_correct apart; no claim: none does, with the "
+        "smallest AIS its test would likely have seen; ais.md opens with the same lines)"
     ] + [f"- {line}" for line in claim_lines(profile)]
     return [terminal_fill(entry) for entry in entries]
