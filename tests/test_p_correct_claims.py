@@ -13,8 +13,8 @@ import shutil
 
 import numpy as np
 import pytest
-import yaml
 from test_aggregate import write_eval
+from test_placebo_rates import ABILITIES, BENCHMARKS, REGIONS, TARGET, K, rule_config
 
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
@@ -25,19 +25,10 @@ from benchprof.profile.report import write_tables
 from benchprof.profile.rows import ADJUSTED, P_CLAIM, P_CORRECT, PRIMARY, SECONDARY, AisRow
 from benchprof.stages.aggregate import load_scores
 
-K = 0.01
-ABILITIES = ["Quantitative_Reasoning", "Long_Term_Knowledge", "Commonsense_Causal"]
-TARGET = "arc_like"
-BENCHMARKS = [*ABILITIES, TARGET, "piqa_like"]
-REGIONS = [f"{kind}{s if s > 1 else ''}" for kind in ("top", "random", "placebo") for s in (1, 2, 3)]
 PROFILES = 100  # per scenario: the rate's standard error at 0.05 is 0.022
 N = 200  # items per benchmark
 HURT = 0.1  # every region lowers every right option's margin by this much on average (a real LLM's regions all hurt)
 PROCEDURE = 0.3  # every chosen region (top or placebo) lowers it by this much more
-
-
-def sigmoid(x):
-    return 1 / (1 + np.exp(-x))
 
 
 def simulate(tmp_path, rng: np.random.Generator, effect: float, centre: float = 1.0, p_claims: bool = True):
@@ -45,28 +36,7 @@ def simulate(tmp_path, rng: np.random.Generator, effect: float, centre: float = 
     other's) is N(centre, 1.5) in the original run; a region moves every margin by its own shift (N(−HURT, 0.1):
     regions differ) and each by N(0, 0.3); top and placebo regions also by −PROCEDURE everywhere, and
     with `effect` the Quantitative_Reasoning top regions by −effect more on TARGET (a claim that is true)."""
-    raw = {
-        "settings": {"k_values": [K], "output_dir": "out"},
-        "models": [{"name": "x", "tag": "t"}],
-        "datasets": [{"name": a} for a in ABILITIES],
-        "evals": {"benchmarks": BENCHMARKS},
-        "finetune": {"max_samples": 10},
-        "extract": {
-            "score": "act_grad_contrast_abs",
-            "regions": ["top", "random", "placebo"],
-            "random_draws": 3,
-            "selections": 3,
-        },
-        "aggregate": {
-            "bootstrap": 100,
-            "seed": int(rng.integers(1 << 30)),
-            "min_correct": 1,
-            "p_correct_claims": p_claims,
-        },
-    }
-    tmp_path.mkdir(exist_ok=True)
-    (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
-    cfg = load_config(tmp_path / "config.yml")
+    cfg = rule_config(tmp_path, rng, p_correct_claims=p_claims)
 
     def write(variant: Variant, benchmark: str, margin: np.ndarray) -> None:
         acc = (margin > 0).astype(float)

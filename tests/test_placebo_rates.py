@@ -14,6 +14,7 @@ import pytest
 import yaml
 from test_aggregate import write_eval
 
+from benchprof.core.config import Config
 from benchprof.core.layout import Variant
 from benchprof.core.loader import load_config
 from benchprof.profile.claim_tests import conjunction_claims
@@ -31,11 +32,9 @@ N = 200  # items per benchmark
 PROCEDURE = 0.12  # share of right items every chosen region (top or placebo) turns wrong, on every benchmark
 
 
-def simulate(tmp_path, rng: np.random.Generator, effect: float):
-    """One profile: an original run (acc 0.7) per benchmark; per ability three top regions, three random draws and
-    three placebo regions. Every region flips a share of items both ways (around 0.15, sd 0.06: regions differ);
-    top and placebo regions also turn PROCEDURE of the right items wrong everywhere; with `effect`, the
-    Quantitative_Reasoning top regions turn that share more wrong on TARGET (a claim that is true)."""
+def rule_config(tmp_path, rng: np.random.Generator, **aggregate) -> Config:
+    """The config of a simulated profile under the claim rule: ABILITIES' regions (three selections, three random
+    draws, placebo regions) on BENCHMARKS, written to `tmp_path`; `aggregate` adds to its aggregate keys."""
     raw = {
         "settings": {"k_values": [K], "output_dir": "out"},
         "models": [{"name": "x", "tag": "t"}],
@@ -48,10 +47,19 @@ def simulate(tmp_path, rng: np.random.Generator, effect: float):
             "random_draws": 3,
             "selections": 3,
         },
-        "aggregate": {"bootstrap": 100, "seed": int(rng.integers(1 << 30)), "min_correct": 1},
+        "aggregate": {"bootstrap": 100, "seed": int(rng.integers(1 << 30)), "min_correct": 1, **aggregate},
     }
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "config.yml").write_text(yaml.safe_dump(raw))
-    cfg = load_config(tmp_path / "config.yml")
+    return load_config(tmp_path / "config.yml")
+
+
+def simulate(tmp_path, rng: np.random.Generator, effect: float):
+    """One profile: an original run (acc 0.7) per benchmark; per ability three top regions, three random draws and
+    three placebo regions. Every region flips a share of items both ways (around 0.15, sd 0.06: regions differ);
+    top and placebo regions also turn PROCEDURE of the right items wrong everywhere; with `effect`, the
+    Quantitative_Reasoning top regions turn that share more wrong on TARGET (a claim that is true)."""
+    cfg = rule_config(tmp_path, rng)
     for benchmark in BENCHMARKS:
         original = (rng.random(N) < 0.7).astype(float)
         write_eval(cfg, Variant(), benchmark, {"acc,none": float(original.mean())}, {"acc": list(original)})
@@ -84,11 +92,11 @@ def test_the_claim_rule_holds_false_claims_at_alpha_where_random_regions_alone_d
         beyond_random.append(bool(false_random))
         claims = [(c.benchmark, r.ability) for c in benchmark_claims(profile) for r in c.draws_on]
         true_claim = (TARGET, ABILITIES[0])
-        ruled.append(any(claim != true_claim for claim in claims if claim[0] not in ABILITIES))
+        ruled.append(any(claim != true_claim or not effect for claim in claims if claim[0] not in ABILITIES))
         on_splits.append(any(benchmark in ABILITIES for benchmark, _ in claims))  # the own family, Holm apart
         found.append(true_claim in claims)
         one_test = conjunction_claims(profile)  # every rule in one test per claim (profile/claim_tests.py)
-        conjunction_false.append(any(claim != true_claim for claim in one_test))
+        conjunction_false.append(any(claim != true_claim or not effect for claim in one_test))
         conjunction_found.append(true_claim in one_test)
     error = math.sqrt(0.05 * 0.95 / PROFILES)
     print(
