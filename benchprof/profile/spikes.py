@@ -43,8 +43,12 @@ class SpikeRow:
     # moves accuracy only
     claimed_p_correct: int | None = None
 
+    def count(self, rule: str = "claims") -> int | None:
+        """The resamples claimed under `rule` (RULES); None where not measured."""
+        return getattr(self, f"claimed{RULES[rule]}")
+
     def rate(self, rule: str = "claims") -> float:
-        count = getattr(self, f"claimed{RULES[rule]}")
+        count = self.count(rule)
         return math.nan if count is None else count / self.resamples
 
 
@@ -106,7 +110,7 @@ def _reached(rows: list[SpikeRow], rule: str, what: str) -> str:
 
 
 def _count(row: SpikeRow, rule: str) -> int:
-    return int(getattr(row, f"claimed{RULES[rule]}") or 0)
+    return row.count(rule) or 0
 
 
 def reach_lines(

@@ -322,12 +322,13 @@ def spikes_items(cfg: Config, spec: ModelSpec) -> list[Item]:
     if not (layout.spikes_dir / SPIKES).is_file():
         return []
     documents = layout.profile_dir / DOCUMENTS
-    expected = spikes_inputs(documents, profile_inputs(cfg)) if documents.is_file() else None
-    state, why = judge(spikes_output(layout.spikes_dir), expected)
+    if not documents.is_file():
+        return [
+            Item("spikes", spec.tag, "spikes.csv", "stale", f"{DOCUMENTS} missing: no profile to have measured it on")
+        ]
+    state, why = judge(spikes_output(layout.spikes_dir), spikes_inputs(documents, profile_inputs(cfg)))
     if state == "stale":  # `run` does not redo them: say what does
         why = f"measured on another profile; ais.md does not quote it; rerun `benchprof spikes` ({why})"
-    if expected is None:
-        state, why = "stale", f"{documents.name} missing: no profile to have measured it on"
     return [Item("spikes", spec.tag, "spikes.csv", state, why)]
 
 
