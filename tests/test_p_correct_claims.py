@@ -36,7 +36,7 @@ def simulate(tmp_path, rng: np.random.Generator, effect: float, centre: float = 
     other's) is N(centre, 1.5) in the original run; a region moves every margin by its own shift (N(−HURT, 0.1):
     regions differ) and each by N(0, 0.3); top and placebo regions also by −PROCEDURE everywhere, and
     with `effect` the Quantitative_Reasoning top regions by −effect more on TARGET (a claim that is true)."""
-    cfg = rule_config(tmp_path, rng, p_correct_claims=p_claims)
+    cfg = rule_config(tmp_path, rng, p_correct_claims=p_claims, claim_gate=False)  # the gate: test_claim_gate.py
 
     def write(variant: Variant, benchmark: str, margin: np.ndarray) -> None:
         acc = (margin > 0).astype(float)

@@ -58,8 +58,9 @@ def simulate(tmp_path, rng: np.random.Generator, effect: float):
     """One profile: an original run (acc 0.7) per benchmark; per ability three top regions, three random draws and
     three placebo regions. Every region flips a share of items both ways (around 0.15, sd 0.06: regions differ);
     top and placebo regions also turn PROCEDURE of the right items wrong everywhere; with `effect`, the
-    Quantitative_Reasoning top regions turn that share more wrong on TARGET (a claim that is true)."""
-    cfg = rule_config(tmp_path, rng)
+    Quantitative_Reasoning top regions turn that share more wrong on TARGET (a claim that is true). No region
+    removes its own ability more, so the rule is judged without the gate (test_claim_gate.py)."""
+    cfg = rule_config(tmp_path, rng, claim_gate=False)
     for benchmark in BENCHMARKS:
         original = (rng.random(N) < 0.7).astype(float)
         write_eval(cfg, Variant(), benchmark, {"acc,none": float(original.mean())}, {"acc": list(original)})

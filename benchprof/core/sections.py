@@ -211,3 +211,5 @@ class AggregateSettings:
     clusters: bool = True  # resample items by their `cluster` and a group's subtasks as strata, where present
     # the claim rule on p_correct too, beside the primary metric: a family of its own (docs/claims.md)
     p_correct_claims: bool = True
+    # a real benchmark's pairs are tested only for abilities whose region removes them on their own split (the gate)
+    claim_gate: bool = True

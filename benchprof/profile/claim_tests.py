@@ -13,6 +13,13 @@ one k (`claim_q`): the claim family's real benchmarks, the own family's ability 
 claim_q < alpha and rule 5 holds (claims.py). `selections_agree` counts the selections whose own p_s passes at the
 pair's Holm step (so it reaches m exactly when claim_q < alpha).
 
+The gate (aggregate.claim_gate, statistics 12): the own family is tested first, and a real benchmark's pair enters
+its claim family only where the ability's region is claimed on the ability's own split. "B draws on A" through a
+region that is not shown to remove A says nothing of A; and Holm over fewer pairs asks less of each. The gate reads
+the own splits only, never B, so it filters on a statistic apart from the pair's (Bourgon, Gentleman and Huber
+2010, independent filtering); the regions and control pools the two share are what tests/test_claim_gate.py
+simulates. A pair outside the gate keeps its claim_p, with claim_q NaN: not tested.
+
 `conjunction_claims` is the stricter form measured beside it (tests/test_placebo_rates.py, lab/spikes.py): rule 3's
 p and rule 5's enter the maximum too, so every rule is corrected over the real benchmarks' pairs.
 """
@@ -26,6 +33,7 @@ from benchprof.profile.rows import (
     ADJUSTED,
     HOLM_FAMILIES,
     MEAN,
+    OWN,
     P_CORRECT,
     SPECIFICITY,
     AisRow,
@@ -103,6 +111,23 @@ def region_cells(profile: Profile) -> dict[tuple[str, float, str, str], dict[str
     return cells
 
 
+def gate(profile: Profile, k: float) -> set[str] | None:
+    """The abilities whose real-benchmark pairs enter the claim families at k (aggregate.claim_gate): those whose
+    own-split pair is claimed (its claim_q below alpha and rule 5, claims.majority); None, every ability's pairs
+    tested, where the gate is off, the profile tests no ability on its own split at k, or its claims are starred rows
+    (one selection and no placebo regions: claims.ruled_claims), which claim_q does not decide."""
+    from benchprof.profile.claims import majority, ruled_claims
+
+    own = [
+        r
+        for r in profile.rows
+        if r.family == OWN and r.region == ADJUSTED and r.benchmark == r.ability and math.isclose(r.k, k)
+    ]
+    if not profile.claim_gate or not own or not ruled_claims(profile):
+        return None
+    return {r.ability for r in own if r.metric != P_CORRECT and majority(r, profile.alpha)}
+
+
 def apply_claim_rule(profile: Profile) -> None:
     """`selections`, `selections_agree`, `claim_p` and `claim_q` of every tested top − random row (after the
     q-values and the breadth control): one p-value per pair over its selections, Holm over its family's pairs at
@@ -120,7 +145,11 @@ def apply_claim_rule(profile: Profile) -> None:
             overall.claim_p = majority_p(selections)
             families.setdefault((overall.family, overall.k), []).append((overall, selections))
     spare = len(tops) - len(tops) // 2  # S − m + 1
-    for pairs in families.values():
+    for (family, k), pairs in sorted(families.items(), key=lambda item: item[0][0] != OWN):  # own first: the gate
+        opened = None if family == OWN else gate(profile, k)
+        pairs = [(row, selections) for row, selections in pairs if opened is None or row.ability in opened]
+        if not pairs:
+            continue
         for (row, selections), q in zip(pairs, holm([row.claim_p for row, _ in pairs]), strict=True):
             row.claim_q = float(q)
             # Holm's factor for this pair, monotone steps included: a selection passes below alpha / (S − m + 1) / it
@@ -130,15 +159,17 @@ def apply_claim_rule(profile: Profile) -> None:
 
 def pair_tests(profile: Profile) -> list[PairTest]:
     """The conjunction form: every (benchmark, ability) pair of the profile's real benchmarks above chance at the
-    report k, on each benchmark's primary metric, with every rule's p in the maximum and Holm over the pairs."""
+    report k (the gate's abilities only, where it is on), on each benchmark's primary metric, with every rule's p in
+    the maximum and Holm over the pairs."""
     k = profile.report_k
     tops, placebo, breadth = _design(profile)
     splits = set(ability_benchmarks(profile.benchmarks, profile.abilities))
+    opened = gate(profile, k)
     tested = []
     for (ability, k_cell, benchmark, metric), rows in region_cells(profile).items():
         real = benchmark not in splits and benchmark not in profile.at_chance
         primary = metric != P_CORRECT and metric == profile.metrics.get(benchmark, metric)
-        if not (real and primary and math.isclose(k_cell, k)):
+        if not (real and primary and math.isclose(k_cell, k)) or (opened is not None and ability not in opened):
             continue
         overall = rows.get(ADJUSTED)
         if overall is None or any(r.at_chance for r in rows.values()):

@@ -106,7 +106,8 @@ def _first_step(profile: Profile, tested: list[AisRow]) -> float:
     if any(math.isnan(r.claim_p) for r in pairs) or not pairs:
         return profile.alpha / max(1, len(_claim_family(profile)))
     selections = max(1, tested[0].selections)
-    return 2 * profile.alpha / ((selections - selections // 2) * len(pairs))
+    through = sum(not math.isnan(r.claim_q) for r in pairs)  # the pairs through the gate (claim_tests.gate)
+    return 2 * profile.alpha / ((selections - selections // 2) * max(1, through))
 
 
 def benchmark_claims(profile: Profile, on_p: bool = False) -> list[Claim]:
@@ -290,9 +291,31 @@ def claim_lines(profile: Profile) -> list[str]:
     if untested:
         lines.append(f"{', '.join(untested)}: {UNTESTED}.")
     lines += p_correct_lines(profile)
+    if opened := gate_line(profile):
+        lines.append(opened)
     if spec := specificity_line(profile):
         lines.append(spec)
     return lines
+
+
+def gate_line(profile: Profile) -> str:
+    """Which abilities' pairs the gate (aggregate.claim_gate, claim_tests.gate) let into the claim families at the
+    report k: those with a claim_q; '' where every tested pair has one (the gate off, or every ability through)."""
+    pairs = [
+        r
+        for r in profile.rows
+        if r.family in (PRIMARY, P_CLAIM)
+        and _is_claim_row(r, profile.report_k, r.metric == P_CORRECT)
+        and not math.isnan(r.claim_p)
+    ]
+    shut = [a for a in profile.abilities if any(r.ability == a and math.isnan(r.claim_q) for r in pairs)]
+    if not shut or not ruled_claims(profile):
+        return ""
+    through = [a for a in profile.abilities if a not in shut and any(r.ability == a for r in pairs)]
+    untested = f"{_and(shut)}: not tested on real benchmarks, their region not claimed on their own split"
+    if not through:
+        return f"Gate: no region is claimed on its own split, so no real benchmark's claim is tested ({untested})."
+    return f"Gate: the claims above test {_and(through)}, whose region is claimed on its own split; {untested}."
 
 
 def p_correct_lines(profile: Profile) -> list[str]:
@@ -319,12 +342,14 @@ def _claim_family(profile: Profile) -> list[AisRow]:
 def _counted(profile: Profile, family: list[AisRow]) -> str:
     """What counts as a claim in ais.md's lead: one test per claim over the claim family's pairs (statistics 10, with
     selections), or the starred rows of the claim family (one selection, or a profile from before)."""
-    pairs = [r for r in family if _is_claim_row(r, profile.report_k) and not math.isnan(r.claim_q)]
+    pairs = [r for r in family if _is_claim_row(r, profile.report_k) and not math.isnan(r.claim_p)]
+    through = [r for r in pairs if not math.isnan(r.claim_q)]
     if ruled_claims(profile) and pairs:
+        gated = " whose ability's region is claimed on its own split (the gate)" if len(through) < len(pairs) else ""
         return (
-            f"A claim is one test over its selections, Holm's correction over the {len(pairs)} (benchmark, ability) "
-            "pairs of the claim family (claim_q; the ability splits' pairs are a family apart), so the chance of any "
-            "false claim on a real benchmark's primary metric in this profile"
+            f"A claim is one test over its selections, Holm's correction over the {len(through)} (benchmark, "
+            f"ability) pairs of the claim family{gated} (claim_q; the ability splits' pairs are a family apart, "
+            "tested first), so the chance of any false claim on a real benchmark's primary metric in this profile"
         )
     if any(r.family == OWN for r in profile.rows):
         return (
@@ -390,7 +415,8 @@ def claims_markdown(profile: Profile) -> list[str]:
             "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."
         )
     )
-    p_pairs = [r for r in profile.rows if r.family == P_CLAIM and _is_claim_row(r, k, on_p=True)]
+    p_pairs = [r for r in profile.rows if r.family == P_CLAIM and _is_claim_row(r, k, True)]
+    p_pairs = [r for r in p_pairs if not math.isnan(r.claim_q)]  # through the gate
     if p_pairs:
         lead += (
             f" Lines marked (p_correct) apply the same rule to each item's probability of the right option "

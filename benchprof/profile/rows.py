@@ -281,6 +281,7 @@ class Profile:
     family_size_secondary: int = 0  # rows in the secondary family
     family_size_p: int = 0  # rows in the claim family on p_correct
     p_correct_claims: bool = False  # aggregate.p_correct_claims: the claim rule applied on p_correct too
+    claim_gate: bool = False  # aggregate.claim_gate: only abilities claimed on their own split enter the claim families
     null_calibration: list[NullCalibration] = field(default_factory=list)  # per (k, benchmark): random vs pool
     k_steps: list[KStep] = field(default_factory=list)  # per (benchmark, ability, neighbouring k): tested changes
     breadth: list[Breadth] = field(default_factory=list)  # per (benchmark, k): benchmarks.csv

@@ -80,10 +80,9 @@ Judged = dict[tuple[Variant, str], tuple[str, str]]
 # mean test below the size its differences' skewness needs. 7: per-selection top-random and top-placebo rows, the
 # breadth control, selections_agree, documents.tar.gz.
 # 8: the claim's figure over selections, required by the rule; .tar.xz. 9: p_correct where a target is text.
-# 10: one test per claim (claim_p, claim_q: Holm over the real benchmarks' pairs), the ability splits' rows a
-#     family apart (own); breadth on the splits' p_correct, corrected for the item noise its regions do not share.
-# 11: the claim rule on p_correct too (aggregate.p_correct_claims), a claim family of its own (claim_p_correct).
-STATISTICS_VERSION = 11
+# 10: one test per claim (claim_p, claim_q), the ability splits' rows a family apart (own); breadth on the splits'
+#     p_correct, noise-corrected. 11: the rule on p_correct too (aggregate.p_correct_claims). 12: aggregate.claim_gate.
+STATISTICS_VERSION = 12
 
 
 def profile_inputs(cfg: Config, report_k: float | str | None = None) -> dict[str, Any]:
@@ -475,6 +474,7 @@ def load_scores(
         bootstrap=resamples,
         alpha=settings.alpha,
         p_correct_claims=settings.p_correct_claims,
+        claim_gate=settings.claim_gate,
         dtype=eval_dtype(cfg, spec),
     )
     profile.score, profile.loss_on = region_provenance(layout, profile.abilities, profile.k_values, profile.notes)
