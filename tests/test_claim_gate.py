@@ -128,3 +128,21 @@ def test_the_gate_tests_only_the_pairs_of_abilities_claimed_on_their_own_split(t
     assert gate(off, K) is None
     assert all(not math.isnan(r.claim_q) for r in off.rows if r.family == PRIMARY and r.region == ADJUSTED)
     assert not any(line.startswith("Gate:") for line in claim_lines(off))
+
+
+def test_spikes_measure_the_abilities_through_the_gate_and_say_which_are_outside(tmp_path, capsys):
+    """`benchprof spikes` on a profile with the gate: an ability whose region is not claimed on its own split cannot
+    be claimed on a spiked benchmark, so it is not spiked (a miss would read as the rule's blindness) and a line
+    says why; the abilities through the gate are."""
+    from benchprof.cli import main
+    from benchprof.core.storage import read_csv
+
+    simulate(tmp_path, np.random.default_rng(4), 0.3, 0.5)
+    config = str(tmp_path / "config.yml")
+    main(["aggregate", config, "--noplots"])
+    main(["spikes", config, "--benchmark", TARGET, "--fractions", "0.2", "--resamples", "1", "--planted", ""])
+    out = capsys.readouterr().out
+    rows = read_csv(tmp_path / "out" / "t" / "spikes" / "spikes.csv")
+    assert {r["ability"] for r in rows} == set(OWNED)
+    shut = next(a for a in ABILITIES if a not in OWNED)
+    assert f"t: not tried: {shut}: outside the gate (its region is not claimed on its own split)" in out

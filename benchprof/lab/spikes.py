@@ -209,7 +209,6 @@ def spike_rows(
     if not archive.is_file():
         raise BenchprofError(f"{archive}: no per-document scores to spike")
     rows: list[SpikeRow] = []
-    tested = {b: list(dict.fromkeys(a for b2, a, _ in pairs if b2 == b)) for b, _, _ in pairs}
     effects = effects or []
     with tempfile.TemporaryDirectory(prefix="benchprof-spikes-") as root:
         cfg = folder_config(folder, Path(root))
@@ -217,6 +216,8 @@ def spike_rows(
         unpack_documents(archive, Path(root) / tag)
         runs: list[ScoreRun] = []
         load_scores(cfg, tag, progress=False, run_out=runs)  # every other benchmark's rows, computed once
+        pairs = _through_gate(runs[0].profile, pairs, skipped)
+        tested = {b: list(dict.fromkeys(a for b2, a, _ in pairs if b2 == b)) for b, _, _ in pairs}
         todo = [(pair, f) for pair in pairs for f in fractions]
         planted = sum(len(a) + 1 for a in tested.values()) * len(effects)
         with tqdm(total=(len(todo) + planted) * resamples, desc="spikes", unit="profile") as bar:
@@ -243,6 +244,21 @@ def spike_rows(
                     rows += _planted(runs[0], Path(root) / tag, benchmark, abilities, effect,
                                      Draws(resamples, seed, size), skipped, bar)  # fmt: skip
     return rows
+
+
+def _through_gate(
+    profile: Profile, pairs: list[tuple[str, str, str]], skipped: list[str]
+) -> list[tuple[str, str, str]]:
+    """The pairs whose ability the gate lets in (claim_tests.gate; every pair where there is none): a spike of an
+    ability outside it cannot be claimed, so it is said in `skipped`, not measured as a miss."""
+    from benchprof.profile.claim_tests import gate
+
+    opened = gate(profile, profile.report_k)
+    if opened is None:
+        return pairs
+    for ability in dict.fromkeys(a for _, a, _ in pairs if a not in opened):
+        skipped.append(f"{ability}: outside the gate (its region is not claimed on its own split), so not tested")
+    return [p for p in pairs if p[1] in opened]
 
 
 def _planted(
@@ -407,6 +423,7 @@ def spikes(
         model: only this model (name or tag); default every model.
         benchmark: the benchmarks spiked (comma-separated); default every benchmark that is not an ability's split.
         ability: the abilities spiked in (comma-separated); default every ability whose test split is a benchmark.
+            Only abilities through the gate (aggregate.claim_gate) are measured; the others are named, not tried.
         fractions: the shares f of B' that are A's documents, comma-separated, each between 0 and 1 ("": none,
             where --planted is given).
         resamples: draws of the mixed-in documents per share, and of the planted documents per AIS (at least 1).
