@@ -15,7 +15,7 @@ from test_aggregate import write_eval
 from test_placebo_rates import ABILITIES, BENCHMARKS, REGIONS, TARGET, K, rule_config
 
 from benchprof.core.layout import Variant
-from benchprof.profile.claim_tests import apply_claim_rule, conjunction_claims, gate
+from benchprof.profile.claim_tests import apply_claim_rule, gate, pair_tests
 from benchprof.profile.claims import claim_lines, claimed_pairs, claims_markdown
 from benchprof.profile.rows import ADJUSTED, OWN, PRIMARY
 from benchprof.stages.aggregate import load_scores
@@ -60,12 +60,13 @@ def test_the_gate_holds_false_claims_at_alpha_and_finds_a_true_claim_through_it(
     opens for them in most. The same profile is judged with the gate and without (apply_claim_rule again)."""
     rng = np.random.default_rng(12 + int(own * 100 + effect * 10))
     true_claim = (TARGET, ABILITIES[0])
-    false_gated, false_open, found_gated, found_open, opened = [], [], [], [], []
+    false_gated, false_open, found_gated, found_open, opened, stray = [], [], [], [], [], []
     small: dict[bool, list[bool]] = {True: [], False: []}  # null pairs' rule 2 p < 0.05: through the gate or not
     for i in range(PROFILES):
         profile = simulate(tmp_path / str(i), rng, effect, own)
         through = gate(profile, K) or set()
         opened.append(len(through & set(OWNED)) / len(OWNED))
+        stray.append(bool(through - set(OWNED)))  # an ability without an own effect, through by chance
         for r in profile.rows:  # top − placebo of the first selection (rule 2): null on every real benchmark but
             # the true claim's, and passed more readily by a broad region, on its own split as on B
             if r.family == PRIMARY and r.region == "top-placebo" and (r.benchmark, r.ability) != true_claim:
@@ -82,13 +83,14 @@ def test_the_gate_holds_false_claims_at_alpha_and_finds_a_true_claim_through_it(
     error = math.sqrt(0.05 * 0.95 / PROFILES)
     shares = {key: (float(np.mean(v)), math.sqrt(0.05 * 0.95 / max(1, len(v)))) for key, v in small.items()}
     print(
-        f"own {own}, effect {effect}: gate open for the owned abilities {np.mean(opened):.2f}; profiles with a false "
+        f"own {own}, effect {effect}: gate open for the owned abilities {np.mean(opened):.2f}, for the other "
+        f"{np.mean(stray):.3f}; profiles with a false "
         f"claim with the gate {np.mean(false_gated):.3f}, without {np.mean(false_open):.3f} (+-{error:.3f}); true "
         f"claim found with the gate {np.mean(found_gated):.2f}, without {np.mean(found_open):.2f}; null pairs with "
         f"top - placebo p < 0.05: through the gate {shares[True][0]:.3f} of {len(small[True])}, outside it "
         f"{shares[False][0]:.3f} of {len(small[False])}"
     )
-    assert np.mean(false_gated) <= 0.05 + 2 * error
+    assert np.mean(false_gated) <= 0.05 + 2 * error and np.mean(stray) <= 0.05 + 2 * error
     if small[True] and small[False]:  # independent filtering: the gate does not pick the null pairs that look claimed
         assert shares[True][0] <= shares[False][0] + 2 * shares[True][1]
     if own >= 0.4:
@@ -117,7 +119,7 @@ def test_the_gate_tests_only_the_pairs_of_abilities_claimed_on_their_own_split(t
     order = np.argsort(cp)
     holm = np.minimum(1, np.maximum.accumulate((len(cp) - np.arange(len(cp))) * cp[order]))
     assert [through[i].claim_q for i in order] == pytest.approx(holm, rel=1e-12)
-    assert {a for _, a in conjunction_claims(profile)} <= by_hand
+    assert {t.ability for t in pair_tests(profile)} == by_hand  # the conjunction form tests the same pairs
     shut = [a for a in ABILITIES if a not in by_hand]
     assert claim_lines(profile)[-2].startswith(f"Gate: the claims above test {OWNED[0]} and {OWNED[1]}, whose region")
     assert f"{shut[0]}: not tested on real benchmarks" in claim_lines(profile)[-2]
@@ -146,3 +148,20 @@ def test_spikes_measure_the_abilities_through_the_gate_and_say_which_are_outside
     assert {r["ability"] for r in rows} == set(OWNED)
     shut = next(a for a in ABILITIES if a not in OWNED)
     assert f"t: not tried: {shut}: outside the gate (its region is not claimed on its own split)" in out
+
+
+def test_with_no_ability_through_the_gate_no_benchmark_is_claimed_and_the_lines_say_why(tmp_path):
+    """No region removes its own ability: the gate lets no ability in, so every pair keeps its claim_p, none is
+    claimed even where its selections pass (a pair without claim_q is never claimed), and each real benchmark's
+    line says that nothing was tested instead of quoting a minimum detectable AIS."""
+    profile = simulate(tmp_path, np.random.default_rng(7), 0.5, 0.0)
+    assert gate(profile, K) == set()
+    pairs = [r for r in profile.rows if r.family == PRIMARY and r.region == ADJUSTED]
+    assert pairs and all(math.isnan(r.claim_q) and not math.isnan(r.claim_p) for r in pairs)
+    assert not {c for c in claimed_pairs(profile) if c[0] not in ABILITIES}
+    lines = claim_lines(profile)
+    assert f"{TARGET}: no claim tested, no ability through the gate (ais.md: Gate)." in lines
+    assert any(line.startswith("Gate: no region is claimed on its own split") for line in lines)
+    profile.claim_gate = False
+    apply_claim_rule(profile)
+    assert (TARGET, ABILITIES[0]) in claimed_pairs(profile)  # the effect of 0.5 is claimed without the gate

@@ -54,6 +54,7 @@ def folder_profile(folder: Path) -> Profile:
         bootstrap=int(aggregate.get("bootstrap", defaults.bootstrap)),
         rows=rows,
         alpha=float(aggregate.get("alpha", defaults.alpha)),
+        claim_gate=bool(aggregate.get("claim_gate", defaults.claim_gate)),  # as aggregate would test them again
         # each benchmark's primary metric (its claim rows') and whether it is at chance, as the rows say
         metrics={row.benchmark: row.metric for row in rows if row.family in HOLM_FAMILIES and row.metric != P_CORRECT},
         chance_p={row.benchmark: 1.0 if row.at_chance else 0.0 for row in rows if row.benchmark != SPECIFICITY},

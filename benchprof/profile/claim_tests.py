@@ -113,19 +113,20 @@ def region_cells(profile: Profile) -> dict[tuple[str, float, str, str], dict[str
 
 def gate(profile: Profile, k: float) -> set[str] | None:
     """The abilities whose real-benchmark pairs enter the claim families at k (aggregate.claim_gate): those whose
-    own-split pair is claimed (its claim_q below alpha and rule 5, claims.majority); None, every ability's pairs
-    tested, where the gate is off, the profile tests no ability on its own split at k, or its claims are starred rows
-    (one selection and no placebo regions: claims.ruled_claims), which claim_q does not decide."""
+    own-split pair is claimed (its claim_q below alpha and rule 5, claims.majority; a split at chance claims
+    nothing); None, every ability's pairs tested, where the gate is off, the profile scores no ability's own split
+    at k, or its claims are starred rows (one selection and no placebo regions: claims.ruled_claims), which claim_q
+    does not decide."""
     from benchprof.profile.claims import majority, ruled_claims
 
     own = [
         r
         for r in profile.rows
-        if r.family == OWN and r.region == ADJUSTED and r.benchmark == r.ability and math.isclose(r.k, k)
+        if r.region == ADJUSTED and r.benchmark == r.ability and r.metric != P_CORRECT and math.isclose(r.k, k)
     ]
     if not profile.claim_gate or not own or not ruled_claims(profile):
         return None
-    return {r.ability for r in own if r.metric != P_CORRECT and majority(r, profile.alpha)}
+    return {r.ability for r in own if r.family == OWN and majority(r, profile.alpha)}
 
 
 def apply_claim_rule(profile: Profile) -> None:

@@ -38,7 +38,8 @@ from benchprof.stats.power import minimum_detectable_beyond_control
 @dataclass
 class Claim:
     """One benchmark's verdict at the report k. kind: "claims" (at least one starred claim row), "none" (tested,
-    nothing starred), "chance" (the model is at chance on it) or "untested" (no claim row with a test)."""
+    nothing starred), "chance" (the model is at chance on it), "untested" (no claim row with a test) or "gated"
+    (tested rows, none of an ability through the gate: claim_tests.gate)."""
 
     benchmark: str
     kind: str
@@ -66,6 +67,21 @@ def _is_claim_row(row: AisRow, k: float, on_p: bool = False) -> bool:
     )
 
 
+def gated_out(row: AisRow) -> bool:
+    """A claim row the gate left out (aggregate.claim_gate): its pair has a claim_p and no claim_q."""
+    return not math.isnan(row.claim_p) and math.isnan(row.claim_q)
+
+
+def _pairs(profile: Profile, family: str, on_p: bool = False) -> tuple[list[AisRow], list[AisRow]]:
+    """The family's claim rows at the report k with a claim_p (statistics 10 on), and those of them through the gate."""
+    pairs = [
+        r
+        for r in profile.rows
+        if r.family == family and _is_claim_row(r, profile.report_k, on_p) and not math.isnan(r.claim_p)
+    ]
+    return pairs, [r for r in pairs if not gated_out(r)]
+
+
 def ruled_claims(profile: Profile) -> bool:
     """Whether the profile's claims follow docs/claims.md's rule over selections and placebo regions: it has more
     than one attribution sample per ability, or placebo regions. Otherwise a claim is a starred top-random row."""
@@ -76,10 +92,11 @@ def ruled_claims(profile: Profile) -> bool:
 
 def _agree(row: AisRow, alpha: float) -> bool:
     """A top-random row whose ability meets the claim rule's tests in a majority of its selections (2 of 3): its
-    pair's Holm-adjusted p (claim_q, claim_tests.py) below alpha; a profile from before statistics 10 has none, and
-    its selections_agree counted the selections whose rows were starred."""
+    pair's Holm-adjusted p (claim_q, claim_tests.py) below alpha; a profile from before statistics 10 has neither
+    claim_p nor claim_q, and its selections_agree counted the selections whose rows were starred. A pair the gate
+    left out (a claim_p, no claim_q) is never claimed."""
     majority = row.selections > 0 and row.selections_agree >= row.selections // 2 + 1
-    return majority and (math.isnan(row.claim_q) or row.claim_q < alpha)
+    return majority and (math.isnan(row.claim_p) or row.claim_q < alpha)
 
 
 def majority(row: AisRow, alpha: float) -> bool:
@@ -100,14 +117,11 @@ def _first_step(profile: Profile, tested: list[AisRow]) -> float:
     """The two-sided level of one selection's top − placebo test at Holm's first step over the claim family: one
     claim's p (claim_tests.py) is S − m + 1 times a selection's one-sided p, over the family's pairs at the report
     k; before statistics 10, alpha over the family's rows."""
-    family = tested[0].family
-    on_p = tested[0].metric == P_CORRECT
-    pairs = [r for r in profile.rows if r.family == family and _is_claim_row(r, profile.report_k, on_p)]
-    if any(math.isnan(r.claim_p) for r in pairs) or not pairs:
+    _, through = _pairs(profile, tested[0].family, tested[0].metric == P_CORRECT)
+    if not through:  # before statistics 10
         return profile.alpha / max(1, len(_claim_family(profile)))
     selections = max(1, tested[0].selections)
-    through = sum(not math.isnan(r.claim_q) for r in pairs)  # the pairs through the gate (claim_tests.gate)
-    return 2 * profile.alpha / ((selections - selections // 2) * max(1, through))
+    return 2 * profile.alpha / ((selections - selections // 2) * len(through))
 
 
 def benchmark_claims(profile: Profile, on_p: bool = False) -> list[Claim]:
@@ -131,7 +145,8 @@ def benchmark_claims(profile: Profile, on_p: bool = False) -> list[Claim]:
             continue
         tested = claim_rows(profile, benchmark, on_p)
         if not tested:
-            out.append(Claim(benchmark, "untested"))
+            gated = any(gated_out(r) and _is_claim_row(r, k, on_p) for r in rows)
+            out.append(Claim(benchmark, "gated" if gated else "untested"))
             continue
         starred = sorted((r for r in tested if r.significant), key=lambda r: -r.ais)
         ruled = ruled_claims(profile)
@@ -174,6 +189,7 @@ def claim_rows(profile: Profile, benchmark: str, on_p: bool = False) -> list[Ais
         and _is_claim_row(r, profile.report_k, on_p)
         and r.family in HOLM_FAMILIES
         and not math.isnan(r.p_value)
+        and not gated_out(r)
     ]
 
 
@@ -228,6 +244,8 @@ def claim_line(claim: Claim) -> str:
         return f"{b}: at chance ({claim.original:.3f}{against}); no claim."
     if claim.kind == "untested":  # compare.md's line for it (ais.md gathers these in one line: claim_lines)
         return f"{b}: {UNTESTED}."
+    if claim.kind == "gated":
+        return f"{b}: no claim tested, no ability through the gate (ais.md: Gate)."
     unfigured = (
         f" {_and(claim.unfigured)} met the tests in a majority of selections but has no figure over them "
         "(a selection's per-document results missing, or aggregate.bootstrap 0), so rule 5 is untested."
@@ -301,21 +319,19 @@ def claim_lines(profile: Profile) -> list[str]:
 def gate_line(profile: Profile) -> str:
     """Which abilities' pairs the gate (aggregate.claim_gate, claim_tests.gate) let into the claim families at the
     report k: those with a claim_q; '' where every tested pair has one (the gate off, or every ability through)."""
-    pairs = [
-        r
-        for r in profile.rows
-        if r.family in (PRIMARY, P_CLAIM)
-        and _is_claim_row(r, profile.report_k, r.metric == P_CORRECT)
-        and not math.isnan(r.claim_p)
-    ]
-    shut = [a for a in profile.abilities if any(r.ability == a and math.isnan(r.claim_q) for r in pairs)]
+    pairs = [r for family, on_p in ((PRIMARY, False), (P_CLAIM, True)) for r in _pairs(profile, family, on_p)[0]]
+    shut = [a for a in profile.abilities if any(r.ability == a and gated_out(r) for r in pairs)]
     if not shut or not ruled_claims(profile):
         return ""
     through = [a for a in profile.abilities if a not in shut and any(r.ability == a for r in pairs)]
-    untested = f"{_and(shut)}: not tested on real benchmarks, their region not claimed on their own split"
+    its = "its region" if len(shut) == 1 else "their regions"
+    untested = f"{_and(shut)}: not tested on real benchmarks, {its} not claimed on their own split"
     if not through:
         return f"Gate: no region is claimed on its own split, so no real benchmark's claim is tested ({untested})."
     return f"Gate: the claims above test {_and(through)}, whose region is claimed on its own split; {untested}."
+
+
+NOT_CLAIMED = {"none": ("none",), "untested": ("untested", "gated")}  # p_correct_lines' one line: its two parts
 
 
 def p_correct_lines(profile: Profile) -> list[str]:
@@ -325,7 +341,7 @@ def p_correct_lines(profile: Profile) -> list[str]:
     if not claims:
         return []
     lines = [claim_line(c) for c in claims if c.kind == "claims"]
-    rest = {kind: [c.benchmark for c in claims if c.kind == kind] for kind in ("none", "untested")}
+    rest = {kind: [c.benchmark for c in claims if c.kind in kinds] for kind, kinds in NOT_CLAIMED.items()}
     said = [
         f"no claim on {_and(rest['none'])}" if rest["none"] else "",
         f"no test on {_and(rest['untested'])}" if rest["untested"] else "",
@@ -342,14 +358,18 @@ def _claim_family(profile: Profile) -> list[AisRow]:
 def _counted(profile: Profile, family: list[AisRow]) -> str:
     """What counts as a claim in ais.md's lead: one test per claim over the claim family's pairs (statistics 10, with
     selections), or the starred rows of the claim family (one selection, or a profile from before)."""
-    pairs = [r for r in family if _is_claim_row(r, profile.report_k) and not math.isnan(r.claim_p)]
-    through = [r for r in pairs if not math.isnan(r.claim_q)]
+    pairs, through = _pairs(profile, PRIMARY)
     if ruled_claims(profile) and pairs:
-        gated = " whose ability's region is claimed on its own split (the gate)" if len(through) < len(pairs) else ""
+        gated = (
+            " whose ability's region is claimed on its own split (the gate, which reads the own splits only and is "
+            "tested first; its rate: docs/statistics.md)"
+            if len(through) < len(pairs)
+            else ""
+        )
         return (
             f"A claim is one test over its selections, Holm's correction over the {len(through)} (benchmark, "
-            f"ability) pairs of the claim family{gated} (claim_q; the ability splits' pairs are a family apart, "
-            "tested first), so the chance of any false claim on a real benchmark's primary metric in this profile"
+            f"ability) pairs of the claim family{gated} (claim_q; the ability splits' pairs are a family apart), so "
+            "the chance of any false claim on a real benchmark's primary metric in this profile"
         )
     if any(r.family == OWN for r in profile.rows):
         return (
@@ -415,8 +435,7 @@ def claims_markdown(profile: Profile) -> list[str]:
             "format (placebo), its breadth and another attribution sample are not yet controlled (docs/claims.md)."
         )
     )
-    p_pairs = [r for r in profile.rows if r.family == P_CLAIM and _is_claim_row(r, k, True)]
-    p_pairs = [r for r in p_pairs if not math.isnan(r.claim_q)]  # through the gate
+    _, p_pairs = _pairs(profile, P_CLAIM, on_p=True)  # through the gate
     if p_pairs:
         lead += (
             f" Lines marked (p_correct) apply the same rule to each item's probability of the right option "
