@@ -11,46 +11,23 @@ import math
 
 import numpy as np
 import pytest
-from test_aggregate import write_eval
-from test_placebo_rates import ABILITIES, BENCHMARKS, REGIONS, TARGET, K, rule_config
+from test_placebo_rates import ABILITIES, TARGET, K
+from test_placebo_rates import simulate as placebo_profile
 
-from benchprof.core.layout import Variant
 from benchprof.profile.claim_tests import apply_claim_rule, gate, pair_tests
 from benchprof.profile.claims import claim_lines, claimed_pairs, claims_markdown
 from benchprof.profile.rows import ADJUSTED, OWN, PRIMARY
-from benchprof.stages.aggregate import load_scores
 from benchprof.stats.paired import one_sided_p
 
 PROFILES = 100  # per scenario: the rate's standard error at 0.05 is 0.022
-N = 200  # items per benchmark
-PROCEDURE = 0.12  # share of right items every chosen region (top or placebo) turns wrong, on every benchmark
 OWNED = ABILITIES[:2]  # the abilities whose top regions remove them on their own split
 
 
 def simulate(tmp_path, rng: np.random.Generator, effect: float, own: float, gated: bool = True):
-    """One profile (as test_placebo_rates.simulate): an original run (acc 0.7) per benchmark; per ability three top
-    regions, three random draws and three placebo regions. Each region has one breadth (a share of items flipped
-    both ways, around 0.15, sd 0.06), the same on every benchmark, so that a broad region is broad everywhere; top
-    and placebo regions turn PROCEDURE of the right items wrong; OWNED's top regions turn `own` more wrong on their
-    own split; with `effect`, ABILITIES[0]'s top regions turn that share more wrong on TARGET (a true claim)."""
-    cfg = rule_config(tmp_path, rng, claim_gate=gated)
-    breadth = {(a, r): float(np.clip(rng.normal(0.15, 0.06), 0.02, 0.5)) for a in ABILITIES for r in REGIONS}
-    for benchmark in BENCHMARKS:
-        original = (rng.random(N) < 0.7).astype(float)
-        write_eval(cfg, Variant(), benchmark, {"acc,none": float(original.mean())}, {"acc": list(original)})
-        for ability in ABILITIES:
-            for region in REGIONS:
-                rate = breadth[ability, region]
-                ablated = np.where(rng.random(N) < rate, rng.random(N) < 0.7, original)
-                harm = 0.0 if region.startswith("random") else PROCEDURE
-                if region.startswith("top") and ability in OWNED and benchmark == ability:
-                    harm += own
-                if region.startswith("top") and ability == ABILITIES[0] and benchmark == TARGET:
-                    harm += effect
-                ablated = np.where((ablated == 1) & (rng.random(N) < harm), 0.0, ablated)
-                scores = {"acc": [float(x) for x in ablated]}
-                write_eval(cfg, Variant(ability, K, region), benchmark, {"acc,none": float(ablated.mean())}, scores)
-    return load_scores(cfg, progress=False)
+    """One profile of test_placebo_rates.simulate whose regions' breadth is the same on every benchmark (a broad
+    region is broad everywhere), with OWNED's top regions turning `own` more of their own split's right items wrong,
+    judged with the gate (`gated`)."""
+    return placebo_profile(tmp_path, rng, effect, own=own, owned=tuple(OWNED), shared=True, gated=gated)
 
 
 @pytest.mark.slow

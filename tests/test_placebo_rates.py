@@ -54,21 +54,38 @@ def rule_config(tmp_path, rng: np.random.Generator, **aggregate) -> Config:
     return load_config(tmp_path / "config.yml")
 
 
-def simulate(tmp_path, rng: np.random.Generator, effect: float):
+def simulate(
+    tmp_path,
+    rng: np.random.Generator,
+    effect: float,
+    own: float = 0.0,
+    owned: tuple[str, ...] = (),
+    shared: bool = False,
+    gated: bool = False,
+):
     """One profile: an original run (acc 0.7) per benchmark; per ability three top regions, three random draws and
-    three placebo regions. Every region flips a share of items both ways (around 0.15, sd 0.06: regions differ);
-    top and placebo regions also turn PROCEDURE of the right items wrong everywhere; with `effect`, the
-    Quantitative_Reasoning top regions turn that share more wrong on TARGET (a claim that is true). No region
-    removes its own ability more, so the rule is judged without the gate (test_claim_gate.py)."""
-    cfg = rule_config(tmp_path, rng, claim_gate=False)
+    three placebo regions. Every region flips a share of items both ways (around 0.15, sd 0.06: regions differ),
+    drawn per benchmark or, `shared`, once per region for every benchmark (a broad region is broad everywhere);
+    top and placebo regions also turn PROCEDURE of the right items wrong everywhere; the top regions of `owned`
+    turn `own` more wrong on their own split; with `effect`, the Quantitative_Reasoning top regions turn that share
+    more wrong on TARGET (a claim that is true). By default no region removes its own ability more, so the rule is
+    judged without the gate (`gated`: test_claim_gate.py)."""
+    cfg = rule_config(tmp_path, rng, claim_gate=gated)
+    breadth = (
+        {(a, r): float(np.clip(rng.normal(0.15, 0.06), 0.02, 0.5)) for a in ABILITIES for r in REGIONS}
+        if shared
+        else {}
+    )
     for benchmark in BENCHMARKS:
         original = (rng.random(N) < 0.7).astype(float)
         write_eval(cfg, Variant(), benchmark, {"acc,none": float(original.mean())}, {"acc": list(original)})
         for ability in ABILITIES:
             for region in REGIONS:
-                rate = float(np.clip(rng.normal(0.15, 0.06), 0.02, 0.5))
+                rate = breadth.get((ability, region)) or float(np.clip(rng.normal(0.15, 0.06), 0.02, 0.5))
                 ablated = np.where(rng.random(N) < rate, rng.random(N) < 0.7, original)
                 harm = 0.0 if region.startswith("random") else PROCEDURE
+                if region.startswith("top") and ability in owned and benchmark == ability:
+                    harm += own
                 if region.startswith("top") and ability == ABILITIES[0] and benchmark == TARGET:
                     harm += effect
                 ablated = np.where((ablated == 1) & (rng.random(N) < harm), 0.0, ablated)
