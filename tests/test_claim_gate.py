@@ -14,8 +14,11 @@ import pytest
 from test_placebo_rates import ABILITIES, TARGET, K
 from test_placebo_rates import simulate as placebo_profile
 
+from benchprof.core.layout import format_k
+from benchprof.profile.analyses import compare_models
 from benchprof.profile.claim_tests import apply_claim_rule, gate, pair_tests
 from benchprof.profile.claims import claim_lines, claimed_pairs, claims_markdown
+from benchprof.profile.compare_report import render_comparison
 from benchprof.profile.rows import ADJUSTED, OWN, PRIMARY
 from benchprof.stats.paired import one_sided_p
 
@@ -107,6 +110,17 @@ def test_the_gate_tests_only_the_pairs_of_abilities_claimed_on_their_own_split(t
     assert gate(off, K) is None
     assert all(not math.isnan(r.claim_q) for r in off.rows if r.family == PRIMARY and r.region == ADJUSTED)
     assert not any(line.startswith("Gate:") for line in claim_lines(off))
+    off.model = "off"  # compare.md says each model's gate and claims on p_correct as its ais.md does
+    section = render_comparison(compare_models([profile, off], [{}, {}]))
+    said = [
+        line
+        for line in claim_lines(profile)
+        if line.startswith("Gate:") or "(p_correct)" in line or "p_correct:" in line
+    ]
+    assert said[-1].startswith("Gate:") and all(
+        f"- {profile.model} (k = {format_k(K)}): {line}\n" in section for line in said
+    )
+    assert not any(line.startswith("- off (k") and "Gate:" in line for line in section.splitlines())
 
 
 def test_spikes_measure_the_abilities_through_the_gate_and_say_which_are_outside(tmp_path, capsys):

@@ -324,8 +324,8 @@ def gate_line(profile: Profile) -> str:
     if not shut or not ruled_claims(profile):
         return ""
     through = [a for a in profile.abilities if a not in shut and any(r.ability == a for r in pairs)]
-    its = "its region" if len(shut) == 1 else "their regions"
-    untested = f"{_and(shut)}: not tested on real benchmarks, {its} not claimed on their own split"
+    its = "its region not claimed on its" if len(shut) == 1 else "their regions not claimed on their"
+    untested = f"{_and(shut)}: not tested on real benchmarks, {its} own split"
     if not through:
         return f"Gate: no region is claimed on its own split, so no real benchmark's claim is tested ({untested})."
     return f"Gate: the claims above test {_and(through)}, whose region is claimed on its own split; {untested}."

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from benchprof.core.layout import CompareLayout, format_k
 from benchprof.core.storage import write_csv, write_text
-from benchprof.profile.claims import Claim, benchmark_claims, claim_line, claim_rows
+from benchprof.profile.claims import Claim, benchmark_claims, claim_line, claim_rows, gate_line, p_correct_lines
 from benchprof.profile.formatting import MISSING_CELL, fmt_ais, fmt_interval, fmt_names, md_table
 from benchprof.profile.rows import SAME_MIXTURE, AisRow, Comparison, Difference
 
@@ -217,7 +217,8 @@ def render_comparison(comparison: Comparison) -> str:
 
 def _claims_section(comparison: Comparison) -> list[str]:
     """compare.md's opening section: each benchmark's verdict in every model, in the words of its own ais.md
-    (claims.claim_line, at the model's report k), then each ability's figure per model (claims.csv)."""
+    (claims.claim_line, at the model's report k), each model's lines on p_correct and its gate, then each ability's
+    figure per model (claims.csv: the primary metric's)."""
     verdicts = {p.model: {c.benchmark: claim_line(c) for c in benchmark_claims(p)} for p in comparison.profiles}
     benchmarks = list(dict.fromkeys(b for lines in verdicts.values() for b in lines))
     if not benchmarks:
@@ -237,6 +238,12 @@ def _claims_section(comparison: Comparison) -> list[str]:
             f"- {model} (k = {format_k(comparison.k_of(model))}): {lines.get(benchmark, f'{benchmark}: not profiled.')}"
             for model, lines in verdicts.items()
         ]
+    parts += [  # the claims on p_correct and the gate's line, as each ais.md says them
+        f"- {p.model} (k = {format_k(comparison.k_of(p.model))}): {line}"
+        for p in comparison.profiles
+        for line in (*p_correct_lines(p), gate_line(p))
+        if line
+    ]
     figures: dict[tuple[str, str], dict[str, str]] = {}
     for model, claim, row in claim_entries(comparison):
         text = fmt_interval(row.ais, row.ci_low, row.ci_high, 3, "+")
