@@ -10,6 +10,7 @@ few answers, it must find the claim that the rule on accuracy mostly misses.
 
 import math
 import shutil
+import statistics
 
 import numpy as np
 import pytest
@@ -103,7 +104,14 @@ def test_p_correct_claims_are_a_holm_family_of_their_own_and_say_so(tmp_path):
     assert claimed_pairs(profile, True) == {(TARGET, ABILITIES[0])}
     lines = claim_lines(profile)
     assert any(line.startswith(f"{TARGET} (p_correct) draws on {ABILITIES[0]} (AIS +") for line in lines)
-    assert "On p_correct: no claim on piqa_like." in lines
+    # the benchmark without a claim on p_correct says what the rule could have seen there, from its p_correct rows
+    mdes = [r.mde for r in profile.rows if r.benchmark == "piqa_like" and r.metric == P_CORRECT and r.region == "top"]
+    (unclaimed,) = [c for c in benchmark_claims(profile, True) if c.benchmark == "piqa_like"]
+    assert unclaimed.mde == pytest.approx(statistics.median(mdes)) and 0 < unclaimed.mde_placebo < 1
+    assert (
+        f"On p_correct: no claim on piqa_like (minimum detectable AIS {unclaimed.mde:.2f} against the original model, "
+        f"at least {unclaimed.mde_placebo:.2f} beyond placebo regions)." in lines
+    )
     assert f"Holm over its own {len(pairs)} pairs" in "\n".join(claims_markdown(profile))
     off = simulate(tmp_path / "off", np.random.default_rng(5), 0.5, p_claims=False)
     assert not any(r.family == P_CLAIM for r in off.rows) and not benchmark_claims(off, on_p=True)

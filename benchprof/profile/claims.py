@@ -253,13 +253,7 @@ def claim_line(claim: Claim) -> str:
         else ""
     )
     if claim.kind == "none":
-        beyond = "" if math.isnan(claim.mde_placebo) else f"at least {claim.mde_placebo:.2f} beyond placebo regions"
-        if math.isnan(claim.mde):
-            if not beyond:
-                return f"{b}: no claim; no minimum detectable AIS (no per-document results).{unfigured}"
-            return f"{b}: no claim (minimum detectable AIS {beyond}).{unfigured}"
-        figures = f"{claim.mde:.2f} against the original model, {beyond}" if beyond else f"{claim.mde:.2f}"
-        return f"{b}: no claim (minimum detectable AIS {figures}).{unfigured}"
+        return f"{b}: no claim{_detectable(claim)}.{unfigured}"
     parts = []
     if claim.draws_on:
         parts.append(f"{b} draws on " + _and([_figure(r, claim.top) for r in claim.draws_on]))
@@ -267,6 +261,18 @@ def claim_line(claim: Claim) -> str:
         figures = _and([_figure(r, claim.top, "against") for r in claim.less_than_random])
         parts.append(("" if parts else f"{b}: ") + f"the region of {figures} lowers it less than random regions do")
     return "; ".join(parts) + "." + unfigured
+
+
+def _detectable(claim: Claim) -> str:
+    """What a "no claim" could have seen, in parentheses: the minimum detectable AIS against the original model and
+    beyond placebo regions."""
+    beyond = "" if math.isnan(claim.mde_placebo) else f"at least {claim.mde_placebo:.2f} beyond placebo regions"
+    if math.isnan(claim.mde):
+        return (
+            f" (minimum detectable AIS {beyond})" if beyond else " (no minimum detectable AIS: no per-document results)"
+        )
+    figures = f"{claim.mde:.2f} against the original model, {beyond}" if beyond else f"{claim.mde:.2f}"
+    return f" (minimum detectable AIS {figures})"
 
 
 def specificity_line(profile: Profile) -> str:
@@ -342,8 +348,9 @@ def p_correct_lines(profile: Profile) -> list[str]:
         return []
     lines = [claim_line(c) for c in claims if c.kind == "claims"]
     rest = {kind: [c.benchmark for c in claims if c.kind in kinds] for kind, kinds in NOT_CLAIMED.items()}
+    unclaimed = [c.benchmark + _detectable(c) for c in claims if c.kind == "none"]
     said = [
-        f"no claim on {_and(rest['none'])}" if rest["none"] else "",
+        f"no claim on {_and(unclaimed)}" if unclaimed else "",
         f"no test on {_and(rest['untested'])}" if rest["untested"] else "",
     ]
     if any(said):
