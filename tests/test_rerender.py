@@ -115,3 +115,34 @@ def test_a_profile_read_back_says_what_placebo_regions_alone_would_claim(tmp_pat
     folder.mkdir()
     write_csv(folder / "ais.csv", CSV_COLUMNS, (asdict(r) for r in rows))
     assert folder_profile(folder).placebo_stars == expected
+
+
+def test_a_kept_spikes_csv_gives_the_reach_and_without_it_there_is_none(tmp_path):
+    """The confirmatory profile keeps the spikes.csv measured on it: its Reach is read back from that file, so a
+    folder whose spikes.csv is gone re-renders without it, and one whose spikes.csv says another reach re-renders
+    with that."""
+    kept = ROOT / "docs" / "results" / "profile-qwen2.5-0.5b-confirm"
+    folder = tmp_path / "profile"
+    shutil.copytree(kept, folder)
+    text = (folder / "ais.md").read_text()
+    quantitative = "basic_skills_arithmetic <- Quantitative_Reasoning (the rule): claimed from f = 0.1 (5 of 5)"
+    assert "**Reach**" in text and quantitative in text
+    assert with_claims(text, folder_profile(folder)) == text
+    (folder / "spikes.csv").unlink()
+    bare = with_claims(text, folder_profile(folder))
+    assert "**Reach**" not in bare and quantitative not in bare and "Reach: an AIS planted" not in bare
+    lines = (kept / "spikes.csv").read_text().splitlines()  # the share 0.1 never claimed: the reach is not reached
+    (folder / "spikes.csv").write_text(
+        "\n".join(
+            [lines[0]]
+            + [
+                line.replace(",5,5,5,0,5,1.0,1.0,1.0", ",5,0,0,0,0,0.0,0.0,0.0")
+                if line.startswith("qwen2.5-0.5b-confirm,basic_skills_arithmetic,Quantitative_Reasoning,Quantitative")
+                else line
+                for line in lines[1:]
+            ]
+        )
+        + "\n"
+    )
+    moved = with_claims(text, folder_profile(folder))
+    assert "basic_skills_arithmetic <- Quantitative_Reasoning (the rule): not claimed in 80% of resamples" in moved

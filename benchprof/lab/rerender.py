@@ -1,12 +1,12 @@
 """A committed profile's ais.md brought up to the current report's opening, from the files its folder keeps.
 
-A committed profile (docs/results/profile-*/) keeps ais.csv, ais.md, benchmarks.csv, similarity.csv, overlap.csv
-and its config.yml, not ais.json nor the evaluations. The chance tests' p-values, the null calibration, the k
-steps, the missing evaluations and the notes are only in ais.md's text, so the whole report cannot be computed
-again from the folder. What the Claims need is all in ais.csv: every row with its family, star, interval,
-minimum detectable AIS and at-chance flag. So this rewrites two parts of ais.md and leaves every other line as it
-was: its opening (the Claims of profile/claims.py, then the heading over the reading paragraph) and its Notes
-(each said once, report.merged_notes).
+A committed profile (docs/results/profile-*/) keeps ais.csv, ais.md, benchmarks.csv, similarity.csv, overlap.csv,
+its config.yml and, where `benchprof spikes` measured it, spikes.csv; not ais.json nor the evaluations. The chance
+tests' p-values, the null calibration, the k steps, the missing evaluations and the notes are only in ais.md's text,
+so the whole report cannot be computed again from the folder. What the Claims need is all in ais.csv: every row with
+its family, star, interval, minimum detectable AIS and at-chance flag; their Reach is in spikes.csv. So this
+rewrites two parts of ais.md and leaves every other line as it was: its opening (the Claims of profile/claims.py and
+the Reach, then the heading over the reading paragraph) and its Notes (each said once, report.merged_notes).
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from benchprof.core.config import AggregateSettings
 from benchprof.core.storage import read_csv, write_text
 from benchprof.profile.claims import claims_markdown
 from benchprof.profile.controls import placebo_stars
-from benchprof.profile.report import READING, merged_notes
-from benchprof.profile.rows import HOLM_FAMILIES, P_CORRECT, SPECIFICITY, AisRow, Profile
+from benchprof.profile.report import READING, merged_notes, reach_markdown
+from benchprof.profile.rows import HOLM_FAMILIES, P_CLAIM, P_CORRECT, SPECIFICITY, AisRow, Profile
+from benchprof.profile.spikes import SPIKES, quote_reach, read_spikes
 
 NOTES = "## Notes"
 MORE = "- ... and "  # the line that counts the notes ais.md did not show
@@ -27,8 +28,9 @@ MORE = "- ... and "  # the line that counts the notes ais.md did not show
 
 def folder_profile(folder: Path) -> Profile:
     """The profile the Claims need, from a committed folder: ais.csv's rows (with what they say of each benchmark's
-    primary metric and chance, and the placebo regions' stars computed again from them), and aggregate.alpha and
-    report_k from its config.yml (the defaults where it names none: the largest k)."""
+    primary metric and chance, and the placebo regions' stars computed again from them), aggregate.alpha and
+    report_k from its config.yml (the defaults where it names none: the largest k), and the reach of the spikes.csv
+    it keeps, if any (measured on this profile by `benchprof spikes`)."""
     import yaml
 
     csv_path, config_path = folder / "ais.csv", folder / "config.yml"
@@ -60,19 +62,22 @@ def folder_profile(folder: Path) -> Profile:
         chance_p={row.benchmark: 1.0 if row.at_chance else 0.0 for row in rows if row.benchmark != SPECIFICITY},
     )
     profile.placebo_stars = list(placebo_stars(profile))  # what ais.md's Claims say of the placebo regions
+    profile.p_correct_claims = any(row.family == P_CLAIM for row in rows)
+    if (folder / SPIKES).is_file():  # the spikes.csv measured on this profile, kept beside its ais.md
+        quote_reach(profile, read_spikes(folder / SPIKES))
     return profile
 
 
 def with_claims(text: str, profile: Profile) -> str:
-    """ais.md's text opening with the profile's Claims (replacing any it had) and its Notes each said once; the
-    rest unchanged."""
+    """ais.md's text opening with the profile's Claims and Reach (replacing any it had) and its Notes each said once;
+    the rest unchanged."""
     lines = text.rstrip("\n").split("\n")
     title, rest = lines[0], lines[1:]
     if READING in rest:  # rendered since the Claims exist: replace them
         rest = rest[rest.index(READING) + 1 :]
     while rest and not rest[0].strip():
         rest = rest[1:]
-    lines = [title, "", *claims_markdown(profile), "", READING, "", *rest]
+    lines = [title, "", *claims_markdown(profile), *reach_markdown(profile), "", READING, "", *rest]
     if NOTES in lines:
         start = lines.index(NOTES) + 1
         end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))

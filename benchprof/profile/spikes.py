@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchprof.core.layout import Output
 from benchprof.core.storage import clear_manifest, file_hash, is_current, read_csv, write_csv, write_manifest
+
+if TYPE_CHECKING:
+    from benchprof.profile.rows import Profile
 
 SPIKES = "spikes.csv"
 PLANTED = "planted"  # source of a row whose effect is planted in the ability's top regions; fraction: the AIS planted
@@ -172,3 +175,15 @@ def planted_reach(rows: list[SpikeRow]) -> dict[str, str]:
             "resamples " + "; ".join(parts) + "."
         )
     return reach
+
+
+def quote_reach(profile: Profile, rows: list[SpikeRow]) -> None:
+    """Give `profile` the reach its ais.md quotes from spikes.csv's `rows` (none: no reach): the reach lines under
+    the rule, and under the rule on p_correct where the profile claims on it, and each benchmark's planted reach
+    for its "no claim" line. aggregate quotes a current spikes.csv so; a committed folder's spikes.csv is read back
+    so (lab/rerender.folder_profile)."""
+    from benchprof.profile.claims import claimed_pairs
+
+    profile.reach, profile.planted_reach = reach_lines(rows, unspiked=claimed_pairs(profile)), planted_reach(rows)
+    if profile.p_correct_claims:  # the same spikes read under the rule on p_correct
+        profile.reach += reach_lines(rows, "p_correct", unspiked=claimed_pairs(profile, on_p=True))

@@ -18,13 +18,12 @@ from benchprof.core.ownership import recorded_files, remove_unwritten
 from benchprof.core.results import evaluation_hashes
 from benchprof.core.storage import clear_manifest, write_manifest
 from benchprof.profile.analyses import JointDraws, compare_models, write_analyses, write_comparison
-from benchprof.profile.claims import claimed_pairs
 from benchprof.profile.documents import write_documents
 from benchprof.profile.formatting import counted
 from benchprof.profile.plots import write_plots
 from benchprof.profile.report import write_tables
 from benchprof.profile.rows import Profile
-from benchprof.profile.spikes import current_spikes, planted_reach, reach_lines, spikes_inputs
+from benchprof.profile.spikes import current_spikes, quote_reach, spikes_inputs
 from benchprof.profile.terminal import print_profile
 from benchprof.stages.overlap import model_overlap, overlap_summary
 from benchprof.stages.profile_scores import NO_ORIGINAL, default_report_k, load_scores, never_evaluated, profile_inputs
@@ -80,9 +79,7 @@ def _aggregate_model(cfg: Config, spec: ModelSpec, k: float, plots: bool, draws:
     profile.notes = list(dict.fromkeys(profile.notes))  # a note shared by rows or metrics: once
     documents = write_documents(layout, profile)  # first: ais.md quotes a spikes.csv measured on these documents
     spiked = current_spikes(layout.spikes_dir, spikes_inputs(documents, profile_inputs(cfg, k)))
-    profile.reach, profile.planted_reach = reach_lines(spiked, unspiked=claimed_pairs(profile)), planted_reach(spiked)
-    if profile.p_correct_claims:  # the same spikes read under the rule on p_correct
-        profile.reach += reach_lines(spiked, "p_correct", unspiked=claimed_pairs(profile, on_p=True))
+    quote_reach(profile, spiked)
     written = write_profile(profile, layout, plots=plots) + overlap_files + [documents]
     remove_unwritten(folder, previous, written)  # e.g. the plots of an ability no longer profiled
     write_manifest(
