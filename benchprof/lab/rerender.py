@@ -62,7 +62,8 @@ def folder_profile(folder: Path) -> Profile:
         chance_p={row.benchmark: 1.0 if row.at_chance else 0.0 for row in rows if row.benchmark != SPECIFICITY},
     )
     profile.placebo_stars = list(placebo_stars(profile))  # what ais.md's Claims say of the placebo regions
-    profile.p_correct_claims = any(row.family == P_CLAIM for row in rows)
+    declared = aggregate.get("p_correct_claims")  # an older config names none: the rows say whether it claimed so
+    profile.p_correct_claims = bool(declared) if declared is not None else any(row.family == P_CLAIM for row in rows)
     if (folder / SPIKES).is_file():  # the spikes.csv measured on this profile, kept beside its ais.md
         quote_reach(profile, read_spikes(folder / SPIKES))
     return profile
