@@ -15,7 +15,7 @@ from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant
 from benchprof.core.loader import load_config
 from benchprof.lab.spikes import claimed, plant_effect, spike_benchmark
-from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, SpikeRow, planted_reach, reach_lines
+from benchprof.profile.spikes import PLANTED, PLANTED_EVERYWHERE, SpikeRow, no_claim_reach, reach_lines
 from benchprof.stages.profile_scores import load_scores, rescore_benchmark
 
 K = 0.01
@@ -197,8 +197,16 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     assert "done     spikes      t: spikes.csv" in capsys.readouterr().out
     line = next(x for x in ais.read_text().splitlines() if x.startswith("- arc_easy: no claim"))
     assert line.endswith(
-        "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.3 for "
-        "Quantitative_Reasoning, Temporal_Reasoning."
+        "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of "
+        "Quantitative_Reasoning from 0.5 (so that ability takes no more than that share of it); of "
+        "Temporal_Reasoning not up to 0.5. An AIS planted in the top regions from 0.3 for Quantitative_Reasoning, "
+        "Temporal_Reasoning."
+    )
+    on_p = next(x for x in ais.read_text().splitlines() if x.startswith("- On p_correct: no claim on arc_easy"))
+    assert on_p.endswith(
+        "arc_easy: Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of "
+        "Quantitative_Reasoning from 0.5 (so that ability takes no more than that share of it); of "
+        "Temporal_Reasoning not up to 0.5."
     )
     quoted = (profile_config.output_root / "t" / "spikes" / "spikes.csv").read_bytes()
     main([*args[:5], "", "--resamples", "1", "--planted", "0.3", "--documents", "120"])  # planning: beside, unquoted
@@ -213,6 +221,30 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     assert "stale    spikes      t: spikes.csv  (measured on another profile; ais.md does not quote it" in (
         capsys.readouterr().out
     )
+
+
+def test_spikes_measured_under_a_changed_rule_are_quoted_under_that_rule_only(profile_config, capsys):
+    """A config whose claim rule changed after aggregate (here aggregate.alpha): spikes apply the changed rule, so
+    ais.md quotes their reach only once the profile is aggregated under it, never under the rule it was before."""
+    from benchprof.cli import main
+
+    config = str(profile_config.path)
+    ais = profile_config.output_root / "t" / "profile" / "ais.md"
+    main(["aggregate", config, "--noplots"])
+    original = profile_config.path.read_text()
+    changed = yaml.safe_load(original)
+    changed["aggregate"]["alpha"] = 0.01
+    profile_config.path.write_text(yaml.safe_dump(changed))
+    main(["spikes", config, "--benchmark", "arc_easy", "--fractions", "0.5", "--resamples", "1", "--planted", ""])
+    profile_config.path.write_text(original)  # back to the rule the profile was aggregated under
+    main(["aggregate", config, "--noplots"])
+    assert "Reach" not in ais.read_text()
+    capsys.readouterr()
+    main(["status", config])
+    assert "stale    spikes      t: spikes.csv" in capsys.readouterr().out
+    profile_config.path.write_text(yaml.safe_dump(changed))
+    main(["aggregate", config, "--noplots"])
+    assert "- arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (1 of 1)" in ais.read_text()
 
 
 @pytest.mark.parametrize("fractions", ["abc", "0", "0.1,1.5"])
@@ -284,9 +316,11 @@ def test_the_rule_claims_an_effect_planted_in_the_top_region_and_not_one_planted
         plant_effect(layout.model_dir, "arc_easy", "acc_norm,none", 0.3, 0, [Variant(QUANT, K, "top2")])
 
 
-def test_a_no_claim_line_quotes_the_planted_reach_by_ability():
-    """Per benchmark, each ability at the smallest AIS claimed in 4 of 5 (or not up to the largest tried), from the
-    benchmark's own size only; the Reach block's line names the planted and the everywhere rows."""
+def test_a_no_claim_line_quotes_the_reach_by_ability():
+    """Per benchmark, each ability at the smallest share of its own items and the smallest planted AIS claimed in 4
+    of 5 (or not up to the largest tried), from the benchmark's own size only; where every ability tried is reached,
+    none takes more than the largest of those shares. Under the rule on p_correct the shares only (a plant moves
+    accuracy only). The Reach block's line names the planted and the everywhere rows."""
     rows = [
         SpikeRow("m", "b", "A", PLANTED, 0.05, 3, 5, 2),
         SpikeRow("m", "b", "A", PLANTED, 0.1, 6, 5, 5),
@@ -294,19 +328,30 @@ def test_a_no_claim_line_quotes_the_planted_reach_by_ability():
         SpikeRow("m", "b", "D", PLANTED, 0.05, 3, 5, 0),
         SpikeRow("m", "b", "D", PLANTED, 0.1, 6, 5, 3),
         SpikeRow("m", "b", "A", PLANTED_EVERYWHERE, 0.1, 6, 5, 1),
+        SpikeRow("m", "b", "A", "A", 0.05, 3, 5, 3, claimed_p_correct=4),
+        SpikeRow("m", "b", "A", "A", 0.1, 6, 5, 4, claimed_p_correct=5),
+        SpikeRow("m", "b", "A", "C", 0.1, 6, 5, 5, claimed_p_correct=5),  # the null side: never a reach
+        SpikeRow("m", "b", "C", "C", 0.1, 6, 5, 1, claimed_p_correct=4),
         SpikeRow("m", "c", "A", "A", 0.1, 6, 5, 5),
         SpikeRow("m", "b", "D", PLANTED, 0.02, 6, 5, 5, size=2000),  # planned: never quoted as the reach
     ]
     assert reach_lines(rows)[-1] == (
         "b at 2000 documents (planned) <- D (the rule): an AIS planted in its top regions: claimed from 0.02 (5 of 5)"
     )
-    assert planted_reach(rows) == {
-        "b": "Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in 80% of resamples from 0.05 "
-        "for C; from 0.1 for A; not up to 0.1 for D."
+    assert no_claim_reach(rows) == {
+        "b": "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of A from "
+        "0.1 (so that ability takes no more than that share of it); of C not up to 0.1. An AIS planted in the top "
+        "regions from 0.05 for C; from 0.1 for A; not up to 0.1 for D.",
+        "c": "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of A from "
+        "0.1 (so that ability takes no more than that share of it).",
     }
+    assert no_claim_reach(rows, "p_correct")["b"] == (
+        "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of A from "
+        "0.05; of C from 0.1 (so each of these abilities takes no more than its share of it)."
+    )
     assert reach_lines(rows)[0] == (
-        "b <- A (the rule): an AIS planted in its top regions: claimed from 0.1 (5 of 5); planted in every region: "
-        "claimed 1 of 5"
+        "b <- A (the rule): claimed from f = 0.1 (4 of 5); spiked with C instead: claimed 5 of 5; an AIS planted in "
+        "its top regions: claimed from 0.1 (5 of 5); planted in every region: claimed 1 of 5"
     )
 
 

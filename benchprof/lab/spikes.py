@@ -406,17 +406,17 @@ def spikes(
 ) -> None:
     """Positive controls for the claim rule on this config's profile: each real benchmark B spiked with a share f of
     ability A's test documents (scored in every variant already: no evaluation), and the rule applied unchanged; the
-    reach on B is the smallest f claimed in at least 80% of resamples. On the null side B is spiked with the next
-    ability's documents instead (the abilities in config order, the last followed by the first): how often A is
-    claimed there, a false claim only where B itself is not claimed to draw on A. The reach in AIS: an effect planted
-    in A's top regions on B (each loses that AIS more of B's documents, mostly the same ones across the selections),
-    the smallest claimed in 80% of resamples, which ais.md's "no claim" lines quote; planted in every region alike
-    (what any region of the size does), it must not be claimed. Reads the profile's
-    documents.tar.xz as `benchprof aggregate` last wrote it; writes outputs/<model>/spikes/spikes.csv and prints one
-    line per (benchmark, ability), and one more under the rule on p_correct (aggregate.p_correct_claims: the
-    mixed-in documents carry their own p_correct; a planted effect moves accuracy only); the next `benchprof
-    aggregate` quotes them in ais.md while the profile is the one they were measured on. docs/claims.md says how to
-    read them.
+    reach on B is the smallest f claimed in at least 80% of resamples (B not claimed then takes no more than f of A, at
+    that power). On the null side B is spiked with the next ability's documents instead (the abilities in config order,
+    the last followed by the first): how often A is claimed there, a false claim only where B itself is not claimed to
+    draw on A. The reach in AIS: an effect planted in A's top regions on B (each loses that AIS more of B's documents,
+    mostly the same ones across the selections), the smallest claimed in 80% of resamples; ais.md's "no claim" lines
+    quote both; planted in every region alike (what any region of the size does), it must not be claimed. Reads the
+    profile's documents.tar.xz as `benchprof aggregate` last wrote it; writes outputs/<model>/spikes/spikes.csv and
+    prints one line per (benchmark, ability), and one more under the rule on p_correct (aggregate.p_correct_claims: the
+    mixed-in documents carry their own p_correct; a planted effect moves accuracy only); the next `benchprof aggregate`
+    quotes them in ais.md while the profile and the config's aggregate settings are those they were measured under.
+    docs/claims.md says how to read them.
 
     Arguments:
         cfg: the config (on the command line: the path of config.yml).
@@ -445,6 +445,7 @@ def spikes(
     from benchprof.core.storage import read_json
     from benchprof.profile.documents import DOCUMENTS
     from benchprof.profile.spikes import spikes_inputs
+    from benchprof.stages.profile_scores import profile_inputs
 
     started = time.time()
     splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
@@ -480,7 +481,9 @@ def spikes(
             rows = spike_rows(folder, triples, shares, resamples, int(seed), skipped, effects, size)
         # a planning run goes beside, never in place of the reach ais.md quotes
         out = layout.spikes_dir / f"plan-{size}" if size else layout.spikes_dir
-        path = write_spikes(rows, out, spikes_inputs(archive, profile))
+        # tied to the profile under the rule this run applied (the config's aggregate settings, which may have
+        # changed since aggregate): the next aggregate quotes it only under that rule
+        path = write_spikes(rows, out, spikes_inputs(archive, profile_inputs(cfg, profile.get("report_k"))))
         on_p = reach_lines(rows, "p_correct") if cfg.aggregate.p_correct_claims else []
         for line in reach_lines(rows) + on_p + [f"not tried: {why}" for why in skipped]:
             print(f"{spec.tag}: {line}")

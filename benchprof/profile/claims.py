@@ -305,7 +305,7 @@ def specificity_line(profile: Profile) -> str:
 def claim_lines(profile: Profile) -> list[str]:
     """The Claims' lines: one per benchmark (those without a test in one line), then the specificity line."""
     claims = benchmark_claims(profile)
-    reach = profile.planted_reach  # what the rule would have seen, where `benchprof spikes` measured it
+    reach = profile.no_claim_reach  # what the rule would have seen, where `benchprof spikes` measured it
     lines = [
         claim_line(c) + (f" {reach[c.benchmark]}" if c.kind == "none" and c.benchmark in reach else "")
         for c in claims
@@ -353,8 +353,13 @@ def p_correct_lines(profile: Profile) -> list[str]:
         f"no claim on {_and(unclaimed)}" if unclaimed else "",
         f"no test on {_and(rest['untested'])}" if rest["untested"] else "",
     ]
+    reach = [
+        f"{c.benchmark}: {profile.no_claim_reach_p[c.benchmark]}"
+        for c in claims
+        if c.kind == "none" and c.benchmark in profile.no_claim_reach_p
+    ]
     if any(said):
-        lines.append("On p_correct: " + "; ".join(s for s in said if s) + ".")
+        lines.append(" ".join(["On p_correct: " + "; ".join(s for s in said if s) + ".", *reach]))
     return lines
 
 
@@ -412,9 +417,10 @@ def claims_markdown(profile: Profile) -> list[str]:
         "region does so; the minimum detectable AIS (80% power, the median over the benchmark's top regions) is the "
         "smallest effect its test would likely have seen, and nothing can be said of smaller ones"
         + (
-            "; its Reach, the smallest AIS planted in an ability's top regions that the whole rule claims in 80% "
-            "of resamples, is that figure for the rule as a whole (docs/claims.md)"
-            if profile.planted_reach
+            "; its Reach is what the whole rule claims in 80% of resamples: the smallest share of the benchmark "
+            "that an ability's own items, mixed in, must be (a benchmark not claimed takes no more of the ability), "
+            "and the smallest AIS planted in the ability's top regions (docs/claims.md)"
+            if profile.no_claim_reach
             else ""
         )
         + ". **At chance**: the "

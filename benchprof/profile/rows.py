@@ -270,7 +270,9 @@ class Profile:
     placebo_stars: list[int] = field(default_factory=list)
     overlap: list[str] = field(default_factory=list)  # summary lines of overlap.csv, for ais.md
     reach: list[str] = field(default_factory=list)  # reach lines of a current spikes.csv (profile/spikes.py)
-    planted_reach: dict[str, str] = field(default_factory=dict)  # benchmark -> its planted reach, for "no claim"
+    # benchmark -> the reach its "no claim" line quotes (spikes.no_claim_reach), on accuracy and on p_correct
+    no_claim_reach: dict[str, str] = field(default_factory=dict)
+    no_claim_reach_p: dict[str, str] = field(default_factory=dict)
     alpha: float = 0.05  # aggregate.alpha: every star's level (Holm in the claim family, Benjamini-Hochberg elsewhere)
     chance: dict[str, float] = field(default_factory=dict)  # benchmark -> chance level
     chance_p: dict[str, float] = field(default_factory=dict)  # benchmark -> p of "original above chance"

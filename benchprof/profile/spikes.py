@@ -1,6 +1,6 @@
 """spikes.csv, the claim rule's reach on spiked benchmarks: its rows (`SpikeRow`), the file with the manifest that
 ties it to the profile it was measured on (`write_spikes`, `current_spikes`), and the reach ais.md and the terminal
-quote (`reach_lines`, `planted_reach`). lab/spikes.py measures it (`benchprof spikes`); aggregate quotes it in ais.md
+quote (`reach_lines`, `no_claim_reach`). lab/spikes.py measures it (`benchprof spikes`); aggregate quotes it in ais.md
 while its manifest's inputs (the profile's per-document scores and settings) still hold.
 """
 
@@ -152,28 +152,52 @@ def reach_lines(
     return lines
 
 
-def planted_reach(rows: list[SpikeRow]) -> dict[str, str]:
-    """Per benchmark, the planted AIS (top − random) the rule claims in at least REACH_RATE of resamples, by
-    ability, or the largest tried where none is: what its "no claim" line quotes. Benchmarks without planted rows
-    have none, and so do planned sizes (SpikeRow.size)."""
+def _levels(rows: list[SpikeRow], rule: str) -> tuple[dict[float, list[str]], dict[float, list[str]]]:
+    """`rows` (one benchmark, one kind of source) by ability: the smallest level claimed in at least REACH_RATE of
+    resamples under `rule` -> the abilities reached there; the largest level tried -> those reached nowhere."""
+    found: dict[float, list[str]] = {}
+    missed: dict[float, list[str]] = {}
+    for ability in dict.fromkeys(r.ability for r in rows):
+        mine = [r for r in rows if r.ability == ability]
+        hit = _first_reached(mine, rule)
+        if hit is None:
+            missed.setdefault(max(r.fraction for r in mine), []).append(ability)
+        else:
+            found.setdefault(hit.fraction, []).append(ability)
+    return dict(sorted(found.items())), dict(sorted(missed.items()))
+
+
+def no_claim_reach(rows: list[SpikeRow], rule: str = "claims") -> dict[str, str]:
+    """Per benchmark, the reach its "no claim" line quotes under `rule`, by ability: the smallest share of an
+    ability's own items that, mixed in, is claimed in at least REACH_RATE of resamples (a benchmark the rule does not
+    claim then takes no more than that share of the ability, at that power), and, under the rule as ais.md states it,
+    the smallest AIS planted in the ability's top regions so claimed; or the largest tried where none is. Planned
+    sizes (SpikeRow.size) are never quoted."""
     rows = [r for r in rows if not r.size]
     reach = {}
-    for benchmark in dict.fromkeys(r.benchmark for r in rows if r.source == PLANTED):
-        found: dict[float, list[str]] = {}
-        missed: dict[float, list[str]] = {}
-        for ability in dict.fromkeys(r.ability for r in rows if r.benchmark == benchmark and r.source == PLANTED):
-            mine = [r for r in rows if (r.benchmark, r.ability, r.source) == (benchmark, ability, PLANTED)]
-            hit = _first_reached(mine)
-            if hit is None:
-                missed.setdefault(max(r.fraction for r in mine), []).append(ability)
-            else:
-                found.setdefault(hit.fraction, []).append(ability)
-        parts = [f"from {level:g} for {', '.join(names)}" for level, names in sorted(found.items())]
-        parts += [f"not up to {level:g} for {', '.join(names)}" for level, names in sorted(missed.items())]
-        reach[benchmark] = (
-            f"Reach: an AIS planted in the top regions (`benchprof spikes`) is claimed in {REACH_RATE:.0%} of "
-            "resamples " + "; ".join(parts) + "."
-        )
+    for benchmark in dict.fromkeys(r.benchmark for r in rows):
+        mine = [r for r in rows if r.benchmark == benchmark]
+        parts = []
+        found, missed = _levels([r for r in mine if r.source == r.ability], rule)
+        if found or missed:
+            said = [f"of {', '.join(names)} from {level:g}" for level, names in found.items()]
+            if found:  # the reading a "no claim" allows, at that power
+                one = sum(map(len, found.values())) == 1
+                said[-1] += (
+                    " (so that ability takes no more than that share of it)"
+                    if one
+                    else " (so each of these abilities takes no more than its share of it)"
+                )
+            said += [f"of {', '.join(names)} not up to {level:g}" for level, names in missed.items()]
+            parts.append("mixed in as a share of it, the items " + "; ".join(said))
+        found, missed = _levels([r for r in mine if r.source == PLANTED], rule) if rule != "p_correct" else ({}, {})
+        if found or missed:
+            said = [f"from {level:g} for {', '.join(names)}" for level, names in found.items()]
+            said += [f"not up to {level:g} for {', '.join(names)}" for level, names in missed.items()]
+            parts.append("an AIS planted in the top regions " + "; ".join(said))
+        if parts:
+            text = ". ".join(parts[:1] + [p[0].upper() + p[1:] for p in parts[1:]])
+            reach[benchmark] = f"Reach (`benchprof spikes`, claimed in {REACH_RATE:.0%} of resamples): {text}."
     return reach
 
 
@@ -184,6 +208,7 @@ def quote_reach(profile: Profile, rows: list[SpikeRow]) -> None:
     so (lab/rerender.folder_profile)."""
     from benchprof.profile.claims import claimed_pairs
 
-    profile.reach, profile.planted_reach = reach_lines(rows, unspiked=claimed_pairs(profile)), planted_reach(rows)
+    profile.reach, profile.no_claim_reach = reach_lines(rows, unspiked=claimed_pairs(profile)), no_claim_reach(rows)
     if profile.p_correct_claims:  # the same spikes read under the rule on p_correct
         profile.reach += reach_lines(rows, "p_correct", unspiked=claimed_pairs(profile, on_p=True))
+        profile.no_claim_reach_p = no_claim_reach(rows, "p_correct")
