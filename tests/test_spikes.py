@@ -384,3 +384,72 @@ def test_planted_effects_and_planned_sizes_that_are_not_are_one_line_before_any_
         main(["spikes", str(profile_config.path), option, value])
     assert f"{option}: " in capsys.readouterr().err
     assert not (profile_config.output_root / "t" / "spikes").exists()
+
+
+def test_the_lenient_bound_sees_the_known_spike_and_not_the_null_one(profile_config):
+    """The lenient test (lab/spike_bound.py) on the profile folder aggregate wrote: arc_easy spiked with half
+    Quantitative documents (its region zeroes them) passes in every resample; spiked with Temporal's own documents,
+    whose region does nothing, in none."""
+    import shutil
+
+    from benchprof.cli import main
+    from benchprof.lab.spike_bound import bound_rows
+
+    main(["aggregate", str(profile_config.path), "--noplots"])
+    folder = profile_config.path.parent / "folder"
+    folder.mkdir()
+    shutil.copyfile(profile_config.path, folder / "config.yml")
+    shutil.copyfile(profile_config.output_root / "t" / "profile" / "documents.tar.xz", folder / "documents.tar.xz")
+    rows, skipped = bound_rows(folder, [("arc_easy", QUANT), ("arc_easy", TEMPORAL)], [0.5], 4)
+    assert skipped == []
+    assert {(r.ability, r.metric): (r.passed, r.documents) for r in rows} == {
+        (QUANT, "accuracy"): (4, N),
+        (QUANT, "p_correct"): (4, N),
+        (TEMPORAL, "accuracy"): (0, N),
+        (TEMPORAL, "p_correct"): (0, N),
+    }
+
+
+def test_the_lenient_bound_tests_the_documents_spikes_mix_in(tmp_path):
+    """On a committed profile, for each of several draws, the lenient test's verdict equals one computed by hand from
+    the samples files `spike_benchmark` writes for the same draw: per document, the random regions' mean accuracy
+    minus the top regions', the benchmark's own documents centred, scipy's one-sided t test at 0.05."""
+    from pathlib import Path
+
+    from scipy.stats import ttest_1samp
+
+    from benchprof.core.results import read_samples
+    from benchprof.lab.rederive import folder_config
+    from benchprof.lab.spike_bound import bound_rows
+    from benchprof.lab.spikes import spike_benchmark
+    from benchprof.profile.documents import DOCUMENTS, unpack_documents
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "results" / "profile-qwen2.5-1.5b-mmlu"
+    benchmark, ability, fraction, draws = "copa", "Commonsense_Causal", 0.1, 8
+    verdicts = []
+    for seed in range(draws):
+        rows, _ = bound_rows(folder, [(benchmark, ability)], [fraction], 1, seed)
+        verdicts += [r.passed for r in rows if r.metric == "accuracy"]
+    cfg = folder_config(folder, tmp_path)
+    model_dir = tmp_path / cfg.models[0].tag
+    unpack_documents(folder / DOCUMENTS, model_dir)
+    evals = sorted(model_dir.glob("*/eval/k*"))
+    tops = [p / benchmark for e in evals if e.parent.parent.name == ability for p in sorted(e.glob("top*"))]
+    randoms = [p / benchmark for e in evals for p in sorted(e.glob("random*"))]
+
+    def scores(stem: Path) -> dict:
+        per_doc, _ = read_samples(stem.with_name(stem.name + ".samples.jsonl"), "acc,none")
+        return per_doc
+
+    unspiked = set(scores(tops[0]))  # the benchmark's own documents
+    by_hand = []
+    for seed in range(draws):
+        spike_benchmark(model_dir, benchmark, ability, fraction, seed)
+        top, rand = [scores(s) for s in tops], [scores(s) for s in randoms]
+        d = {key: sum(r[key] for r in rand) / len(rand) - sum(t[key] for t in top) / len(top) for key in top[0]}
+        own = [v for key, v in d.items() if key in unspiked]
+        assert len(own) == 100 and len(d) == 111
+        mixed = [v - sum(own) / len(own) for v in own] + [v for key, v in d.items() if key not in unspiked]
+        by_hand.append(int(ttest_1samp(mixed, 0.0, alternative="greater").pvalue < 0.05))
+    assert verdicts == by_hand and len(verdicts) == draws
+    assert 0 < sum(by_hand) < draws  # a draw-dependent verdict: the comparison can tell a wrong draw

@@ -76,6 +76,17 @@ def _put(folder: Path, benchmark: str, rows: list[dict]) -> None:
     result.write_text(json.dumps(payload))
 
 
+def mixed_in(theirs: list[DocId], own: int, fraction: float, seed: int, spike: str) -> list[DocId]:
+    """The documents of a source's split (`theirs`) drawn by `seed` to be a share `fraction` of a benchmark of `own`
+    documents once mixed in: round(f / (1 - f) * own) of them. TooFew where that is none, or more than there are."""
+    count = round(fraction / (1 - fraction) * own)
+    if count < 1:
+        raise TooFew(f"{spike} mixes in no document of its {own}")
+    if count > len(theirs):
+        raise TooFew(f"{spike} needs {count} of its documents; it has {len(theirs)}")
+    return random.Random(seed).sample(sorted(theirs, key=str), count)
+
+
 def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
     """Put B' in place of `benchmark` in every variant under `model_dir`: B's own rows (kept beside, as
     `<benchmark>.unspiked.samples.jsonl`, from the first call on) plus the rows of the same round(f / (1 - f) * n)
@@ -92,15 +103,9 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
             raise TooFew(f"{folder}: no per-document scores of {source!r} to mix into {benchmark!r}")
         theirs = {doc_id(row): row for row in _rows(source_file)}
         if chosen is None:
-            count = round(fraction / (1 - fraction) * len(own))
-            if count < 1:
-                raise TooFew(f"{benchmark} spiked to {fraction:g} with {source} mixes in no document of its {len(own)}")
-            if count > len(theirs):
-                raise TooFew(
-                    f"{benchmark} spiked to {fraction:g} with {source} needs {count} of its documents; it has "
-                    f"{len(theirs)}"
-                )
-            chosen = random.Random(seed).sample(sorted(theirs, key=str), count)
+            chosen = mixed_in(
+                list(theirs), len(own), fraction, seed, f"{benchmark} spiked to {fraction:g} with {source}"
+            )
         missing = [d for d in chosen if d not in theirs]
         if missing:
             raise BenchprofError(f"{source_file}: document {missing[0]} of the original's is not scored here")
