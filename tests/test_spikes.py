@@ -198,14 +198,14 @@ def test_the_spikes_command_claims_the_known_answer_and_not_the_null_side(profil
     line = next(x for x in ais.read_text().splitlines() if x.startswith("- arc_easy: no claim"))
     assert line.endswith(
         "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of "
-        "Quantitative_Reasoning from 0.5 (so that ability takes no more than that share of it); of "
+        "Quantitative_Reasoning from 0.5, so that ability takes no more than that share of it (80% power); of "
         "Temporal_Reasoning not up to 0.5. An AIS planted in the top regions from 0.3 for Quantitative_Reasoning, "
         "Temporal_Reasoning."
     )
     on_p = next(x for x in ais.read_text().splitlines() if x.startswith("- On p_correct: no claim on arc_easy"))
     assert on_p.endswith(
         "arc_easy: Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of "
-        "Quantitative_Reasoning from 0.5 (so that ability takes no more than that share of it); of "
+        "Quantitative_Reasoning from 0.5, so that ability takes no more than that share of it (80% power); of "
         "Temporal_Reasoning not up to 0.5."
     )
     quoted = (profile_config.output_root / "t" / "spikes" / "spikes.csv").read_bytes()
@@ -340,14 +340,16 @@ def test_a_no_claim_line_quotes_the_reach_by_ability():
     )
     assert no_claim_reach(rows) == {
         "b": "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of A from "
-        "0.1 (so that ability takes no more than that share of it); of C not up to 0.1. An AIS planted in the top "
+        "0.1, so that ability takes no more than that share of it (80% power); of C not up to 0.1. An AIS planted in "
+        "the top "
         "regions from 0.05 for C; from 0.1 for A; not up to 0.1 for D.",
         "c": "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of A from "
-        "0.1 (so that ability takes no more than that share of it).",
+        "0.1, so that ability takes no more than that share of it (80% power).",
     }
+    assert "c" not in no_claim_reach(rows, "p_correct")  # not measured on p_correct: no reach, not "not up to"
     assert no_claim_reach(rows, "p_correct")["b"] == (
         "Reach (`benchprof spikes`, claimed in 80% of resamples): mixed in as a share of it, the items of A from "
-        "0.05; of C from 0.1 (so each of these abilities takes no more than its share of it)."
+        "0.05 and of C from 0.1, so each of these takes no more than the share it is reached from (80% power)."
     )
     assert reach_lines(rows)[0] == (
         "b <- A (the rule): claimed from f = 0.1 (4 of 5); spiked with C instead: claimed 5 of 5; an AIS planted in "
@@ -411,25 +413,28 @@ def test_the_lenient_bound_sees_the_known_spike_and_not_the_null_one(profile_con
 
 
 def test_the_lenient_bound_tests_the_documents_spikes_mix_in(tmp_path):
-    """On a committed profile, for each of several draws, the lenient test's verdict equals one computed by hand from
-    the samples files `spike_benchmark` writes for the same draw: per document, the random regions' mean accuracy
-    minus the top regions', the benchmark's own documents centred, scipy's one-sided t test at 0.05."""
+    """On a committed profile, for each of several draws and on both metrics, the lenient test's verdict equals one
+    computed by hand from the samples files `spike_benchmark` writes for the same draw: per document, the random
+    regions' mean score minus the top regions', the benchmark's own documents centred, scipy's one-sided t test at
+    0.05 (the package's mean test takes its t path here: more than EXACT_UNITS documents differ)."""
     from pathlib import Path
 
+    import numpy as np
     from scipy.stats import ttest_1samp
 
-    from benchprof.core.results import read_samples
+    from benchprof.core.results import read_p_correct, read_samples
     from benchprof.lab.rederive import folder_config
     from benchprof.lab.spike_bound import bound_rows
     from benchprof.lab.spikes import spike_benchmark
     from benchprof.profile.documents import DOCUMENTS, unpack_documents
+    from benchprof.stats.paired import EXACT_UNITS
 
     folder = Path(__file__).resolve().parents[1] / "docs" / "results" / "profile-qwen2.5-1.5b-mmlu"
     benchmark, ability, fraction, draws = "copa", "Commonsense_Causal", 0.1, 8
-    verdicts = []
+    verdicts: dict[str, list[int]] = {"accuracy": [], "p_correct": []}
     for seed in range(draws):
-        rows, _ = bound_rows(folder, [(benchmark, ability)], [fraction], 1, seed)
-        verdicts += [r.passed for r in rows if r.metric == "accuracy"]
+        for row in bound_rows(folder, [(benchmark, ability)], [fraction], 1, seed)[0]:
+            verdicts[row.metric].append(row.passed)
     cfg = folder_config(folder, tmp_path)
     model_dir = tmp_path / cfg.models[0].tag
     unpack_documents(folder / DOCUMENTS, model_dir)
@@ -437,19 +442,21 @@ def test_the_lenient_bound_tests_the_documents_spikes_mix_in(tmp_path):
     tops = [p / benchmark for e in evals if e.parent.parent.name == ability for p in sorted(e.glob("top*"))]
     randoms = [p / benchmark for e in evals for p in sorted(e.glob("random*"))]
 
-    def scores(stem: Path) -> dict:
-        per_doc, _ = read_samples(stem.with_name(stem.name + ".samples.jsonl"), "acc,none")
-        return per_doc
+    def scores(stem: Path, metric: str) -> dict:
+        path = stem.with_name(stem.name + ".samples.jsonl")
+        return (read_p_correct if metric == "p_correct" else read_samples)(path, "acc,none")[0]
 
-    unspiked = set(scores(tops[0]))  # the benchmark's own documents
-    by_hand = []
+    unspiked = set(scores(tops[0], "accuracy"))  # the benchmark's own documents
+    by_hand: dict[str, list[int]] = {"accuracy": [], "p_correct": []}
     for seed in range(draws):
         spike_benchmark(model_dir, benchmark, ability, fraction, seed)
-        top, rand = [scores(s) for s in tops], [scores(s) for s in randoms]
-        d = {key: sum(r[key] for r in rand) / len(rand) - sum(t[key] for t in top) / len(top) for key in top[0]}
-        own = [v for key, v in d.items() if key in unspiked]
-        assert len(own) == 100 and len(d) == 111
-        mixed = [v - sum(own) / len(own) for v in own] + [v for key, v in d.items() if key not in unspiked]
-        by_hand.append(int(ttest_1samp(mixed, 0.0, alternative="greater").pvalue < 0.05))
-    assert verdicts == by_hand and len(verdicts) == draws
-    assert 0 < sum(by_hand) < draws  # a draw-dependent verdict: the comparison can tell a wrong draw
+        for metric, found in by_hand.items():
+            top, rand = [scores(s, metric) for s in tops], [scores(s, metric) for s in randoms]
+            d = {key: np.mean([r[key] for r in rand]) - np.mean([t[key] for t in top]) for key in top[0]}
+            own = [v for key, v in d.items() if key in unspiked]
+            assert len(own) == 100 and len(d) == 111
+            mixed = [v - np.mean(own) for v in own] + [v for key, v in d.items() if key not in unspiked]
+            assert np.count_nonzero(mixed) > EXACT_UNITS
+            found.append(int(ttest_1samp(mixed, 0.0, alternative="greater").pvalue < 0.05))
+    assert verdicts == by_hand and len(by_hand["accuracy"]) == draws
+    assert 0 < sum(by_hand["accuracy"]) < draws  # a draw-dependent verdict: the comparison can tell a wrong draw

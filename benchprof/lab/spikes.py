@@ -67,6 +67,12 @@ def _own_rows(folder: Path, benchmark: str) -> list[dict]:
     return _rows(kept)
 
 
+def _unspiked(folder: Path, benchmark: str) -> list[dict]:
+    """The benchmark's own rows in one variant's folder, read only: its kept copy once a spike replaced them."""
+    kept = folder / f"{benchmark}.unspiked.samples.jsonl"
+    return _rows(kept if kept.is_file() else folder / f"{benchmark}.samples.jsonl")
+
+
 def _put(folder: Path, benchmark: str, rows: list[dict]) -> None:
     """`rows` in place of the benchmark's samples file in one variant's folder."""
     (folder / f"{benchmark}.samples.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
@@ -87,30 +93,42 @@ def mixed_in(theirs: list[DocId], own: int, fraction: float, seed: int, spike: s
     return random.Random(seed).sample(sorted(theirs, key=str), count)
 
 
-def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
-    """Put B' in place of `benchmark` in every variant under `model_dir`: B's own rows (kept beside, as
-    `<benchmark>.unspiked.samples.jsonl`, from the first call on) plus the rows of the same round(f / (1 - f) * n)
-    documents of `source`'s split in that variant, drawn by `seed`, so that they are a share `fraction` of B'.
-    Returns how many documents were mixed in. A variant without `source`'s scores, or too few of them, is refused."""
+def spike_sources(model_dir: Path, benchmark: str, source: str) -> tuple[list[DocId], int]:
+    """What `spike_benchmark` draws from: the documents of `source`'s split that the first variant folder scored, and
+    how many documents the benchmark has there (its share is counted against those; mixed_in draws)."""
     folders = _variant_folders(model_dir, benchmark)
     if not folders:
         raise TooFew(f"{model_dir}: no evaluation of {benchmark!r} to spike")
-    chosen: list[tuple[str, int | str]] | None = None
-    for folder in folders:
+    source_file = folders[0] / f"{source}.samples.jsonl"
+    if not source_file.is_file():
+        raise TooFew(f"{folders[0]}: no per-document scores of {source!r} to mix into {benchmark!r}")
+    theirs = list(dict.fromkeys(doc_id(row) for row in _rows(source_file)))
+    return theirs, len({doc_id(row) for row in _unspiked(folders[0], benchmark)})
+
+
+def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: float, seed: int) -> int:
+    """Put B' in place of `benchmark` in every variant under `model_dir`: B's own rows (kept beside, as
+    `<benchmark>.unspiked.samples.jsonl`, from the first call on) plus the rows of the same round(f / (1 - f) * n)
+    documents of `source`'s split in that variant (`spike_sources`, `mixed_in`), so that they are a share `fraction` of
+    B'. Returns how many documents were mixed in. A variant without `source`'s scores, or too few of them, is
+    refused."""
+    chosen = mixed_in(
+        *spike_sources(model_dir, benchmark, source),
+        fraction,
+        seed,
+        f"{benchmark} spiked to {fraction:g} with {source}",
+    )
+    for folder in _variant_folders(model_dir, benchmark):
         own = _own_rows(folder, benchmark)
         source_file = folder / f"{source}.samples.jsonl"
         if not source_file.is_file():
             raise TooFew(f"{folder}: no per-document scores of {source!r} to mix into {benchmark!r}")
         theirs = {doc_id(row): row for row in _rows(source_file)}
-        if chosen is None:
-            chosen = mixed_in(
-                list(theirs), len(own), fraction, seed, f"{benchmark} spiked to {fraction:g} with {source}"
-            )
         missing = [d for d in chosen if d not in theirs]
         if missing:
             raise BenchprofError(f"{source_file}: document {missing[0]} of the original's is not scored here")
         _put(folder, benchmark, own + [theirs[d] for d in chosen])
-    return len(chosen or [])
+    return len(chosen)
 
 
 def _resampled(rows: list[dict], drawn: list[DocId] | None) -> list[dict]:

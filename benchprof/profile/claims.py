@@ -418,7 +418,8 @@ def claims_markdown(profile: Profile) -> list[str]:
         "smallest effect its test would likely have seen, and nothing can be said of smaller ones"
         + (
             "; its Reach is what the whole rule claims in 80% of resamples: the smallest share of the benchmark "
-            "that an ability's own items, mixed in, must be (a benchmark not claimed takes no more of the ability), "
+            "that an ability's own items, mixed in, must be (a benchmark not claimed takes no more of the ability, at "
+            "that power), "
             "and the smallest AIS planted in the ability's top regions (docs/claims.md)"
             if profile.no_claim_reach
             else ""

@@ -154,9 +154,11 @@ def reach_lines(
 
 def _levels(rows: list[SpikeRow], rule: str) -> tuple[dict[float, list[str]], dict[float, list[str]]]:
     """`rows` (one benchmark, one kind of source) by ability: the smallest level claimed in at least REACH_RATE of
-    resamples under `rule` -> the abilities reached there; the largest level tried -> those reached nowhere."""
+    resamples under `rule` -> the abilities reached there; the largest level tried -> those reached nowhere. Rows
+    that `rule` did not measure (SpikeRow.count None) are left out."""
     found: dict[float, list[str]] = {}
     missed: dict[float, list[str]] = {}
+    rows = [r for r in rows if r.count(rule) is not None]
     for ability in dict.fromkeys(r.ability for r in rows):
         mine = [r for r in rows if r.ability == ability]
         hit = _first_reached(mine, rule)
@@ -180,14 +182,15 @@ def no_claim_reach(rows: list[SpikeRow], rule: str = "claims") -> dict[str, str]
         parts = []
         found, missed = _levels([r for r in mine if r.source == r.ability], rule)
         if found or missed:
-            said = [f"of {', '.join(names)} from {level:g}" for level, names in found.items()]
-            if found:  # the reading a "no claim" allows, at that power
-                one = sum(map(len, found.values())) == 1
-                said[-1] += (
-                    " (so that ability takes no more than that share of it)"
-                    if one
-                    else " (so each of these abilities takes no more than its share of it)"
+            said = []
+            if found:  # with the reading a "no claim" allows, at the reach's power
+                reached = " and ".join(f"of {', '.join(names)} from {level:g}" for level, names in found.items())
+                takes = (
+                    "that ability takes no more than that share of it"
+                    if sum(map(len, found.values())) == 1
+                    else "each of these takes no more than the share it is reached from"
                 )
+                said.append(f"{reached}, so {takes} ({REACH_RATE:.0%} power)")
             said += [f"of {', '.join(names)} not up to {level:g}" for level, names in missed.items()]
             parts.append("mixed in as a share of it, the items " + "; ".join(said))
         found, missed = _levels([r for r in mine if r.source == PLANTED], rule) if rule != "p_correct" else ({}, {})
