@@ -247,6 +247,21 @@ def test_spikes_measured_under_a_changed_rule_are_quoted_under_that_rule_only(pr
     assert "- arc_easy <- Quantitative_Reasoning (the rule): claimed from f = 0.5 (1 of 1)" in ais.read_text()
 
 
+def test_spikes_on_a_profile_whose_k_the_config_dropped_is_one_line_naming_the_key(profile_config, capsys):
+    from benchprof.cli import main
+
+    main(["aggregate", str(profile_config.path), "--noplots"])
+    changed = yaml.safe_load(profile_config.path.read_text())
+    changed["settings"]["k_values"] = [0.02]
+    profile_config.path.write_text(yaml.safe_dump(changed))
+    with pytest.raises(SystemExit):
+        main(["spikes", str(profile_config.path), "--fractions", "0.5", "--planted", ""])
+    err = capsys.readouterr().err
+    assert "the profile is at k = 0.01, which settings.k_values of" in err and "benchprof aggregate" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (profile_config.output_root / "t" / "spikes").exists()
+
+
 @pytest.mark.parametrize("fractions", ["abc", "0", "0.1,1.5"])
 def test_shares_that_are_not_shares_are_one_line_before_any_work(profile_config, capsys, fractions):
     from benchprof.cli import main

@@ -459,6 +459,7 @@ def spikes(
     spikes.csv holds this run's pairs only: a run narrowed by --benchmark or --ability replaces a wider one.
     """
     import dataclasses
+    import math
     import shutil
     import time
 
@@ -493,6 +494,11 @@ def spikes(
                 "spikes read a complete profile (evaluate, then aggregate)"
             )
         profile = recorded["inputs"]  # as aggregate computed it, at its report k
+        if not any(math.isclose(k, profile.get("report_k") or -1.0) for k in cfg.settings.k_values):
+            raise BenchprofError(
+                f"{layout.profile_dir}: the profile is at k = {profile.get('report_k')}, which settings.k_values of "
+                f"{cfg.path} no longer holds; run `benchprof aggregate {cfg.path}` first"
+            )
         measured = dataclasses.replace(
             cfg, models=[spec], aggregate=dataclasses.replace(cfg.aggregate, report_k=profile.get("report_k"))
         )

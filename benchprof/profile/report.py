@@ -241,7 +241,7 @@ def reach_markdown(profile: Profile) -> list[str]:
         return []
     return [
         "",
-        "**Reach** (`benchprof spikes`, spikes/spikes.csv): each benchmark B spiked with a share f of ability A's test "
+        "**Reach** (`benchprof spikes`, its spikes.csv): each benchmark B spiked with a share f of ability A's test "
         "documents, the rule applied unchanged; the smallest f claimed in 80% of resamples, and how often A is "
         "claimed when the next ability's documents are mixed in instead; then the smallest AIS planted in A's top "
         "regions claimed in 80%, and how often the same AIS planted in every region alike is. A null side's claim is "
