@@ -475,3 +475,16 @@ def test_the_lenient_bound_tests_the_documents_spikes_mix_in(tmp_path):
             found.append(int(ttest_1samp(mixed, 0.0, alternative="greater").pvalue < 0.05))
     assert verdicts == by_hand and len(by_hand["accuracy"]) == draws
     assert 0 < sum(by_hand["accuracy"]) < draws  # a draw-dependent verdict: the comparison can tell a wrong draw
+
+
+def test_the_lenient_bound_says_in_one_line_what_is_wrong_with_its_spikes_csv(tmp_path):
+    from pathlib import Path
+
+    from benchprof.lab.spike_bound import main
+
+    folder = Path(__file__).resolve().parents[1] / "docs" / "results" / "profile-qwen2.5-1.5b-mmlu"
+    with pytest.raises(BenchprofError, match=r"nope\.csv: no such spikes\.csv$"):
+        main(str(folder), str(tmp_path / "nope.csv"))
+    (tmp_path / "bad.csv").write_text("model,benchmark\nm,b\n")
+    with pytest.raises(BenchprofError, match=r"bad\.csv: not a spikes\.csv \("):
+        main(str(folder), str(tmp_path / "bad.csv"))

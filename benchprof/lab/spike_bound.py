@@ -28,12 +28,11 @@ from benchprof import BenchprofError
 from benchprof.core.layout import Layout, Variant, format_k
 from benchprof.core.results import DocId, primary_metric, read_p_correct, read_results, read_samples
 from benchprof.lab.spikes import TooFew, mixed_in, spike_sources
+from benchprof.profile.spikes import REACH_RATE
 
 if TYPE_CHECKING:
     from benchprof.core.config import Config
-    from benchprof.profile.spikes import SpikeRow
 
-REACH_RATE = 0.8  # as spikes.REACH_RATE: a share is reached when it passes in at least this share of resamples
 METRICS = ("accuracy", "p_correct")  # the benchmark's primary metric, and each item's probability of the right option
 
 
@@ -158,10 +157,6 @@ def bound_rows(
     return rows, skipped
 
 
-def _share(row: BoundRow | SpikeRow) -> float:
-    return row.fraction
-
-
 @dataclass
 class Tally:
     """What `main`'s summary counts: pairs reached on either metric by the rule, by the lenient test, by neither,
@@ -187,22 +182,30 @@ def main(folder: str, spikes: str, resamples: int = 200, seed: int = 0) -> None:
     """
     import time
 
-    from benchprof.profile.spikes import read_spikes
+    from benchprof.profile.spikes import first_reached, read_spikes
 
     started = time.time()
-    rule = [r for r in read_spikes(Path(spikes)) if r.source == r.ability and not r.size]
+    if not Path(spikes).is_file():
+        raise BenchprofError(f"{spikes}: no such spikes.csv")
+    try:
+        measured = read_spikes(Path(spikes))
+    except (TypeError, ValueError) as err:  # a column missing, unknown or not a number
+        raise BenchprofError(f"{spikes}: not a spikes.csv ({err})") from None
+    rule = [r for r in measured if r.source == r.ability and not r.size]
     if not rule:
         raise BenchprofError(f"{spikes}: no row of an ability's own items mixed in")
     pairs = list(dict.fromkeys((r.benchmark, r.ability) for r in rule))
     rows, skipped = bound_rows(Path(folder), pairs, sorted({r.fraction for r in rule}), int(resamples), int(seed))
     tally = Tally(pairs=len(pairs))
     for benchmark, ability in pairs:
-        theirs = sorted((r for r in rule if (r.benchmark, r.ability) == (benchmark, ability)), key=_share)
+        theirs = [r for r in rule if (r.benchmark, r.ability) == (benchmark, ability)]
         said, by_rule_any, lenient_any = [], False, False
         for metric, name in (("accuracy", "claims"), ("p_correct", "p_correct")):
-            by_rule = next((r.fraction for r in theirs if r.rate(name) >= REACH_RATE), None)
+            hit = first_reached(theirs, name)
+            by_rule = None if hit is None else hit.fraction
             mine = sorted(
-                (r for r in rows if (r.benchmark, r.ability, r.metric) == (benchmark, ability, metric)), key=_share
+                (r for r in rows if (r.benchmark, r.ability, r.metric) == (benchmark, ability, metric)),
+                key=lambda r: r.fraction,
             )
             lenient = next((r.fraction for r in mine if r.rate >= REACH_RATE), None)
             rates = ", ".join(f"{r.fraction:g}: {r.rate:.2f}" for r in mine) or "not measured"

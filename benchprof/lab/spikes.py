@@ -96,7 +96,11 @@ def mixed_in(theirs: list[DocId], own: int, fraction: float, seed: int, spike: s
 def spike_sources(model_dir: Path, benchmark: str, source: str) -> tuple[list[DocId], int]:
     """What `spike_benchmark` draws from: the documents of `source`'s split that the first variant folder scored, and
     how many documents the benchmark has there (its share is counted against those; mixed_in draws)."""
-    folders = _variant_folders(model_dir, benchmark)
+    return _sources(model_dir, _variant_folders(model_dir, benchmark), benchmark, source)
+
+
+def _sources(model_dir: Path, folders: list[Path], benchmark: str, source: str) -> tuple[list[DocId], int]:
+    """spike_sources over the benchmark's variant folders, found once by the caller."""
     if not folders:
         raise TooFew(f"{model_dir}: no evaluation of {benchmark!r} to spike")
     source_file = folders[0] / f"{source}.samples.jsonl"
@@ -112,13 +116,10 @@ def spike_benchmark(model_dir: Path, benchmark: str, source: str, fraction: floa
     documents of `source`'s split in that variant (`spike_sources`, `mixed_in`), so that they are a share `fraction` of
     B'. Returns how many documents were mixed in. A variant without `source`'s scores, or too few of them, is
     refused."""
-    chosen = mixed_in(
-        *spike_sources(model_dir, benchmark, source),
-        fraction,
-        seed,
-        f"{benchmark} spiked to {fraction:g} with {source}",
-    )
-    for folder in _variant_folders(model_dir, benchmark):
+    folders = _variant_folders(model_dir, benchmark)
+    spike = f"{benchmark} spiked to {fraction:g} with {source}"
+    chosen = mixed_in(*_sources(model_dir, folders, benchmark, source), fraction, seed, spike)
+    for folder in folders:
         own = _own_rows(folder, benchmark)
         source_file = folder / f"{source}.samples.jsonl"
         if not source_file.is_file():
@@ -459,7 +460,6 @@ def spikes(
     spikes.csv holds this run's pairs only: a run narrowed by --benchmark or --ability replaces a wider one.
     """
     import dataclasses
-    import math
     import shutil
     import time
 
@@ -469,7 +469,7 @@ def spikes(
     from benchprof.core.storage import read_json
     from benchprof.profile.documents import DOCUMENTS
     from benchprof.profile.spikes import spikes_inputs
-    from benchprof.stages.profile_scores import profile_inputs
+    from benchprof.stages.profile_scores import default_report_k, profile_inputs
 
     started = time.time()
     splits = [a for a in cfg.abilities() if a in cfg.evals.benchmarks]
@@ -494,11 +494,13 @@ def spikes(
                 "spikes read a complete profile (evaluate, then aggregate)"
             )
         profile = recorded["inputs"]  # as aggregate computed it, at its report k
-        if not any(math.isclose(k, profile.get("report_k") or -1.0) for k in cfg.settings.k_values):
+        try:  # the k it was aggregated at, as settings.k_values holds it
+            default_report_k(cfg, profile.get("report_k"))
+        except BenchprofError:
             raise BenchprofError(
                 f"{layout.profile_dir}: the profile is at k = {profile.get('report_k')}, which settings.k_values of "
                 f"{cfg.path} no longer holds; run `benchprof aggregate {cfg.path}` first"
-            )
+            ) from None
         measured = dataclasses.replace(
             cfg, models=[spec], aggregate=dataclasses.replace(cfg.aggregate, report_k=profile.get("report_k"))
         )

@@ -97,14 +97,14 @@ def current_spikes(folder: Path, inputs: dict[str, Any]) -> list[SpikeRow]:
     return read_spikes(folder / SPIKES)
 
 
-def _first_reached(rows: list[SpikeRow], rule: str = "claims") -> SpikeRow | None:
+def first_reached(rows: list[SpikeRow], rule: str = "claims") -> SpikeRow | None:
     """The row of the smallest level (share or AIS) claimed in at least REACH_RATE of resamples under `rule`."""
     return next((r for r in sorted(rows, key=lambda r: r.fraction) if r.rate(rule) >= REACH_RATE), None)
 
 
 def _reached(rows: list[SpikeRow], rule: str, what: str) -> str:
     """The smallest level (share or AIS, `what`) claimed in at least REACH_RATE of resamples, or the largest tried."""
-    reached = _first_reached(rows, rule)
+    reached = first_reached(rows, rule)
     if reached is not None:
         return f"claimed from {what}{reached.fraction:g} ({_count(reached, rule)} of {reached.resamples})"
     last = max(rows, key=lambda r: r.fraction)
@@ -161,7 +161,7 @@ def _levels(rows: list[SpikeRow], rule: str) -> tuple[dict[float, list[str]], di
     rows = [r for r in rows if r.count(rule) is not None]
     for ability in dict.fromkeys(r.ability for r in rows):
         mine = [r for r in rows if r.ability == ability]
-        hit = _first_reached(mine, rule)
+        hit = first_reached(mine, rule)
         if hit is None:
             missed.setdefault(max(r.fraction for r in mine), []).append(ability)
         else:
